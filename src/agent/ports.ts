@@ -1,0 +1,13 @@
+/** Ports the agent core depends on besides the provider, tools and sessions. */
+import type { OutboundMessageInput } from '../bus/messages.js';
+
+/** Where replies and mid-turn messages go: the bus in the daemon, stdout for `magpie agent`. */
+export interface OutboundSink {
+  publish(message: OutboundMessageInput): Promise<void>;
+}
+
+/** Small shared state: the last user-facing chat (for heartbeat replies). */
+export interface StateStore {
+  setLastChannel(channel: string, chatId: string, threadId?: string): Promise<void>;
+  getLastChannel(): Promise<{ channel: string; chatId: string; threadId?: string } | undefined>;
+}

@@ -1,0 +1,31 @@
+/**
+ * The Channel port. An adapter turns platform events into InboundMessages
+ * (after the access check) and delivers OutboundMessages. It never calls the LLM.
+ */
+import type { InboundMessageInput, OutboundMessage } from '../bus/messages.js';
+import type { Logger } from '../log/index.js';
+
+/** What a channel needs from the bus. */
+export interface ChannelBus {
+  /** Validates and durably queues an inbound message. Rejects when Redis is away. */
+  publishInbound(message: InboundMessageInput): Promise<void>;
+  /** `/stop` for a session: aborts its running turn; queued messages stay. */
+  cancel(sessionKey: string): Promise<boolean>;
+}
+
+export interface Channel {
+  /** `telegram`, `discord`, `cli`: also the suffix of its outbound queue. */
+  readonly name: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Delivers one message (chunking and formatting inside). Throws AppError DELIVERY_PERMANENT / DELIVERY_TRANSIENT. */
+  send(message: OutboundMessage): Promise<void>;
+  /** Shows activity (typing) in a chat until `stopActivity` or the next reply. */
+  startActivity(chatId: string, threadId?: string): void;
+  stopActivity(chatId: string, threadId?: string): void;
+}
+
+export interface ChannelDeps {
+  bus: ChannelBus;
+  logger: Logger;
+}

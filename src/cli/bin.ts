@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+/**
+ * The `magpie` command. Parses the subcommand with node:util and lazy-loads
+ * only the module it needs, so `magpie agent -m` does not pay for the bus.
+ */
+import { AppError, describeError, ExitCode } from '../errors/index.js';
+
+interface CommandModule {
+  run(argv: string[]): Promise<number>;
+}
+
+/** Every subcommand: its one-line help and the module that runs it. */
+const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule> }> = {
+  init: {
+    help: 'create the workspace from the templates (never overwrites)',
+    load: () => import('./commands/init.js'),
+  },
+  agent: {
+    help: 'talk to the agent in-process (-m "text" for one message); no Redis needed',
+    load: () => import('./commands/agent.js'),
+  },
+  start: {
+    help: 'run everything in one process: channels, worker, schedulers',
+    load: () => import('./commands/start.js'),
+  },
+  gateway: {
+    help: 'run channel adapters and outbound delivery only',
+    load: () => import('./commands/gateway.js'),
+  },
+  worker: { help: 'run an agent worker and scheduled jobs', load: () => import('./commands/worker.js') },
+  send: {
+    help: 'send one message through the bus to the running daemon and print the reply',
+    load: () => import('./commands/send.js'),
+  },
+  chat: { help: 'interactive chat through the bus', load: () => import('./commands/chat.js') },
+  status: {
+    help: 'queues, workers, running turns, sessions, schedules (--json)',
+    load: () => import('./commands/status.js'),
+  },
+  doctor: {
+    help: 'check configuration, workspace, Redis, the LLM endpoint and channel tokens',
+    load: () => import('./commands/doctor.js'),
+  },
+  pairing: {
+    help: 'list or approve pairing requests (pairing list | pairing approve <code>)',
+    load: () => import('./commands/pairing.js'),
+  },
+  cron: {
+    help: 'list or remove scheduled tasks (cron list | cron remove <id>)',
+    load: () => import('./commands/cron.js'),
+  },
+  skills: { help: 'list skills and report malformed ones', load: () => import('./commands/skills.js') },
+  dashboard: { help: 'serve the local web dashboard', load: () => import('./commands/dashboard.js') },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.help}`);
+  return `usage: magpie <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun "magpie <command> --help" for a command's options.`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return name ? ExitCode.ok : ExitCode.config;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`magpie: unknown command "${name}"; run "magpie --help" for the list\n`);
+    return ExitCode.config;
+  }
+  const mod = await command.load();
+  return mod.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`magpie: ${describeError(err)}\n`);
+    process.exitCode = err instanceof AppError ? err.exitCode : ExitCode.failure;
+    if (!(err instanceof AppError) && process.env.MAGPIE_DEBUG) console.error(err);
+  },
+);

@@ -1,0 +1,5 @@
+/** `magpie chat` (not built yet). */
+export async function run(_argv: string[]): Promise<number> {
+  process.stderr.write('magpie: "chat" is not available in this build yet\n');
+  return 1;
+}

@@ -1,0 +1,5 @@
+/** `magpie cron` (not built yet). */
+export async function run(_argv: string[]): Promise<number> {
+  process.stderr.write('magpie: "cron" is not available in this build yet\n');
+  return 1;
+}

@@ -1,0 +1,5 @@
+/** `magpie gateway` (not built yet). */
+export async function run(_argv: string[]): Promise<number> {
+  process.stderr.write('magpie: "gateway" is not available in this build yet\n');
+  return 1;
+}

@@ -1,0 +1,5 @@
+/** `magpie send` (not built yet). */
+export async function run(_argv: string[]): Promise<number> {
+  process.stderr.write('magpie: "send" is not available in this build yet\n');
+  return 1;
+}

@@ -1,0 +1,5 @@
+/** `magpie skills` (not built yet). */
+export async function run(_argv: string[]): Promise<number> {
+  process.stderr.write('magpie: "skills" is not available in this build yet\n');
+  return 1;
+}

@@ -1,0 +1,250 @@
+/**
+ * The only reader of process.env: a zod schema for the environment, turned into
+ * one frozen Config. A bad value becomes a ConfigError naming the variable and the fix.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from '../errors/index.js';
+import { parseDuration } from './duration.js';
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration; use e.g. 45s, 30m or 2h` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const positiveInt = (fallback: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((text, ctx) => {
+      const n = Number(text);
+      if (!Number.isInteger(n) || n < 1) {
+        ctx.addIssue({ code: 'custom', message: `"${text}" is not a positive whole number` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const URL_MESSAGE = 'is not a URL (expected e.g. http://127.0.0.1:8080)';
+const optionalUrl = () =>
+  optionalText.refine((v) => v === undefined || URL.canParse(v), { message: URL_MESSAGE });
+const urlWithDefault = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .refine((v) => URL.canParse(v), { message: URL_MESSAGE });
+
+const optionalPositive = (max = Number.MAX_SAFE_INTEGER) =>
+  optionalText.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      ctx.addIssue({ code: 'custom', message: `"${v}" must be a whole number from 1 to ${max}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+const list = z
+  .string()
+  .optional()
+  .transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+  );
+
+const boolean = z
+  .string()
+  .default('false')
+  .transform((v, ctx) => {
+    if (/^(1|true|yes|on)$/i.test(v)) return true;
+    if (/^(0|false|no|off|)$/i.test(v)) return false;
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not true or false` });
+    return z.NEVER;
+  });
+
+const activeHours = optionalText.refine(
+  (v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d$/.test(v),
+  {
+    message: 'must look like 08:00-22:00',
+  },
+);
+
+const timeZone = z
+  .string()
+  .optional()
+  .transform((v) => (v && v.trim() !== '' ? v.trim() : Intl.DateTimeFormat().resolvedOptions().timeZone))
+  .refine(
+    (tz) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'is not an IANA time zone (e.g. Europe/Lisbon)' },
+  );
+
+/** The environment schema. Every variable is listed with its default in `.env.example`. */
+export const EnvSchema = z.object({
+  OPENAI_API_KEY: optionalText,
+  OPENAI_BASE_URL: urlWithDefault('https://api.openai.com/v1'),
+  MAGPIE_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  MAGPIE_WORKSPACE: z.string().min(1).default('./workspace'),
+  MAGPIE_MAX_ITERATIONS: positiveInt(20),
+  MAGPIE_LLM_TIMEOUT: duration('120s'),
+  MAGPIE_LLM_MAX_RETRIES: z
+    .string()
+    .default('2')
+    .transform((v, ctx) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 10) {
+        ctx.addIssue({ code: 'custom', message: `"${v}" must be a whole number from 0 to 10` });
+        return z.NEVER;
+      }
+      return n;
+    }),
+  MAGPIE_CONTEXT_TOKENS: optionalPositive(),
+  MAGPIE_TRANSCRIBE_MODEL: optionalText,
+  MAGPIE_EXEC_TIMEOUT: duration('60s'),
+  MAGPIE_WEB_ALLOW_PRIVATE: boolean,
+  MAGPIE_MAX_MEDIA_BYTES: positiveInt(20 * 1024 * 1024),
+  REDIS_URL: optionalUrl(),
+  MAGPIE_QUEUE_PREFIX: z
+    .string()
+    .default('magpie')
+    .refine((v) => /^[A-Za-z0-9_-]+$/.test(v), { message: 'may hold only letters, digits, _ and -' }),
+  MAGPIE_WORKER_CONCURRENCY: positiveInt(16),
+  TELEGRAM_BOT_TOKEN: optionalText,
+  TELEGRAM_API_ROOT: optionalUrl(),
+  TELEGRAM_ALLOW_FROM: list,
+  DISCORD_BOT_TOKEN: optionalText,
+  DISCORD_API_ROOT: optionalUrl(),
+  DISCORD_ALLOW_FROM: list,
+  MAGPIE_HEARTBEAT_INTERVAL: duration('30m'),
+  MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
+  MAGPIE_TIMEZONE: timeZone,
+  MAGPIE_DASHBOARD_PORT: optionalPositive(65535),
+  MAGPIE_DASHBOARD_TOKEN: optionalText,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  NODE_ENV: z.string().default('development'),
+});
+
+type Env = z.infer<typeof EnvSchema>;
+
+/** The validated, frozen configuration every part receives. */
+export interface Config {
+  llm: {
+    apiKey: string | undefined;
+    baseURL: string;
+    model: string;
+    timeoutMs: number;
+    maxRetries: number;
+    contextTokens: number | undefined;
+    transcribeModel: string | undefined;
+  };
+  /** Absolute path of the workspace folder. */
+  workspace: string;
+  agent: { maxIterations: number };
+  tools: { execTimeoutMs: number; webAllowPrivate: boolean };
+  media: { maxBytes: number };
+  redis: { url: string | undefined; prefix: string; concurrency: number };
+  telegram: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
+  discord: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
+  heartbeat: { intervalMs: number; activeHours: string | undefined };
+  timezone: string;
+  dashboard: { port: number | undefined; token: string | undefined };
+  log: { level: Env['LOG_LEVEL']; pretty: boolean };
+}
+
+/** What a command needs beyond the always-validated basics. */
+export interface ConfigNeeds {
+  /** The command calls the LLM, so OPENAI_API_KEY must be set. */
+  llm?: boolean;
+}
+
+/**
+ * Validates `env` into a Config. Throws ConfigError with one line naming the
+ * variable and the fix.
+ */
+export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Config {
+  const result = EnvSchema.safeParse(env);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const name = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(
+      `${name} ${issue.message.replace(/^Invalid input: /, '')}: fix it in .env (see .env.example)`,
+    );
+  }
+  const e = result.data;
+  if (needs.llm && !e.OPENAI_API_KEY) {
+    throw new ConfigError(
+      'OPENAI_API_KEY is not set: put your key in .env (for a local server that needs none, any value such as "none")',
+    );
+  }
+  const config: Config = {
+    llm: {
+      apiKey: e.OPENAI_API_KEY,
+      baseURL: e.OPENAI_BASE_URL,
+      model: e.MAGPIE_MODEL,
+      timeoutMs: e.MAGPIE_LLM_TIMEOUT,
+      maxRetries: e.MAGPIE_LLM_MAX_RETRIES,
+      contextTokens: e.MAGPIE_CONTEXT_TOKENS,
+      transcribeModel: e.MAGPIE_TRANSCRIBE_MODEL,
+    },
+    workspace: path.resolve(e.MAGPIE_WORKSPACE),
+    agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },
+    tools: { execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT, webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE },
+    media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
+    redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
+    telegram: { token: e.TELEGRAM_BOT_TOKEN, apiRoot: e.TELEGRAM_API_ROOT, allowFrom: e.TELEGRAM_ALLOW_FROM },
+    discord: { token: e.DISCORD_BOT_TOKEN, apiRoot: e.DISCORD_API_ROOT, allowFrom: e.DISCORD_ALLOW_FROM },
+    heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
+    timezone: e.MAGPIE_TIMEZONE,
+    dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
+    log: { level: e.LOG_LEVEL, pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY) },
+  };
+  return deepFreeze(config);
+}
+
+/**
+ * Loads `.env` from the current folder (variables already set win) and parses
+ * the environment. The entry point for commands.
+ */
+export function loadConfig(needs: ConfigNeeds = {}, envFile = '.env'): Config {
+  if (existsSync(envFile)) {
+    try {
+      process.loadEnvFile(envFile);
+    } catch (err) {
+      throw new ConfigError(`${envFile} could not be read (${(err as Error).message}): fix or remove it`);
+    }
+  }
+  return parseConfig(process.env, needs);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+export { formatDuration, parseDuration } from './duration.js';

@@ -1,0 +1,92 @@
+/**
+ * Typed errors that decide behaviour. Callers branch on `code` or `instanceof`,
+ * never on message text. `transient` says whether retrying can help.
+ */
+
+/** Process exit codes used by every `magpie` command. */
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  config: 2,
+  unavailable: 3,
+  cancelled: 130,
+} as const;
+
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'WORKSPACE_MISSING'
+  | 'INVALID_SESSION_KEY'
+  | 'PROVIDER_AUTH'
+  | 'PROVIDER_UNREACHABLE'
+  | 'PROVIDER_RATE_LIMITED'
+  | 'PROVIDER_SERVER'
+  | 'PROVIDER_BAD_REQUEST'
+  | 'PROVIDER_BAD_RESPONSE'
+  | 'CONTEXT_LENGTH_EXCEEDED'
+  | 'CANCELLED'
+  | 'REDIS_UNAVAILABLE'
+  | 'REDIS_NOT_INSTALLED'
+  | 'INVALID_MESSAGE'
+  | 'DELIVERY_PERMANENT'
+  | 'DELIVERY_TRANSIENT'
+  | 'TIMEOUT'
+  | 'TOOL_FAILED'
+  | 'NOT_FOUND'
+  | 'INTERNAL';
+
+export interface AppErrorOptions {
+  cause?: unknown;
+  /** Whether a retry may succeed. Defaults to false. */
+  transient?: boolean;
+  /** Exit code when this error ends a command. Defaults to {@link ExitCode.failure}. */
+  exitCode?: number;
+}
+
+/** The base of every error magpie throws on purpose. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly transient: boolean;
+  readonly exitCode: number;
+
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.transient = options.transient ?? false;
+    this.exitCode = options.exitCode ?? ExitCode.failure;
+  }
+}
+
+/** Bad or missing configuration: the message names the variable and the fix. Exit code 2. */
+export class ConfigError extends AppError {
+  constructor(message: string, options: Omit<AppErrorOptions, 'exitCode'> = {}) {
+    super('CONFIG_INVALID', message, { ...options, exitCode: ExitCode.config });
+  }
+}
+
+/** The LLM endpoint failed; `code` says how, `transient` whether to retry. */
+export class ProviderError extends AppError {
+  readonly status: number | undefined;
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions & { status?: number } = {}) {
+    super(code, message, { exitCode: ExitCode.unavailable, ...options });
+    this.status = options.status;
+  }
+}
+
+/** The turn was cancelled by the user (/stop, Ctrl-C) or by shutdown. */
+export class CancelledError extends AppError {
+  constructor(message = 'operation cancelled by user') {
+    super('CANCELLED', message, { exitCode: ExitCode.cancelled });
+  }
+}
+
+/** True when `err` is an AppError with one of the given codes. */
+export function hasCode(err: unknown, ...codes: ErrorCode[]): err is AppError {
+  return err instanceof AppError && codes.includes(err.code);
+}
+
+/** A one-line description of any thrown value, for users and logs. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message.split('\n')[0] ?? err.name;
+  return String(err);
+}

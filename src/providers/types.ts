@@ -1,0 +1,73 @@
+/**
+ * The LLMProvider port: one chat-completion call with tools, and the message
+ * shapes the agent keeps in sessions. Only providers/openai knows the SDK.
+ */
+
+/** One tool call requested by the model. `arguments` is the raw JSON text the model produced. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** A part of a multimodal user message. Images are data: URLs or http(s) URLs. */
+export type ContentPart = { type: 'text'; text: string } | { type: 'image'; url: string; mimeType?: string };
+
+/** A message as the agent stores and sends it (provider-neutral, camelCase). */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string | ContentPart[]; name?: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; name?: string; content: string };
+
+/** A tool offered to the model; `parameters` is a JSON Schema object. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  /** Omitted from the request when empty. */
+  tools?: ToolDefinition[];
+  /** Overrides the provider's default model. */
+  model?: string;
+  maxTokens?: number;
+  temperature?: number;
+  /** Aborts the HTTP request; the call then rejects with CancelledError. */
+  signal?: AbortSignal;
+  /** Streaming text deltas as they arrive. */
+  onDelta?: (text: string) => void;
+}
+
+export interface ChatResponse {
+  /** Final text ('' when the model only called tools). Reasoning fields are never included. */
+  content: string;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+  usage: Usage | undefined;
+  model: string | undefined;
+}
+
+/**
+ * The port every LLM back-end implements. Errors are ProviderError with codes
+ * PROVIDER_AUTH, PROVIDER_UNREACHABLE, PROVIDER_RATE_LIMITED, PROVIDER_SERVER,
+ * PROVIDER_BAD_REQUEST, PROVIDER_BAD_RESPONSE or CONTEXT_LENGTH_EXCEEDED;
+ * an aborted signal gives CancelledError.
+ */
+export interface LLMProvider {
+  /** The default model name. */
+  readonly model: string;
+  chat(request: ChatRequest): Promise<ChatResponse>;
+  /** Model ids the endpoint lists (GET /models). */
+  listModels?(signal?: AbortSignal): Promise<string[]>;
+  /** Speech to text through /audio/transcriptions. */
+  transcribe?(audio: Uint8Array, fileName: string, mimeType: string, signal?: AbortSignal): Promise<string>;
+}

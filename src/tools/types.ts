@@ -1,0 +1,46 @@
+/**
+ * The Tool port: a name, a description, zod parameters (turned into JSON
+ * Schema for the model) and an execute function. A tool's failure is a
+ * ToolResult with isError, which the model reads — not an exception.
+ */
+import type { z } from 'zod';
+import type { OutboundMessageInput } from '../bus/messages.js';
+import type { Logger } from '../log/index.js';
+
+/** Per-call context: which chat the turn belongs to, and how to reach it. Built fresh for every turn. */
+export interface ToolContext {
+  channel: string;
+  chatId: string;
+  threadId?: string;
+  sessionKey: string;
+  /** Absolute, real path of the workspace. */
+  workspace: string;
+  /** Aborted by /stop, Ctrl-C or shutdown. */
+  signal: AbortSignal;
+  logger: Logger;
+  /** Sends a message to a chat now (the message tool); ids are assigned by the sink. */
+  send(message: Omit<OutboundMessageInput, 'id'>): Promise<void>;
+  /** Delegation depth: 0 for a user's turn, +1 for each helper level. */
+  depth: number;
+}
+
+export interface ToolResult {
+  /** What the model reads. */
+  forLLM: string;
+  /** Optional text shown to the user directly. */
+  forUser?: string;
+  isError?: boolean;
+}
+
+export interface Tool<P extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: P;
+  execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** Helper for a successful result. */
+export const ok = (forLLM: string, forUser?: string): ToolResult =>
+  forUser === undefined ? { forLLM } : { forLLM, forUser };
+/** Helper for a failed result the model should read and act on. */
+export const fail = (forLLM: string): ToolResult => ({ forLLM: `Error: ${forLLM}`, isError: true });
