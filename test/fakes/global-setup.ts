@@ -1,4 +1,5 @@
 /** Vitest global set-up: one real redis-server for the whole run; tests use unique prefixes. */
+import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { startRedis } from './redis-server.js';
 
