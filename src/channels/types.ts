@@ -2,7 +2,9 @@
  * The Channel port. An adapter turns platform events into InboundMessages
  * (after the access check) and delivers OutboundMessages. It never calls the LLM.
  */
+import type { Redis } from 'ioredis';
 import type { InboundMessageInput, OutboundMessage } from '../bus/messages.js';
+import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 
 /** What a channel needs from the bus. */
@@ -25,7 +27,14 @@ export interface Channel {
   stopActivity(chatId: string, threadId?: string): void;
 }
 
+/** Everything a channel factory receives from the composition root. */
 export interface ChannelDeps {
+  config: Config;
   bus: ChannelBus;
   logger: Logger;
+  /** A shared Redis connection (pairing codes, approved senders). Keys must start with `${config.redis.prefix}:`. */
+  redis: Redis;
 }
+
+/** A channel factory: `createTelegramChannel(deps)`, `createDiscordChannel(deps)`. */
+export type ChannelFactory = (deps: ChannelDeps) => Channel;

@@ -1,0 +1,2 @@
+/** Heartbeat and cron schedulers (not built yet). */
+export {};
