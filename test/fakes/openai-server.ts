@@ -1,0 +1,379 @@
+/**
+ * A fake OpenAI-compatible HTTP server for tests and benchmarks: a real
+ * `node:http` server on 127.0.0.1 speaking chat completions (SSE streaming and
+ * plain JSON, tool calls split across chunks, usage), model listing and audio
+ * transcription. Replies are scripted per test with `enqueue` or a responder.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A tool call the fake model makes. `id` undefined → a generated id; `id: ''` → the id is left out of the chunk. */
+export interface FakeToolCall {
+  id?: string;
+  name: string;
+  arguments: string;
+}
+
+/** One scripted answer to a chat-completion request. */
+export interface FakeReply {
+  /** Streamed in several chunks ('' allowed). */
+  content?: string;
+  /** Streamed split across chunks: id+name first, arguments in 2+ pieces, indexes interleaved. */
+  toolCalls?: FakeToolCall[];
+  /** Sent as `delta.reasoning_content` (non-streaming: `message.reasoning_content`). */
+  reasoning?: string;
+  /** Usage reported; when absent, estimated from the text lengths. */
+  usage?: { prompt_tokens: number; completion_tokens: number };
+  /**
+   * Wait before answering (a slow model). Streaming replies send the headers and the role chunk first,
+   * then wait, so the client sees an open stream. Stops cleanly if the client disconnects.
+   */
+  delayMs?: number;
+  /** Error status (401, 429, 500, 400 ...). */
+  status?: number;
+  /** Error body, e.g. `{ message: '...', code: 'context_length_exceeded' }`. Without `status`, 400 is used. */
+  error?: { message: string; code?: string; type?: string };
+  /** Send this raw body as-is (garbage); content type follows the request's `stream` flag. */
+  raw?: string;
+  /** Omit `type`, `role` and `finish_reason` in chunks, as some compatible servers do. */
+  omitOptionalFields?: boolean;
+}
+
+/** A request as the fake received it; `body` is the parsed JSON (or the raw text if it was not JSON). */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary fields of the request body.
+  body: any;
+}
+
+export type FakeResponder = (req: RecordedRequest, index: number) => FakeReply | Promise<FakeReply>;
+
+export interface FakeOpenAI {
+  /** e.g. http://127.0.0.1:PORT/v1 */
+  readonly baseURL: string;
+  /** Chat-completion requests only, in arrival order (including those refused for a wrong key). */
+  readonly requests: RecordedRequest[];
+  /** FIFO replies; used before the responder. */
+  enqueue(...replies: FakeReply[]): void;
+  setResponder(fn: FakeResponder): void;
+  /** Resolves when `requests.length >= n` (event-driven); rejects after `timeoutMs` (default 5000). */
+  waitForRequests(n: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface FakeOpenAIOptions {
+  /** Ids listed by GET /v1/models. Default `['fake-model']`. */
+  models?: string[];
+  /** When set, requests must carry `Authorization: Bearer <apiKey>`; otherwise any key is accepted. */
+  apiKey?: string;
+  /** Text returned by POST /v1/audio/transcriptions. Default `'fake transcript'`. */
+  transcript?: string;
+  responder?: FakeResponder;
+  /** Port to bind on 127.0.0.1. Default 0 (any free port). */
+  port?: number;
+}
+
+/** Starts the fake on 127.0.0.1. Close it with `close()` in `afterAll`/`afterEach`. */
+export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
+  const models = options.models ?? ['fake-model'];
+  const transcript = options.transcript ?? 'fake transcript';
+  const queue: FakeReply[] = [];
+  const requests: RecordedRequest[] = [];
+  const waiters = new Set<() => void>();
+  let responder = options.responder;
+
+  const notify = () => {
+    for (const waiter of [...waiters]) waiter();
+  };
+
+  const nextReply = async (req: RecordedRequest, index: number): Promise<FakeReply> => {
+    const queued = queue.shift();
+    if (queued) return queued;
+    if (responder) return responder(req, index);
+    return { content: 'ok' };
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, abort: AbortSignal): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const rawBody = await readBody(req);
+    const authorized =
+      options.apiKey === undefined || req.headers.authorization === `Bearer ${options.apiKey}`;
+
+    if (req.method === 'POST' && path === '/v1/chat/completions') {
+      const recorded: RecordedRequest = {
+        method: req.method,
+        path,
+        headers: req.headers,
+        body: parseJson(rawBody.toString('utf8')),
+      };
+      const index = requests.push(recorded) - 1;
+      notify();
+      if (!authorized) return sendAuthError(res);
+      if (typeof recorded.body !== 'object' || recorded.body === null) {
+        return sendError(res, 400, { message: 'request body is not JSON', type: 'invalid_request_error' });
+      }
+      const reply = await nextReply(recorded, index);
+      return sendChat(res, recorded.body, reply, abort);
+    }
+    if (!authorized) return sendAuthError(res);
+    if (req.method === 'GET' && path === '/v1/models') {
+      return sendJson(res, 200, { object: 'list', data: models.map((id) => modelEntry(id)) });
+    }
+    if (req.method === 'POST' && path === '/v1/audio/transcriptions') {
+      const text = rawBody.toString('latin1');
+      if (!/content-type: multipart\/form-data/i.test(`content-type: ${req.headers['content-type'] ?? ''}`)) {
+        return sendError(res, 400, {
+          message: 'expected multipart/form-data',
+          type: 'invalid_request_error',
+        });
+      }
+      if (!/name="file"/.test(text)) {
+        return sendError(res, 400, { message: 'missing file field', type: 'invalid_request_error' });
+      }
+      return sendJson(res, 200, { text: transcript });
+    }
+    return sendError(res, 404, { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' });
+  };
+
+  const server = createServer((req, res) => {
+    const controller = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+    handle(req, res, controller.signal).catch((err: unknown) => {
+      if (controller.signal.aborted || res.writableEnded) return;
+      const message = err instanceof Error ? err.message : String(err);
+      if (res.headersSent) res.end();
+      else sendError(res, 500, { message: `fake server error: ${message}`, type: 'server_error' });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    enqueue: (...replies) => {
+      queue.push(...replies);
+    },
+    setResponder: (fn) => {
+      responder = fn;
+    },
+    waitForRequests: (n, timeoutMs = 5000) =>
+      new Promise<void>((resolve, reject) => {
+        if (requests.length >= n) return resolve();
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`fake OpenAI: waited ${timeoutMs} ms for ${n} requests, got ${requests.length}`));
+        }, timeoutMs);
+        const check = () => {
+          if (requests.length < n) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+      }),
+    close: () => {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+function modelEntry(id: string) {
+  return { id, object: 'model', created: 0, owned_by: 'fake' };
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on('data', (part: Buffer) => parts.push(part));
+    req.on('end', () => resolve(Buffer.concat(parts)));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Not JSON: keep the text so the test can see what arrived; the handler answers 400.
+    return text;
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  error: { message: string; code?: string; type?: string },
+) {
+  sendJson(res, status, {
+    error: {
+      message: error.message,
+      type: error.type ?? 'invalid_request_error',
+      param: null,
+      code: error.code ?? null,
+    },
+  });
+}
+
+function sendAuthError(res: ServerResponse): void {
+  sendError(res, 401, {
+    message:
+      'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.',
+    type: 'invalid_request_error',
+    code: 'invalid_api_key',
+  });
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Splits text into about `count` pieces (at least one piece, '' stays one empty piece). */
+function split(text: string, count: number): string[] {
+  if (text.length < count) return text.length === 0 ? [''] : [...text];
+  const size = Math.ceil(text.length / count);
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}
+
+function estimateTokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the request body is whatever the client sent.
+async function sendChat(res: ServerResponse, body: any, reply: FakeReply, abort: AbortSignal): Promise<void> {
+  const stream = body.stream === true;
+  const delayMs = reply.delayMs ?? 0;
+  const opensStream = stream && reply.raw === undefined && reply.status === undefined && !reply.error;
+  if (delayMs > 0 && !opensStream && !(await sleep(delayMs, abort))) return;
+
+  if (reply.raw !== undefined) {
+    res.writeHead(reply.status ?? 200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
+    res.end(reply.raw);
+    return;
+  }
+  if (reply.status !== undefined || reply.error) {
+    const status = reply.status ?? 400;
+    return sendError(res, status, reply.error ?? { message: `fake error ${status}`, type: 'server_error' });
+  }
+
+  const model = typeof body.model === 'string' ? body.model : 'fake-model';
+  const id = `chatcmpl-${randomUUID()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const content = reply.content ?? '';
+  const calls = (reply.toolCalls ?? []).map((call, i) => ({
+    ...call,
+    id: call.id ?? `call_${i}_${id.slice(-8)}`,
+  }));
+  const finishReason = calls.length > 0 ? 'tool_calls' : 'stop';
+  const usage = reply.usage ?? {
+    prompt_tokens: estimateTokens(JSON.stringify(body.messages ?? '')),
+    completion_tokens: estimateTokens(content + calls.map((c) => c.arguments).join('')),
+  };
+  const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+
+  if (!stream) {
+    const message: Record<string, unknown> = {
+      role: 'assistant',
+      content: calls.length && !content ? null : content,
+    };
+    if (reply.reasoning) message.reasoning_content = reply.reasoning;
+    if (calls.length) {
+      message.tool_calls = calls.map((c) => ({
+        ...(c.id ? { id: c.id } : {}),
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      }));
+    }
+    return sendJson(res, 200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [{ index: 0, message, finish_reason: finishReason, logprobs: null }],
+      usage: fullUsage,
+    });
+  }
+
+  const omit = reply.omitOptionalFields === true;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const send = (delta: Record<string, unknown>, finish: string | null = null) => {
+    const choice: Record<string, unknown> = { index: 0, delta };
+    if (!omit) choice.finish_reason = finish;
+    else if (finish) choice.finish_reason = finish;
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [choice] })}\n\n`,
+    );
+  };
+
+  send(omit ? { content: '' } : { role: 'assistant', content: '' });
+  if (delayMs > 0 && !(await sleep(delayMs, abort))) return;
+
+  for (const piece of reply.reasoning ? split(reply.reasoning, 2) : []) send({ reasoning_content: piece });
+  if (content) for (const piece of split(content, 3)) send({ content: piece });
+
+  // Tool calls: the first delta of each index carries id and name; arguments follow in 2+ pieces, interleaved.
+  calls.forEach((call, index) => {
+    const head: Record<string, unknown> = { index, function: { name: call.name, arguments: '' } };
+    if (call.id) head.id = call.id;
+    if (!omit) head.type = 'function';
+    send({ tool_calls: [head] });
+  });
+  const pieces = calls.map((call) => {
+    const parts = split(call.arguments, 3);
+    return parts.length >= 2 ? parts : ['', ...parts];
+  });
+  const rounds = Math.max(0, ...pieces.map((p) => p.length));
+  for (let round = 0; round < rounds; round++) {
+    pieces.forEach((parts, index) => {
+      const part = parts[round];
+      if (part !== undefined) send({ tool_calls: [{ index, function: { arguments: part } }] });
+    });
+  }
+
+  if (!omit) send({}, finishReason);
+  if (body.stream_options?.include_usage === true) {
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: fullUsage })}\n\n`,
+    );
+  }
+  res.end('data: [DONE]\n\n');
+}
