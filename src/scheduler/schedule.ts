@@ -1,0 +1,288 @@
+/**
+ * Schedules for scheduled tasks: parsing the cron tool's `at` / `in_seconds` /
+ * `every_seconds` / `cron` (+ `tz`) into one Schedule, the next run of a
+ * schedule, and wall-clock formatting in a time zone. Pure: no Redis here.
+ */
+import { CronExpressionParser } from 'cron-parser';
+
+/** A parsed schedule. `tz` is the zone its times are stated and shown in. */
+export type Schedule =
+  | { kind: 'once'; runAt: number; tz: string; description: string }
+  | { kind: 'every'; everyMs: number; tz: string; description: string }
+  | { kind: 'cron'; pattern: string; tz: string; description: string };
+
+/** What the cron tool receives; exactly one of the four kinds must be set. */
+export interface ScheduleInput {
+  at?: string | undefined;
+  in_seconds?: number | undefined;
+  every_seconds?: number | undefined;
+  cron?: string | undefined;
+  tz?: string | undefined;
+}
+
+export interface ParseScheduleOptions {
+  /** The zone used when `tz` is not given (config.timezone). */
+  defaultTz: string;
+  /** The current time in ms. @defaultValue Date.now() */
+  now?: number;
+  /** The shortest allowed `every_seconds`. @defaultValue 60 */
+  minEverySeconds?: number;
+}
+
+/** A schedule, or a message the model can act on. */
+export type ParseScheduleResult = { ok: true; schedule: Schedule } | { ok: false; error: string };
+
+const AT_PATTERN =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+
+/** True when `tz` is an IANA zone name this runtime knows. */
+export function isValidTimeZone(tz: string): boolean {
+  if (tz.trim() === '') return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch (_err) {
+    return false;
+  }
+}
+
+/**
+ * Parses the cron tool's schedule fields. Times without an offset are wall
+ * clock in `tz` (or the default zone), never silently UTC.
+ * @example parseSchedule({ cron: '0 9 * * 1-5', tz: 'Europe/Lisbon' }, { defaultTz: 'UTC' })
+ */
+export function parseSchedule(input: ScheduleInput, options: ParseScheduleOptions): ParseScheduleResult {
+  const now = options.now ?? Date.now();
+  const minEvery = options.minEverySeconds ?? 60;
+  const tz = input.tz?.trim() || options.defaultTz;
+  if (!isValidTimeZone(tz)) {
+    return { ok: false, error: `"${tz}" is not an IANA time zone; use a name such as Europe/Lisbon or UTC` };
+  }
+  const given = (['at', 'in_seconds', 'every_seconds', 'cron'] as const).filter(
+    (k) => input[k] !== undefined && input[k] !== '',
+  );
+  if (given.length === 0) {
+    return { ok: false, error: 'give exactly one of at, in_seconds, every_seconds or cron (none was given)' };
+  }
+  if (given.length > 1) {
+    return {
+      ok: false,
+      error: `give exactly one of at, in_seconds, every_seconds or cron (got ${given.join(' and ')})`,
+    };
+  }
+  if (input.at !== undefined) return parseAt(input.at, tz, now);
+  if (input.in_seconds !== undefined) {
+    const s = input.in_seconds;
+    if (!Number.isFinite(s) || s < 1) return { ok: false, error: 'in_seconds must be at least 1' };
+    const runAt = now + Math.round(s * 1000);
+    return { ok: true, schedule: { kind: 'once', runAt, tz, description: `once, in ${humanSeconds(s)}` } };
+  }
+  if (input.every_seconds !== undefined) {
+    const s = input.every_seconds;
+    if (!Number.isInteger(s) || s < minEvery) {
+      return {
+        ok: false,
+        error: `every_seconds must be a whole number of at least ${minEvery}; for calendar times use cron`,
+      };
+    }
+    return {
+      ok: true,
+      schedule: { kind: 'every', everyMs: s * 1000, tz, description: `every ${humanSeconds(s)}` },
+    };
+  }
+  return parseCron(input.cron ?? '', tz, now);
+}
+
+function parseAt(at: string, tz: string, now: number): ParseScheduleResult {
+  const m = AT_PATTERN.exec(at.trim());
+  if (!m) {
+    return {
+      ok: false,
+      error: `at "${at}" is not an ISO date-time; use e.g. 2026-12-01T09:00 (local to tz) or 2026-12-01T09:00:00Z`,
+    };
+  }
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((v) => Number(v ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const probe = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  if (
+    probe.getUTCMonth() !== month - 1 ||
+    probe.getUTCDate() !== day ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  ) {
+    return { ok: false, error: `at "${at}" is not a real calendar date and time` };
+  }
+  const offset = m[7];
+  const runAt =
+    offset === undefined
+      ? zonedWallTimeToUtc({ year, month, day, hour, minute, second }, tz)
+      : probe.getTime() - offsetToMs(offset);
+  if (runAt <= now) {
+    return {
+      ok: false,
+      error: `at ${formatInZone(runAt, tz)} is in the past (now it is ${formatInZone(now, tz)}); give a future time`,
+    };
+  }
+  return {
+    ok: true,
+    schedule: { kind: 'once', runAt, tz, description: `once, at ${formatInZone(runAt, tz)}` },
+  };
+}
+
+function parseCron(pattern: string, tz: string, now: number): ParseScheduleResult {
+  const trimmed = pattern.trim().replace(/\s+/g, ' ');
+  if (trimmed.split(' ').length !== 5) {
+    return {
+      ok: false,
+      error: `cron "${pattern}" must have 5 fields (minute hour day-of-month month day-of-week), e.g. "0 9 * * 1-5"`,
+    };
+  }
+  try {
+    CronExpressionParser.parse(trimmed, { tz, currentDate: new Date(now) }).next();
+  } catch (err) {
+    return { ok: false, error: `cron "${pattern}" is not valid (${(err as Error).message})` };
+  }
+  return {
+    ok: true,
+    schedule: { kind: 'cron', pattern: trimmed, tz, description: `cron "${trimmed}" (${tz})` },
+  };
+}
+
+/**
+ * The first run of `schedule` strictly after `after` (ms), or undefined when a
+ * one-shot schedule has passed. `every` runs are aligned to multiples of the
+ * interval, as BullMQ's job schedulers align them.
+ */
+export function nextRun(schedule: Schedule, after: number): number | undefined {
+  switch (schedule.kind) {
+    case 'once':
+      return schedule.runAt > after ? schedule.runAt : undefined;
+    case 'every':
+      return Math.floor(after / schedule.everyMs) * schedule.everyMs + schedule.everyMs;
+    case 'cron':
+      return CronExpressionParser.parse(schedule.pattern, { tz: schedule.tz, currentDate: new Date(after) })
+        .next()
+        .getTime();
+  }
+}
+
+/** The next `count` runs after `after` (for tests and listings). */
+export function nextRuns(schedule: Schedule, after: number, count: number): number[] {
+  const runs: number[] = [];
+  let cursor = after;
+  for (let i = 0; i < count; i++) {
+    const next = nextRun(schedule, cursor);
+    if (next === undefined) break;
+    runs.push(next);
+    cursor = next;
+  }
+  return runs;
+}
+
+/** Wall-clock fields of an instant in a zone. */
+export interface WallTime {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+  weekday: string;
+}
+
+const wallFormatters = new Map<string, Intl.DateTimeFormat>();
+
+/** The wall-clock time of `ms` in `tz`. */
+export function wallTimeIn(ms: number, tz: string): WallTime {
+  let fmt = wallFormatters.get(tz);
+  if (!fmt) {
+    fmt = new Intl.DateTimeFormat('en-GB', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      weekday: 'short',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    wallFormatters.set(tz, fmt);
+  }
+  const parts = fmt.formatToParts(new Date(ms));
+  const get = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '0';
+  return {
+    year: Number(get('year')),
+    month: Number(get('month')),
+    day: Number(get('day')),
+    hour: Number(get('hour')),
+    minute: Number(get('minute')),
+    second: Number(get('second')),
+    weekday: get('weekday'),
+  };
+}
+
+/** The offset of `tz` from UTC at instant `ms`, in ms (Lisbon in summer: +3 600 000). */
+export function zoneOffsetMs(ms: number, tz: string): number {
+  const w = wallTimeIn(ms, tz);
+  const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
+  return asUtc - Math.floor(ms / 1000) * 1000;
+}
+
+/**
+ * The instant at which the wall clock in `tz` shows the given time. A time
+ * skipped by a DST change resolves to the instant one offset-step later.
+ */
+export function zonedWallTimeToUtc(wall: Omit<WallTime, 'weekday'>, tz: string): number {
+  const asUtc = Date.UTC(wall.year, wall.month - 1, wall.day, wall.hour, wall.minute, wall.second);
+  const first = asUtc - zoneOffsetMs(asUtc, tz);
+  return asUtc - zoneOffsetMs(first, tz);
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * Formats an instant as the wall clock in `tz`.
+ * @example formatInZone(Date.UTC(2026, 11, 1, 9), 'Europe/Lisbon') // 'Tue 1 Dec 2026 09:00 Europe/Lisbon'
+ */
+export function formatInZone(ms: number, tz: string): string {
+  const w = wallTimeIn(ms, tz);
+  const hh = String(w.hour).padStart(2, '0');
+  const mm = String(w.minute).padStart(2, '0');
+  const ss = w.second === 0 ? '' : `:${String(w.second).padStart(2, '0')}`;
+  return `${w.weekday} ${w.day} ${MONTHS[w.month - 1]} ${w.year} ${hh}:${mm}${ss} ${tz}`;
+}
+
+function offsetToMs(offset: string): number {
+  if (offset.toUpperCase() === 'Z') return 0;
+  const m = /^([+-])(\d{2}):?(\d{2})?$/.exec(offset)!;
+  const sign = m[1] === '-' ? -1 : 1;
+  return sign * (Number(m[2]) * 3_600_000 + Number(m[3] ?? 0) * 60_000);
+}
+
+/** "90 seconds" → "1 min 30 s" style text for descriptions. */
+export function humanSeconds(seconds: number): string {
+  const s = Math.round(seconds);
+  const units: Array<[number, string]> = [
+    [86_400, 'd'],
+    [3_600, 'h'],
+    [60, 'min'],
+    [1, 's'],
+  ];
+  const out: string[] = [];
+  let rest = s;
+  for (const [size, name] of units) {
+    if (rest >= size) {
+      out.push(`${Math.floor(rest / size)} ${name}`);
+      rest %= size;
+    }
+  }
+  return out.length === 0 ? '0 s' : out.join(' ');
+}
