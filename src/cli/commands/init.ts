@@ -1,5 +1,54 @@
-/** `magpie init` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "init" is not available in this build yet\n');
-  return 1;
+/** `magpie init [--workspace DIR]`: create the workspace from the templates, never overwriting. */
+import path from 'node:path';
+import { parseCommandArgs } from '../args.js';
+import { loadConfig } from '../../config/index.js';
+import { ExitCode } from '../../errors/index.js';
+import { initWorkspace, isTemplatesDir } from '../../workspace/init.js';
+import { templatesDir } from '../../workspace/templates.js';
+
+const HELP = `usage: magpie init [--workspace DIR]
+
+Creates the workspace (MAGPIE_WORKSPACE, default ./workspace) from the templates:
+AGENTS.md, SOUL.md, USER.md, IDENTITY.md, HEARTBEAT.md, memory/MEMORY.md and the
+example skills. Files that already exist are kept as they are.
+
+options:
+  -w, --workspace DIR  create the workspace here instead of MAGPIE_WORKSPACE
+  -h, --help           show this help`;
+
+/** Where the command writes; tests pass their own. */
+export interface CommandIO {
+  out: { write(text: string): unknown };
+  /** The templates folder. @defaultValue the package's `workspace/` */
+  templates?: string;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  return runInit(argv, { out: process.stdout });
+}
+
+/** The command with its output stream injected. */
+export async function runInit(argv: string[], io: CommandIO): Promise<number> {
+  const { values } = parseCommandArgs('init', argv, {
+    workspace: { type: 'string', short: 'w' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.out.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  const target = values.workspace ? path.resolve(values.workspace) : loadConfig().workspace;
+  const templates = io.templates ?? templatesDir();
+  if (await isTemplatesDir(target, templates)) {
+    io.out.write(`${target} is the templates folder itself: the templates are already there.\n`);
+    return ExitCode.ok;
+  }
+  const { created, kept } = await initWorkspace(target, { templates });
+  const lines = [`Workspace: ${target}`];
+  for (const rel of created) lines.push(`  created  ${rel}`);
+  for (const rel of kept) lines.push(`  kept     ${rel} (already there)`);
+  if (created.length === 0) lines.push('Nothing to do: every template file was already there.');
+  else lines.push('Next: tell magpie about yourself in USER.md, then try: magpie agent -m "hello"');
+  io.out.write(`${lines.join('\n')}\n`);
+  return ExitCode.ok;
 }

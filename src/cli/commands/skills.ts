@@ -1,5 +1,54 @@
-/** `magpie skills` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "skills" is not available in this build yet\n');
-  return 1;
+/** `magpie skills [--workspace DIR]`: list the workspace's skills and report malformed ones. */
+import path from 'node:path';
+import { parseCommandArgs } from '../args.js';
+import { loadConfig } from '../../config/index.js';
+import { ExitCode } from '../../errors/index.js';
+import { SkillsLoader } from '../../skills/loader.js';
+
+const HELP = `usage: magpie skills [--workspace DIR]
+
+Lists the skills in <workspace>/skills/<name>/SKILL.md: name, whether it is always
+in the prompt or loaded on demand, and its description. Malformed skills are listed
+with the reason; the exit code is 1 when there is any.
+
+options:
+  -w, --workspace DIR  use this workspace instead of MAGPIE_WORKSPACE
+  -h, --help           show this help`;
+
+export interface SkillsCommandIO {
+  out: { write(text: string): unknown };
+}
+
+export async function run(argv: string[]): Promise<number> {
+  return runSkills(argv, { out: process.stdout });
+}
+
+/** The command with its output stream injected. */
+export async function runSkills(argv: string[], io: SkillsCommandIO): Promise<number> {
+  const { values } = parseCommandArgs('skills', argv, {
+    workspace: { type: 'string', short: 'w' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    io.out.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  const workspace = values.workspace ? path.resolve(values.workspace) : loadConfig().workspace;
+  const dir = path.join(workspace, 'skills');
+  const { skills, errors } = await new SkillsLoader({ dir }).load();
+  const lines: string[] = [];
+  if (skills.length === 0) lines.push(`No skills in ${dir}.`);
+  else {
+    lines.push(`Skills in ${dir}:`);
+    const width = Math.max(...skills.map((s) => s.name.length));
+    for (const s of skills) {
+      lines.push(`  ${s.name.padEnd(width)}  ${s.always ? 'always   ' : 'on-demand'}  ${s.description}`);
+    }
+  }
+  if (errors.length > 0) {
+    lines.push('', `Malformed (${errors.length}):`);
+    for (const e of errors) lines.push(`  ${path.relative(workspace, e.path)}: ${e.message}`);
+  }
+  io.out.write(`${lines.join('\n')}\n`);
+  return errors.length > 0 ? ExitCode.failure : ExitCode.ok;
 }
