@@ -1,0 +1,179 @@
+/**
+ * Maps what the openai SDK (and the network under it) throws to our typed
+ * errors: ProviderError with a code that says what went wrong and whether a
+ * retry can help. Messages are one line and name the setting to check.
+ */
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+  OpenAIError,
+} from 'openai';
+import { AppError, CancelledError, describeError, ProviderError } from '../../errors/index.js';
+import { redactSecrets } from '../../log/index.js';
+
+/** What the mapper needs to write a useful message. */
+export interface ErrorContext {
+  /** The endpoint, named in connection messages. */
+  baseURL: string;
+  /** Redacted from any text the server sent back. */
+  apiKey?: string;
+}
+
+const CONTEXT_TEXT =
+  /context[ _-]?(length|window)|maximum context|context.{0,20}exceed|too many tokens|prompt is too long|reduce the length of the messages/i;
+
+/** Converts any thrown value from an SDK call to an AppError (ProviderError, or CancelledError for an abort). */
+export function toProviderError(err: unknown, context: ErrorContext): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof APIUserAbortError) return new CancelledError();
+  if (err instanceof APIConnectionTimeoutError) return timeoutError(context);
+  if (err instanceof APIConnectionError) {
+    const reason = networkReason(err.cause) ?? 'connection failed';
+    return new ProviderError(
+      'PROVIDER_UNREACHABLE',
+      `cannot reach the model endpoint ${context.baseURL} (${reason}): check OPENAI_BASE_URL`,
+      { cause: err, transient: true },
+    );
+  }
+  if (err instanceof APIError) return fromStatus(err, context);
+  if (err instanceof SyntaxError || err instanceof OpenAIError) {
+    return new ProviderError(
+      'PROVIDER_BAD_RESPONSE',
+      `the model endpoint sent a response that is not valid OpenAI JSON (${oneLine(describeError(err), context)})`,
+      { cause: err },
+    );
+  }
+  // undici raises a TypeError ("terminated") when the socket drops in the middle of a streamed body.
+  const reason = networkReason(err);
+  if (reason) {
+    return new ProviderError(
+      'PROVIDER_UNREACHABLE',
+      `lost the connection to the model endpoint ${context.baseURL} (${reason}): check OPENAI_BASE_URL`,
+      { cause: err, transient: true },
+    );
+  }
+  return new ProviderError(
+    'PROVIDER_BAD_RESPONSE',
+    `unexpected failure reading the model's answer: ${oneLine(describeError(err), context)}`,
+    { cause: err },
+  );
+}
+
+/** The error for a request that got no answer in time (our own timer or the SDK's). */
+export function timeoutError(context: ErrorContext, timeoutMs?: number): ProviderError {
+  const within = timeoutMs === undefined ? '' : ` within ${Math.round(timeoutMs / 100) / 10}s`;
+  return new ProviderError(
+    'PROVIDER_UNREACHABLE',
+    `the model endpoint ${context.baseURL} did not answer${within}: check OPENAI_BASE_URL or raise MAGPIE_LLM_TIMEOUT`,
+    { transient: true },
+  );
+}
+
+/** True when the endpoint said the prompt is longer than the model's context window. */
+export function isContextLengthError(err: APIError): boolean {
+  if (err.code === 'context_length_exceeded') return true;
+  // Compatible servers differ (vLLM, llama.cpp, OpenRouter): this one place reads the body text.
+  const text = `${err.message} ${bodyMessage(err.error) ?? ''}`;
+  return (err.status === undefined || err.status === 400 || err.status === 413) && CONTEXT_TEXT.test(text);
+}
+
+function fromStatus(err: APIError, context: ErrorContext): ProviderError {
+  const status = err.status;
+  const detail = oneLine(bodyMessage(err.error) ?? err.message, context);
+  const options = { cause: err, status };
+  if (isContextLengthError(err)) {
+    return new ProviderError(
+      'CONTEXT_LENGTH_EXCEEDED',
+      `the conversation is longer than the model's context window (${detail})`,
+      options,
+    );
+  }
+  if (status === 401 || status === 403) {
+    return new ProviderError(
+      'PROVIDER_AUTH',
+      `the API key was refused (${status}): check OPENAI_API_KEY`,
+      options,
+    );
+  }
+  if (status === 429) {
+    if (err.code === 'insufficient_quota') {
+      return new ProviderError(
+        'PROVIDER_RATE_LIMITED',
+        `the account is out of quota (429 insufficient_quota): ${detail}`,
+        options,
+      );
+    }
+    return new ProviderError(
+      'PROVIDER_RATE_LIMITED',
+      `the model endpoint is rate limiting requests (429): ${detail}`,
+      {
+        ...options,
+        transient: true,
+      },
+    );
+  }
+  if (status === 408) {
+    return new ProviderError(
+      'PROVIDER_UNREACHABLE',
+      `the model endpoint timed out the request (408): ${detail}`,
+      {
+        ...options,
+        transient: true,
+      },
+    );
+  }
+  if (status === undefined || status === 409 || status >= 500) {
+    const label = status === undefined ? 'mid-stream error' : String(status);
+    return new ProviderError('PROVIDER_SERVER', `the model endpoint failed (${label}): ${detail}`, {
+      ...options,
+      transient: true,
+    });
+  }
+  return new ProviderError(
+    'PROVIDER_BAD_REQUEST',
+    `the model endpoint rejected the request (${status}): ${detail}`,
+    options,
+  );
+}
+
+/** The `message` of an OpenAI-style error body, when there is one. */
+function bodyMessage(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const record = body as Record<string, unknown>;
+  if (typeof record.message === 'string') return record.message;
+  const inner = record.error;
+  if (
+    typeof inner === 'object' &&
+    inner !== null &&
+    typeof (inner as Record<string, unknown>).message === 'string'
+  ) {
+    return (inner as Record<string, string>).message;
+  }
+  return undefined;
+}
+
+/** A short network reason (ECONNREFUSED, ENOTFOUND, terminated ...) found along a cause chain. */
+function networkReason(err: unknown): string | undefined {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    if (typeof current === 'object' && current !== null) {
+      const code = (current as { code?: unknown }).code;
+      if (typeof code === 'string' && /^E[A-Z_]+$|^UND_ERR/.test(code)) return code;
+      const message = (current as { message?: unknown }).message;
+      if (typeof message === 'string' && /^(terminated|other side closed|socket hang up)$/i.test(message)) {
+        return message;
+      }
+      current = (current as { cause?: unknown }).cause;
+    } else {
+      break;
+    }
+  }
+  return undefined;
+}
+
+function oneLine(text: string, context: ErrorContext): string {
+  const line = redactSecrets(text, [context.apiKey]).split('\n')[0]?.trim() ?? '';
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
+}
