@@ -1,0 +1,60 @@
+/**
+ * Runs the tool calls of one model response concurrently and returns their
+ * results in call order. Every call gets a result: a tool's failure is text
+ * the model reads, and on cancellation every outstanding call is answered with
+ * "operation cancelled by user" so the stored history stays valid.
+ */
+import { describeError } from '../errors/index.js';
+import type { ChatMessage, ToolCall, ToolDefinition } from '../providers/types.js';
+import type { ToolContext, ToolResult } from '../tools/types.js';
+import type { TurnMeter } from './turn-metrics.js';
+
+/** What the loop needs from the tool registry (ToolRegistry satisfies it). */
+export interface LoopTools {
+  definitions(): ToolDefinition[];
+  /** Never throws by contract; a throw is still turned into an error result here. */
+  execute(name: string, rawArguments: string, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** The result every outstanding call gets when the turn is cancelled. */
+export const CANCELLED_TOOL_TEXT = 'operation cancelled by user';
+
+const CANCELLED_RESULT: ToolResult = { forLLM: CANCELLED_TOOL_TEXT, isError: true };
+
+export interface ToolBatchOptions {
+  tools: LoopTools;
+  ctx: ToolContext;
+  meter: TurnMeter;
+  /** Resolves when the turn is cancelled. */
+  cancelled: Promise<void>;
+  /** Called with a result's `forUser` text, if any. */
+  onUserText?: (text: string) => Promise<void>;
+}
+
+/** Executes `calls` concurrently; the tool messages come back in call order. */
+export async function runToolBatch(
+  calls: readonly ToolCall[],
+  options: ToolBatchOptions,
+): Promise<Extract<ChatMessage, { role: 'tool' }>[]> {
+  const { tools, ctx, meter, cancelled } = options;
+  const cancelledResult = cancelled.then(() => CANCELLED_RESULT);
+  return Promise.all(
+    calls.map(async (call) => {
+      if (ctx.signal.aborted) return toolMessage(call, CANCELLED_RESULT);
+      const started = performance.now();
+      const execution = tools
+        .execute(call.name, call.arguments, ctx)
+        .catch((err: unknown): ToolResult => ({ forLLM: `Error: ${describeError(err)}`, isError: true }));
+      const result = await Promise.race([execution, cancelledResult]);
+      meter.toolCall(call.name, performance.now() - started, !result.isError);
+      if (result.forUser && result !== CANCELLED_RESULT && options.onUserText) {
+        await options.onUserText(result.forUser);
+      }
+      return toolMessage(call, result);
+    }),
+  );
+}
+
+function toolMessage(call: ToolCall, result: ToolResult): Extract<ChatMessage, { role: 'tool' }> {
+  return { role: 'tool', toolCallId: call.id, name: call.name, content: result.forLLM };
+}

@@ -1,0 +1,65 @@
+/**
+ * Per-turn figures: LLM calls, tokens, tool calls with their times, wall time
+ * and outcome. A TurnMeter collects them during a turn; `logTurn` writes the
+ * one info line per turn.
+ */
+import type { Logger } from '../log/index.js';
+import type { Usage } from '../providers/types.js';
+import type { ToolCallMetric, TurnMetrics, TurnOutcome } from './types.js';
+
+/** Collects the figures of one turn. */
+export class TurnMeter {
+  readonly #sessionKey: string;
+  readonly #started: number;
+  readonly #now: () => number;
+  #llmCalls = 0;
+  #promptTokens = 0;
+  #completionTokens = 0;
+  readonly #toolCalls: ToolCallMetric[] = [];
+
+  constructor(sessionKey: string, now: () => number = () => performance.now()) {
+    this.#sessionKey = sessionKey;
+    this.#now = now;
+    this.#started = now();
+  }
+
+  /** Records one call to the main model (its usage when the endpoint reported it). */
+  llmCall(usage: Usage | undefined): void {
+    this.#llmCalls += 1;
+    if (usage) {
+      this.#promptTokens += usage.promptTokens;
+      this.#completionTokens += usage.completionTokens;
+    }
+  }
+
+  /** Records one finished tool call. */
+  toolCall(name: string, ms: number, ok: boolean): void {
+    this.#toolCalls.push({ name, ms: Math.round(ms), ok });
+  }
+
+  get llmCalls(): number {
+    return this.#llmCalls;
+  }
+
+  /** The figures so far, stamped with the outcome. */
+  finish(outcome: TurnOutcome): TurnMetrics {
+    return {
+      sessionKey: this.#sessionKey,
+      llmCalls: this.#llmCalls,
+      promptTokens: this.#promptTokens,
+      completionTokens: this.#completionTokens,
+      toolCalls: [...this.#toolCalls],
+      wallMs: Math.round(this.#now() - this.#started),
+      outcome,
+    };
+  }
+}
+
+/** Writes the turn's one info line (the logger is a child bound to `{ session }`). */
+export function logTurn(logger: Logger, metrics: TurnMetrics): void {
+  const { sessionKey: _session, ...figures } = metrics;
+  logger.info(
+    { turn: figures },
+    `turn ${metrics.outcome}: ${metrics.llmCalls} LLM call(s), ${metrics.toolCalls.length} tool call(s), ${metrics.wallMs} ms`,
+  );
+}
