@@ -1,0 +1,38 @@
+/**
+ * append_file: adds text to the end of a workspace file, creating it (and
+ * its folders) when missing. Used for daily notes and logs.
+ */
+import { appendFile, mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { fail, ok, type Tool } from './types.js';
+import { fileError, resolveInWorkspace } from './workspace-path.js';
+
+const parameters = z.object({
+  path: z.string().describe('File path, relative to the workspace'),
+  content: z
+    .string()
+    .describe('Text to add at the end of the file (include a trailing newline if you want one)'),
+});
+
+/** The append_file tool, confined to `workspace`. */
+export function createAppendFileTool(workspace: string): Tool<typeof parameters> {
+  return {
+    name: 'append_file',
+    description:
+      'Append text to the end of a file in the workspace; the file and its folders are created if missing.',
+    parameters,
+    async execute({ path: requested, content }) {
+      try {
+        const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
+        const existing = await stat(file).catch(() => undefined);
+        if (existing?.isDirectory()) return fail(`${requested} is a directory, not a file`);
+        await mkdir(path.dirname(file), { recursive: true });
+        await appendFile(file, content);
+        return ok(`appended ${Buffer.byteLength(content)} bytes to ${requested}`);
+      } catch (err) {
+        return fail(fileError(err, requested).message);
+      }
+    },
+  };
+}

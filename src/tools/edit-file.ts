@@ -1,0 +1,57 @@
+/**
+ * edit_file: replaces one exact piece of text in a workspace file. The old
+ * text must occur exactly once, so the model cannot change the wrong place;
+ * the rewrite is atomic.
+ */
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { fail, ok, type Tool } from './types.js';
+import { fileError, resolveInWorkspace } from './workspace-path.js';
+import { writeFileAtomic } from './write-file.js';
+
+const parameters = z.object({
+  path: z.string().describe('File path, relative to the workspace'),
+  old_text: z.string().describe('The exact text to replace; it must occur exactly once in the file'),
+  new_text: z.string().describe('The replacement text'),
+});
+
+/** Non-overlapping occurrences of `needle` in `haystack`. */
+export function countOccurrences(haystack: string, needle: string): number {
+  if (needle === '') return 0;
+  let count = 0;
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + needle.length))
+    count++;
+  return count;
+}
+
+/** The edit_file tool, confined to `workspace`. */
+export function createEditFileTool(workspace: string): Tool<typeof parameters> {
+  return {
+    name: 'edit_file',
+    description:
+      'Replace old_text with new_text in a workspace file. old_text must match the file exactly ' +
+      '(whitespace included) and occur exactly once; add surrounding lines to make it unique.',
+    parameters,
+    async execute({ path: requested, old_text: oldText, new_text: newText }) {
+      if (oldText === '') return fail('old_text is empty; copy the exact text to replace from the file');
+      try {
+        const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
+        const text = await readFile(file, 'utf8');
+        const matches = countOccurrences(text, oldText);
+        if (matches === 0) {
+          return fail(`old_text not found in ${requested}; read the file and copy the exact text to replace`);
+        }
+        if (matches > 1) {
+          return fail(
+            `old_text matches ${matches} times in ${requested}, add context so it matches exactly once`,
+          );
+        }
+        const at = text.indexOf(oldText);
+        await writeFileAtomic(file, text.slice(0, at) + newText + text.slice(at + oldText.length));
+        return ok(`edited ${requested}`);
+      } catch (err) {
+        return fail(fileError(err, requested).message);
+      }
+    },
+  };
+}
