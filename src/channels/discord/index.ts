@@ -1,7 +1,9 @@
-/** The Discord channel adapter (not built yet). */
-import { AppError } from '../../errors/index.js';
-import type { Channel, ChannelDeps } from '../types.js';
+/** The Discord channel adapter (discord.js 14). */
+import type { ChannelFactory } from '../types.js';
+import { DiscordChannel } from './channel.js';
 
-export function createDiscordChannel(_deps: ChannelDeps): Channel {
-  throw new AppError('INTERNAL', 'the discord channel is not built yet');
-}
+export type { DiscordChannelOptions } from './channel.js';
+export { DiscordChannel } from './channel.js';
+
+/** Builds the Discord channel from the composition root's deps (needs DISCORD_BOT_TOKEN). */
+export const createDiscordChannel: ChannelFactory = (deps) => new DiscordChannel(deps);

@@ -1,0 +1,232 @@
+/**
+ * The Discord channel: a discord.js gateway client that turns messages into
+ * InboundMessages (through the access check and a buffer that outlasts a Redis
+ * outage) and delivers OutboundMessages over REST with typing while a turn runs.
+ */
+import {
+  Client,
+  type ClientOptions,
+  Events,
+  GatewayIntentBits,
+  type Message,
+  Partials,
+  Routes,
+} from 'discord.js';
+import type { OutboundMessage } from '../../bus/messages.js';
+import { AppError, ConfigError, describeError } from '../../errors/index.js';
+import type { Logger } from '../../log/index.js';
+import { AccessControl } from '../access.js';
+import type { Channel, ChannelDeps } from '../types.js';
+import { deliverMessage, targetChannelId } from './delivery.js';
+import { handleInbound } from './inbound.js';
+import { PublishBuffer } from './publish-buffer.js';
+import { TypingIndicators } from './typing.js';
+
+/** Tunables (tests shorten them); everything else comes from ChannelDeps. */
+export interface DiscordChannelOptions {
+  /** Time between typing calls. @defaultValue 8000 */
+  typingIntervalMs?: number;
+  /** start() gives up when the gateway is not ready by then. @defaultValue 60000 */
+  readyTimeoutMs?: number;
+  /** Messages held while the bus is away. @defaultValue 1000 */
+  bufferCapacity?: number;
+  /** First retry delay of held messages. @defaultValue 200 */
+  bufferRetryMs?: number;
+}
+
+const PAIRING_TEXT = (code: string) =>
+  `Hi! I don't know you yet. Ask my owner to run: npx magpie pairing approve ${code}`;
+
+/** A Channel over discord.js 14. Build with {@link createDiscordChannel}. */
+export class DiscordChannel implements Channel {
+  readonly name = 'discord';
+  private readonly deps: ChannelDeps;
+  private readonly logger: Logger;
+  private readonly client: Client;
+  private readonly access: AccessControl;
+  private readonly typing: TypingIndicators;
+  private readonly buffer: PublishBuffer;
+  private readonly readyTimeoutMs: number;
+  /** Parts already posted per outbound id, so a retried send resumes where it failed. */
+  private readonly partsSent = new Map<string, number>();
+  private botUserId = '';
+  private stopping: Promise<void> | undefined;
+
+  constructor(deps: ChannelDeps, options: DiscordChannelOptions = {}) {
+    const token = deps.config.discord.token;
+    if (!token) throw new ConfigError('DISCORD_BOT_TOKEN is not set: put the bot token in .env');
+    this.deps = deps;
+    this.logger = deps.logger.child({ channel: 'discord' });
+    this.readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+    const clientOptions: ClientOptions = {
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.DirectMessages,
+        GatewayIntentBits.MessageContent,
+      ],
+      partials: [Partials.Channel],
+      ...(deps.config.discord.apiRoot ? { rest: { api: deps.config.discord.apiRoot } } : {}),
+    };
+    this.client = new Client(clientOptions);
+    this.client.token = token;
+    this.client.rest.setToken(token);
+    this.access = new AccessControl({
+      channel: 'discord',
+      allowFrom: deps.config.discord.allowFrom,
+      redis: deps.redis,
+      prefix: deps.config.redis.prefix,
+    });
+    this.typing = new TypingIndicators({
+      logger: this.logger,
+      intervalMs: options.typingIntervalMs ?? 8000,
+      sendTyping: async (channelId) => {
+        await this.client.rest.post(Routes.channelTyping(channelId));
+      },
+    });
+    this.buffer = new PublishBuffer({
+      publish: (message) => deps.bus.publishInbound(message),
+      logger: this.logger,
+      capacity: options.bufferCapacity ?? 1000,
+      initialDelayMs: options.bufferRetryMs ?? 200,
+    });
+    this.attachEvents();
+  }
+
+  /** Logs in and waits for the gateway to be ready. Rejects with one clear AppError. */
+  async start(): Promise<void> {
+    const ready = new Promise<void>((resolve) => this.client.once(Events.ClientReady, () => resolve()));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new AppError('TIMEOUT', `discord gateway not ready within ${this.readyTimeoutMs} ms`)),
+        this.readyTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.client.login(this.deps.config.discord.token).then(() => ready), timeout]);
+    } catch (err) {
+      await this.client
+        .destroy()
+        .catch((e: unknown) => this.logger.debug({ err: e }, 'discord destroy failed'));
+      throw toStartError(err);
+    } finally {
+      clearTimeout(timer);
+    }
+    this.botUserId = this.client.user?.id ?? '';
+    this.logger.info({ bot: this.client.user?.tag, id: this.botUserId }, 'discord connected');
+  }
+
+  /** Stops intake, typing and the connection; idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.client.removeAllListeners(Events.MessageCreate);
+      this.typing.stopAll();
+      await this.buffer.close();
+      await this.client.destroy();
+    })();
+    return this.stopping;
+  }
+
+  async send(message: OutboundMessage): Promise<void> {
+    const channelId = targetChannelId(message);
+    if (message.kind !== 'message') this.typing.stop(channelId);
+    if (message.content.trim() === '') {
+      this.logger.debug({ id: message.id }, 'empty discord message not sent');
+      return;
+    }
+    const sent = this.partsSent.get(message.id) ?? 0;
+    const total = await deliverMessage(this.client.rest, message, sent, (index) => {
+      this.partsSent.set(message.id, index + 1);
+      if (this.partsSent.size > 1000) this.partsSent.delete(this.partsSent.keys().next().value!);
+    });
+    this.partsSent.delete(message.id);
+    this.logger.debug({ id: message.id, channelId, parts: total }, 'discord message delivered');
+  }
+
+  startActivity(chatId: string, threadId?: string): void {
+    this.typing.start(threadId ?? chatId);
+  }
+
+  stopActivity(chatId: string, threadId?: string): void {
+    this.typing.stop(threadId ?? chatId);
+  }
+
+  private attachEvents(): void {
+    this.client.on(Events.MessageCreate, (message) => {
+      this.onMessage(message).catch((err: unknown) => {
+        this.logger.error({ err, messageId: message.id }, 'discord message handling failed');
+      });
+    });
+    this.client.on(Events.Error, (err) => this.logger.error({ err }, 'discord client error'));
+    this.client.on(Events.ShardError, (err, shardId) =>
+      this.logger.warn({ err, shardId }, 'discord connection error'),
+    );
+    this.client.on(Events.ShardDisconnect, (event, shardId) =>
+      this.logger.warn({ code: event.code, shardId }, 'discord gateway disconnected'),
+    );
+    this.client.on(Events.ShardReconnecting, (shardId) =>
+      this.logger.info({ shardId }, 'discord gateway reconnecting'),
+    );
+    this.client.on(Events.ShardResume, (shardId, replayed) =>
+      this.logger.info({ shardId, replayed }, 'discord gateway resumed'),
+    );
+    this.client.on(Events.Warn, (info) => this.logger.warn({ info }, 'discord warning'));
+  }
+
+  private async onMessage(message: Message): Promise<void> {
+    const action = await handleInbound(message, {
+      botUserId: this.botUserId || (this.client.user?.id ?? ''),
+      access: this.access,
+      maxMediaBytes: this.deps.config.media.maxBytes,
+      logger: this.logger,
+    });
+    switch (action.kind) {
+      case 'ignore':
+        this.logger.trace({ messageId: message.id, reason: action.reason }, 'discord message ignored');
+        return;
+      case 'pairing':
+        this.logger.info({ senderId: message.author.id }, 'unknown discord sender: pairing code sent');
+        await this.reply(action.channelId, PAIRING_TEXT(action.code));
+        return;
+      case 'stop':
+        await this.deps.bus.cancel(action.sessionKey);
+        await this.reply(action.channelId, 'Stopping.');
+        return;
+      case 'publish':
+        this.buffer.push(action.message);
+    }
+  }
+
+  /** A short direct answer (pairing, /stop); failures are logged, not thrown. */
+  private async reply(channelId: string, content: string): Promise<void> {
+    try {
+      await this.client.rest.post(Routes.channelMessages(channelId), {
+        body: { content, allowed_mentions: { parse: [] } },
+      });
+    } catch (err) {
+      this.logger.warn({ err, channelId }, `discord reply failed: ${describeError(err)}`);
+    }
+  }
+}
+
+/** One clear error for a failed login. */
+function toStartError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (code === 'TokenInvalid') {
+    return new ConfigError('DISCORD_BOT_TOKEN was refused by Discord: check the token in .env', {
+      cause: err,
+    });
+  }
+  if (code === 'DisallowedIntents') {
+    return new ConfigError(
+      'Discord refused the Message Content intent: enable it for the bot in the Discord developer portal (Bot → Privileged Gateway Intents)',
+      { cause: err },
+    );
+  }
+  return new AppError('INTERNAL', `cannot connect to Discord: ${describeError(err)}`, {
+    cause: err,
+    transient: true,
+  });
+}

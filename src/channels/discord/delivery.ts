@@ -1,0 +1,92 @@
+/**
+ * Sends one OutboundMessage to Discord: Markdown passes through, split under 2000
+ * characters into parts sent in order. discord.js REST waits out 429s (retry_after);
+ * each part carries a deterministic nonce with `enforce_nonce`, so a retried send
+ * cannot post the same part twice. Errors become DELIVERY_PERMANENT / DELIVERY_TRANSIENT.
+ */
+import { createHash } from 'node:crypto';
+import { DiscordAPIError, HTTPError, type REST, Routes } from 'discord.js';
+import type { OutboundMessage } from '../../bus/messages.js';
+import { AppError, describeError } from '../../errors/index.js';
+import { splitMessage } from '../chunk.js';
+
+/** Discord's message length limit. */
+export const DISCORD_MESSAGE_LIMIT = 2000;
+
+/** JSON error codes that no retry can fix (unknown channel, missing access, cannot DM the user…). */
+const PERMANENT_CODES = new Set([10003, 10013, 50001, 50007, 50013, 50035, 50006, 40005]);
+
+/** The Discord channel a message goes to: the thread when there is one. */
+export function targetChannelId(message: Pick<OutboundMessage, 'chatId' | 'threadId'>): string {
+  return message.threadId ?? message.chatId;
+}
+
+/** Parts of `content` as they will be sent. */
+export function discordParts(content: string): string[] {
+  return splitMessage(content, DISCORD_MESSAGE_LIMIT);
+}
+
+/** Posts every part of `message`, in order, skipping parts `alreadySent` says went out. Returns the parts count. */
+export async function deliverMessage(
+  rest: REST,
+  message: OutboundMessage,
+  alreadySent = 0,
+  onPartSent: (index: number) => void = () => {},
+): Promise<number> {
+  const channelId = targetChannelId(message);
+  const parts = discordParts(message.content);
+  for (let index = alreadySent; index < parts.length; index++) {
+    const body: Record<string, unknown> = {
+      content: parts[index],
+      nonce: nonceFor(message.id, index),
+      enforce_nonce: true,
+      allowed_mentions: { parse: [], replied_user: false },
+    };
+    if (index === 0 && message.replyTo) {
+      body['message_reference'] = { message_id: message.replyTo, fail_if_not_exists: false };
+    }
+    try {
+      await rest.post(Routes.channelMessages(channelId), { body });
+    } catch (err) {
+      throw toDeliveryError(err, channelId);
+    }
+    onPartSent(index);
+  }
+  return parts.length;
+}
+
+/** A ≤25-character nonce derived from the message id and part index. */
+export function nonceFor(messageId: string, index: number): string {
+  return createHash('sha256').update(`${messageId}:${index}`).digest('base64url').slice(0, 25);
+}
+
+/** Classifies a discord.js REST failure. */
+export function toDeliveryError(err: unknown, channelId: string): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof DiscordAPIError) {
+    const code = typeof err.code === 'number' ? err.code : Number(err.code);
+    const permanent =
+      PERMANENT_CODES.has(code) || (err.status >= 400 && err.status < 500 && err.status !== 429);
+    return new AppError(
+      permanent ? 'DELIVERY_PERMANENT' : 'DELIVERY_TRANSIENT',
+      `discord refused the message for channel ${channelId}: ${err.message} (code ${code}, HTTP ${err.status})`,
+      { cause: err, transient: !permanent },
+    );
+  }
+  if (err instanceof HTTPError) {
+    const permanent = err.status >= 400 && err.status < 500 && err.status !== 429;
+    return new AppError(
+      permanent ? 'DELIVERY_PERMANENT' : 'DELIVERY_TRANSIENT',
+      `discord answered HTTP ${err.status} for channel ${channelId}`,
+      { cause: err, transient: !permanent },
+    );
+  }
+  return new AppError(
+    'DELIVERY_TRANSIENT',
+    `discord send failed for channel ${channelId}: ${describeError(err)}`,
+    {
+      cause: err,
+      transient: true,
+    },
+  );
+}

@@ -1,0 +1,96 @@
+/**
+ * A received Discord message → what to do with it: ignore, offer pairing, stop the
+ * running turn, or publish an InboundMessage. Access is checked (and group mention
+ * gating applied) before any attachment is downloaded.
+ *
+ * Sessions: a DM or a server channel is `discord:<channelId>`; a thread is
+ * `discord:<parentChannelId>/<threadId>` (chatId = parent, threadId = thread),
+ * and replies go to the thread.
+ */
+import type { Message } from 'discord.js';
+import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
+import type { Logger } from '../../log/index.js';
+import type { AccessControl } from '../access.js';
+import { attachmentsToMedia } from './media.js';
+
+/** The adapter's decision about one message. */
+export type InboundAction =
+  | { kind: 'ignore'; reason: string }
+  | { kind: 'pairing'; channelId: string; code: string }
+  | { kind: 'stop'; channelId: string; sessionKey: string; replyTo: string }
+  | { kind: 'publish'; message: InboundMessageInput };
+
+export interface InboundContext {
+  botUserId: string;
+  access: AccessControl;
+  maxMediaBytes: number;
+  logger: Logger;
+}
+
+/** Decides what to do with `message` (downloads attachments only for admitted, addressed messages). */
+export async function handleInbound(message: Message, ctx: InboundContext): Promise<InboundAction> {
+  if (message.author.bot || message.author.id === ctx.botUserId)
+    return { kind: 'ignore', reason: 'from a bot' };
+  if (message.system) return { kind: 'ignore', reason: 'system message' };
+  const isGroup = message.guildId !== null;
+  const mention = `<@!?${ctx.botUserId}>`;
+  if (isGroup) {
+    const mentioned = message.mentions.users.has(ctx.botUserId) || new RegExp(mention).test(message.content);
+    const repliedToBot = message.mentions.repliedUser?.id === ctx.botUserId;
+    if (!mentioned && !repliedToBot) return { kind: 'ignore', reason: 'not addressed to the bot' };
+  }
+
+  const sender = {
+    id: message.author.id,
+    username: message.author.username,
+    displayName: message.member?.displayName ?? message.author.globalName ?? message.author.username,
+  };
+  if (!(await ctx.access.isAllowed(sender))) {
+    if (isGroup) return { kind: 'ignore', reason: 'unknown sender in a server' };
+    const code = await ctx.access.requestPairing(sender, message.channelId);
+    return { kind: 'pairing', channelId: message.channelId, code };
+  }
+
+  const channel = message.channel;
+  const inThread = channel.isThread() && channel.parentId !== null;
+  const chatId = inThread ? channel.parentId! : message.channelId;
+  const threadId = inThread ? channel.id : undefined;
+  const content = message.content.replace(new RegExp(`[ \t]*${mention}[ \t]*`, 'g'), ' ').trim();
+  const route = { channel: 'discord', chatId, ...(threadId ? { threadId } : {}) };
+
+  if (/^\/stop\b/i.test(content)) {
+    return {
+      kind: 'stop',
+      channelId: message.channelId,
+      sessionKey: sessionKeyOf(route),
+      replyTo: message.id,
+    };
+  }
+
+  const media = await attachmentsToMedia(
+    [...message.attachments.values()].map((a) => ({
+      name: a.name,
+      contentType: a.contentType,
+      size: a.size,
+      url: a.url,
+    })),
+    { maxBytes: ctx.maxMediaBytes, logger: ctx.logger },
+  );
+  if (content === '' && media.length === 0) return { kind: 'ignore', reason: 'empty message' };
+
+  return {
+    kind: 'publish',
+    message: {
+      id: `discord:${message.channelId}:${message.id}`,
+      ...route,
+      senderId: sender.id,
+      senderName: sender.displayName,
+      content,
+      media,
+      platformMessageId: message.id,
+      isGroup,
+      receivedAt: new Date(message.createdTimestamp).toISOString(),
+      metadata: { username: sender.username, ...(message.guildId ? { guildId: message.guildId } : {}) },
+    },
+  };
+}

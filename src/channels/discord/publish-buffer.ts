@@ -1,0 +1,133 @@
+/**
+ * Holds received messages while the bus cannot take them (Redis briefly away) and
+ * publishes them in arrival order, retrying with backoff until the bus is back.
+ * Bounded: when full, the oldest held message is dropped with a warning.
+ */
+import type { InboundMessageInput } from '../../bus/messages.js';
+import { describeError, hasCode } from '../../errors/index.js';
+import type { Logger } from '../../log/index.js';
+
+export interface PublishBufferOptions {
+  /** Publishes one message; rejects when the bus is unavailable. */
+  publish: (message: InboundMessageInput) => Promise<void>;
+  logger: Logger;
+  /** Most messages held at once; beyond it the oldest is dropped. @defaultValue 1000 */
+  capacity?: number;
+  /** First retry delay. @defaultValue 200 */
+  initialDelayMs?: number;
+  /** Longest retry delay. @defaultValue 10000 */
+  maxDelayMs?: number;
+}
+
+/** An ordered, bounded publish queue with retry. */
+export class PublishBuffer {
+  private readonly queue: InboundMessageInput[] = [];
+  private readonly publish: (message: InboundMessageInput) => Promise<void>;
+  private readonly logger: Logger;
+  private readonly capacity: number;
+  private readonly initialDelayMs: number;
+  private readonly maxDelayMs: number;
+  private draining: Promise<void> | undefined;
+  private closed = false;
+  private wake: (() => void) | undefined;
+  private readonly idleWaiters: Array<() => void> = [];
+
+  constructor(options: PublishBufferOptions) {
+    this.publish = options.publish;
+    this.logger = options.logger;
+    this.capacity = options.capacity ?? 1000;
+    this.initialDelayMs = options.initialDelayMs ?? 200;
+    this.maxDelayMs = options.maxDelayMs ?? 10_000;
+    if (!Number.isInteger(this.capacity) || this.capacity < 1) throw new RangeError('capacity must be ≥ 1');
+    if (this.initialDelayMs < 1 || this.maxDelayMs < this.initialDelayMs) {
+      throw new RangeError('retry delays must be positive and maxDelayMs ≥ initialDelayMs');
+    }
+  }
+
+  /** Messages waiting to be published. */
+  get size(): number {
+    return this.queue.length;
+  }
+
+  /** Queues a message; it is published after every message queued before it. */
+  push(message: InboundMessageInput): void {
+    if (this.closed) {
+      this.logger.warn({ id: message.id }, 'discord message received while stopping; not published');
+      return;
+    }
+    if (this.queue.length >= this.capacity) {
+      const dropped = this.queue.shift();
+      this.logger.warn(
+        { id: dropped?.id, capacity: this.capacity },
+        'discord inbound buffer full: dropped the oldest held message',
+      );
+    }
+    this.queue.push(message);
+    this.draining ??= this.drain().finally(() => {
+      this.draining = undefined;
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+    });
+  }
+
+  /** Resolves when nothing is waiting to be published. */
+  idle(): Promise<void> {
+    if (!this.draining) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Stops retrying; messages still held are logged as lost. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.wake?.();
+    await this.draining;
+    if (this.queue.length > 0) {
+      this.logger.warn({ count: this.queue.length }, 'discord stopped with messages not yet on the bus');
+      this.queue.length = 0;
+    }
+  }
+
+  private async drain(): Promise<void> {
+    let delay = this.initialDelayMs;
+    let failing = false;
+    while (this.queue.length > 0 && !this.closed) {
+      const message = this.queue[0]!;
+      try {
+        await this.publish(message);
+        if (this.queue[0] === message) this.queue.shift();
+        if (failing)
+          this.logger.info({ held: this.queue.length }, 'bus is back: publishing held discord messages');
+        failing = false;
+        delay = this.initialDelayMs;
+      } catch (err) {
+        if (hasCode(err, 'INVALID_MESSAGE')) {
+          if (this.queue[0] === message) this.queue.shift();
+          this.logger.error({ err, id: message.id }, 'discord message rejected by the bus; dropped');
+          continue;
+        }
+        if (!failing) {
+          this.logger.warn(
+            { held: this.queue.length, error: describeError(err) },
+            'bus unavailable: holding discord messages and retrying',
+          );
+        }
+        failing = true;
+        await this.sleep(delay);
+        delay = Math.min(delay * 2, this.maxDelayMs);
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+}

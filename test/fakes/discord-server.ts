@@ -1,0 +1,478 @@
+/**
+ * A fake Discord: REST (node:http, under /api/v10) and a gateway (`ws`) on 127.0.0.1,
+ * enough for the real discord.js client to log in, receive MESSAGE_CREATE and send
+ * messages and typing. Records every REST call; errors (429, 403…) on demand.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type WebSocket, WebSocketServer } from 'ws';
+
+/** One REST call as the fake saw it. */
+export interface FakeDiscordCall {
+  method: string;
+  /** Path after /api/v10, e.g. `/channels/123/messages`. */
+  path: string;
+  /** The route with ids replaced, e.g. `POST /channels/:id/messages`. */
+  route: string;
+  body: unknown;
+  status: number;
+  at: number;
+}
+
+/** A message the bot posted. */
+export interface FakeSentMessage {
+  id: string;
+  channelId: string;
+  content: string;
+  nonce?: string;
+  messageReference?: { message_id: string };
+}
+
+export interface FakeUser {
+  id: string;
+  username: string;
+  global_name?: string | null;
+  bot?: boolean;
+}
+
+export interface FakeAttachment {
+  id: string;
+  filename: string;
+  size: number;
+  url: string;
+  proxy_url: string;
+  content_type?: string;
+}
+
+/** What a test says about an incoming message; the fake fills in the rest. */
+export interface FakeMessageInput {
+  channelId: string;
+  author: FakeUser;
+  content: string;
+  /** Guild messages: the guild (defaults to none = a DM). */
+  guildId?: string;
+  /** Server nickname of the author. */
+  nick?: string;
+  mentions?: FakeUser[];
+  attachments?: FakeAttachment[];
+  /** The message this one replies to (its author decides "replied to the bot"). */
+  referencedMessage?: { id: string; author: FakeUser; content?: string };
+}
+
+export interface FailureSpec {
+  status: number;
+  body?: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export interface FakeDiscord {
+  /** For `DISCORD_API_ROOT` / discord.js `rest.api`: `http://127.0.0.1:PORT/api`. */
+  apiRoot: string;
+  botUserId: string;
+  botUsername: string;
+  guildId: string;
+  /** A text channel in the test guild. */
+  textChannelId: string;
+  /** A public thread under {@link FakeDiscord.textChannelId}. */
+  threadId: string;
+  calls: FakeDiscordCall[];
+  /** A fresh snowflake id (for DM channels and users in tests). */
+  newId(): string;
+  /** Number of IDENTIFY payloads received (logins). */
+  identifies(): number;
+  /** Sends MESSAGE_CREATE to every ready gateway session; returns the message id. */
+  dispatchMessage(input: FakeMessageInput): string;
+  /** Messages the bot posted to a channel, in order. */
+  sent(channelId: string): FakeSentMessage[];
+  /** The next request matching `route` (e.g. `POST /channels/:id/messages`) fails with this. */
+  failNext(route: string, failure: FailureSpec): void;
+  /** Serves bytes as an attachment; returns the payload object for `attachments`. */
+  addAttachment(filename: string, contentType: string, bytes: Buffer): FakeAttachment;
+  /** Resolves when `predicate()` is true (checked on every event and every 20 ms), or rejects after `timeoutMs`. */
+  waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  /** Closes every gateway connection with a resumable code (the client reconnects). */
+  dropConnections(): void;
+  close(): Promise<void>;
+}
+
+const EPOCH = 1420070400000n;
+
+/** Starts the fake on a free 127.0.0.1 port. */
+export async function startFakeDiscord(options: {
+  token: string;
+  botUsername?: string;
+}): Promise<FakeDiscord> {
+  let counter = 0n;
+  const snowflake = () => (((BigInt(Date.now()) - EPOCH) << 22n) | (counter++ & 0x3fffffn)).toString();
+  const botUsername = options.botUsername ?? 'magpie_bot';
+  const bot = {
+    id: snowflake(),
+    username: botUsername,
+    discriminator: '0',
+    global_name: null,
+    avatar: null,
+    bot: true,
+  };
+  const guildId = snowflake();
+  const textChannelId = snowflake();
+  const threadId = snowflake();
+  const calls: FakeDiscordCall[] = [];
+  const sentMessages: FakeSentMessage[] = [];
+  const failures = new Map<string, FailureSpec[]>();
+  const files = new Map<string, { contentType: string; bytes: Buffer }>();
+  const dmChannels = new Set<string>();
+  const byNonce = new Map<string, FakeSentMessage>();
+  const sessions = new Set<{ socket: WebSocket; seq: number; ready: boolean }>();
+  let identifyCount = 0;
+  const waiters = new Set<() => void>();
+  const notify = () => {
+    for (const w of waiters) w();
+  };
+
+  const http = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ message: String(err), code: 0 }));
+    });
+  });
+  const wss = new WebSocketServer({ server: http });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const port = (http.address() as AddressInfo).port;
+  const base = `http://127.0.0.1:${port}`;
+
+  function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  }
+
+  async function readBody(req: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (text === '') return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const url = new URL(req.url ?? '/', base);
+    if (req.method === 'GET' && url.pathname.startsWith('/attachments/')) {
+      const file = files.get(url.pathname);
+      calls.push({
+        method: 'GET',
+        path: url.pathname,
+        route: 'GET /attachments',
+        body: undefined,
+        status: file ? 200 : 404,
+        at: Date.now(),
+      });
+      notify();
+      if (!file) return json(res, 404, { message: 'Not Found', code: 0 });
+      res.writeHead(200, { 'content-type': file.contentType, 'content-length': String(file.bytes.length) });
+      res.end(file.bytes);
+      return;
+    }
+    if (!url.pathname.startsWith('/api/v10/')) return json(res, 404, { message: '404: Not Found', code: 0 });
+    const path = url.pathname.slice('/api/v10'.length);
+    const method = req.method ?? 'GET';
+    const route = `${method} ${path.replace(/\/\d{5,}/g, '/:id')}`;
+    const body = await readBody(req);
+    const record = (status: number) => {
+      calls.push({ method, path, route, body, status, at: Date.now() });
+      notify();
+    };
+    if (req.headers.authorization !== `Bot ${options.token}`) {
+      record(401);
+      return json(res, 401, { message: '401: Unauthorized', code: 0 });
+    }
+    const failure = failures.get(route)?.shift();
+    if (failure) {
+      record(failure.status);
+      const retryAfter = Number(failure.body?.['retry_after'] ?? 0.2);
+      const headers =
+        failure.status === 429
+          ? {
+              'retry-after': String(retryAfter),
+              'x-ratelimit-limit': '5',
+              'x-ratelimit-remaining': '0',
+              'x-ratelimit-reset-after': String(retryAfter),
+              'x-ratelimit-bucket': 'fake-bucket',
+              'x-ratelimit-scope': 'user',
+              ...failure.headers,
+            }
+          : (failure.headers ?? {});
+      const payload =
+        failure.body ??
+        (failure.status === 429
+          ? { message: 'You are being rate limited.', retry_after: retryAfter, global: false }
+          : {});
+      return json(res, failure.status, payload, headers);
+    }
+
+    if (method === 'GET' && path === '/gateway/bot') {
+      record(200);
+      return json(res, 200, {
+        url: `ws://127.0.0.1:${port}`,
+        shards: 1,
+        session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 },
+      });
+    }
+    if (method === 'GET' && path === '/users/@me') {
+      record(200);
+      return json(res, 200, bot);
+    }
+    let match = /^\/channels\/(\d+)\/typing$/.exec(path);
+    if (match && method === 'POST') {
+      record(204);
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    match = /^\/channels\/(\d+)\/messages$/.exec(path);
+    if (match && method === 'POST') {
+      const channelId = match[1]!;
+      const b = (body ?? {}) as {
+        content?: string;
+        nonce?: string;
+        enforce_nonce?: boolean;
+        message_reference?: { message_id: string };
+      };
+      const existing = b.enforce_nonce && b.nonce ? byNonce.get(`${channelId}:${b.nonce}`) : undefined;
+      const message = existing ?? {
+        id: snowflake(),
+        channelId,
+        content: b.content ?? '',
+        ...(b.nonce ? { nonce: b.nonce } : {}),
+        ...(b.message_reference ? { messageReference: b.message_reference } : {}),
+      };
+      if (!existing) {
+        sentMessages.push(message);
+        if (b.nonce) byNonce.set(`${channelId}:${b.nonce}`, message);
+      }
+      record(200);
+      return json(res, 200, messagePayload(message.id, channelId, bot, message.content));
+    }
+    match = /^\/channels\/(\d+)$/.exec(path);
+    if (match && method === 'GET') {
+      const id = match[1]!;
+      record(200);
+      if (id === textChannelId) return json(res, 200, { id, type: 0, guild_id: guildId, name: 'general' });
+      if (id === threadId) return json(res, 200, threadPayload());
+      return json(res, 200, { id, type: 1, recipients: [], last_message_id: null });
+    }
+    record(404);
+    return json(res, 404, { message: 'Unknown route', code: 0 });
+  }
+
+  function messagePayload(id: string, channelId: string, author: object, content: string) {
+    return {
+      id,
+      channel_id: channelId,
+      author,
+      content,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      type: 0,
+    };
+  }
+
+  function threadPayload() {
+    return {
+      id: threadId,
+      type: 11,
+      guild_id: guildId,
+      parent_id: textChannelId,
+      name: 'a thread',
+      owner_id: bot.id,
+      thread_metadata: {
+        archived: false,
+        auto_archive_duration: 1440,
+        archive_timestamp: new Date().toISOString(),
+        locked: false,
+      },
+    };
+  }
+
+  const user = (u: FakeUser) => ({
+    id: u.id,
+    username: u.username,
+    discriminator: '0',
+    global_name: u.global_name ?? null,
+    avatar: null,
+    ...(u.bot ? { bot: true } : {}),
+  });
+
+  function send(session: { socket: WebSocket; seq: number }, op: number, d: unknown, t?: string) {
+    const payload = t ? { op, d, s: ++session.seq, t } : { op, d, s: null, t: null };
+    session.socket.send(JSON.stringify(payload));
+  }
+
+  wss.on('connection', (socket) => {
+    const session = { socket, seq: 0, ready: false };
+    sessions.add(session);
+    socket.on('close', () => sessions.delete(session));
+    send(session, 10, { heartbeat_interval: 30_000 });
+    socket.on('message', (raw) => {
+      const packet = JSON.parse(String(raw)) as { op: number; d: Record<string, unknown> | null };
+      if (packet.op === 1) send(session, 11, null);
+      else if (packet.op === 2) {
+        if (packet.d?.['token'] !== options.token) {
+          socket.close(4004, 'Authentication failed.');
+          return;
+        }
+        identifyCount++;
+        send(
+          session,
+          0,
+          {
+            v: 10,
+            user: bot,
+            guilds: [{ id: guildId, unavailable: true }],
+            session_id: randomUUID(),
+            resume_gateway_url: `ws://127.0.0.1:${port}`,
+            application: { id: bot.id, flags: 0 },
+          },
+          'READY',
+        );
+        send(
+          session,
+          0,
+          {
+            id: guildId,
+            name: 'Test guild',
+            owner_id: '1',
+            unavailable: false,
+            member_count: 2,
+            roles: [{ id: guildId, name: '@everyone', permissions: '68608', position: 0, color: 0 }],
+            channels: [{ id: textChannelId, type: 0, guild_id: guildId, name: 'general', position: 0 }],
+            threads: [threadPayload()],
+            members: [],
+            emojis: [],
+            stickers: [],
+            features: [],
+            joined_at: new Date().toISOString(),
+          },
+          'GUILD_CREATE',
+        );
+        session.ready = true;
+        notify();
+      } else if (packet.op === 6) {
+        send(session, 0, {}, 'RESUMED');
+        session.ready = true;
+        notify();
+      }
+    });
+  });
+
+  return {
+    apiRoot: `${base}/api`,
+    botUserId: bot.id,
+    botUsername,
+    guildId,
+    textChannelId,
+    threadId,
+    calls,
+    newId: snowflake,
+    identifies: () => identifyCount,
+    dispatchMessage(input) {
+      const id = snowflake();
+      const dm = input.guildId === undefined;
+      if (dm) dmChannels.add(input.channelId);
+      const d: Record<string, unknown> = {
+        ...messagePayload(id, input.channelId, user(input.author), input.content),
+        mentions: (input.mentions ?? []).map(user),
+        attachments: input.attachments ?? [],
+      };
+      if (dm) d['channel_type'] = 1;
+      else {
+        d['guild_id'] = input.guildId;
+        d['channel_type'] = input.channelId === threadId ? 11 : 0;
+        d['member'] = {
+          nick: input.nick ?? null,
+          roles: [],
+          joined_at: new Date().toISOString(),
+          deaf: false,
+          mute: false,
+        };
+      }
+      if (input.referencedMessage) {
+        const ref = input.referencedMessage;
+        d['type'] = 19;
+        d['message_reference'] = { message_id: ref.id, channel_id: input.channelId, guild_id: input.guildId };
+        d['referenced_message'] = messagePayload(
+          ref.id,
+          input.channelId,
+          user(ref.author),
+          ref.content ?? '',
+        );
+      }
+      const ready = [...sessions].filter((s) => s.ready);
+      if (ready.length === 0) throw new Error('fake discord: no ready gateway session to dispatch to');
+      for (const s of ready) send(s, 0, d, 'MESSAGE_CREATE');
+      return id;
+    },
+    sent: (channelId) => sentMessages.filter((m) => m.channelId === channelId),
+    failNext(route, failure) {
+      const list = failures.get(route) ?? [];
+      list.push(failure);
+      failures.set(route, list);
+    },
+    addAttachment(filename, contentType, bytes) {
+      const id = snowflake();
+      const path = `/attachments/${id}/${encodeURIComponent(filename)}`;
+      files.set(path, { contentType, bytes });
+      return {
+        id,
+        filename,
+        size: bytes.length,
+        url: `${base}${path}`,
+        proxy_url: `${base}${path}`,
+        content_type: contentType,
+      };
+    },
+    waitFor(predicate, timeoutMs = 10_000) {
+      if (predicate()) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!predicate()) return;
+          cleanup();
+          resolve();
+        };
+        const interval = setInterval(check, 20);
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`fake discord: condition not met within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearInterval(interval);
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+      });
+    },
+    dropConnections() {
+      for (const s of sessions) {
+        s.ready = false;
+        s.socket.close(4000, 'Unknown error');
+      }
+    },
+    async close() {
+      for (const s of sessions) s.socket.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,92 @@
+/** Shared set-up for the Discord channel tests: fake Discord, real Redis, the real adapter. */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { InboundMessageInput } from '../../../src/bus/messages.js';
+import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channels/discord/index.js';
+import type { ChannelBus } from '../../../src/channels/types.js';
+import { type Config, parseConfig } from '../../../src/config/index.js';
+import { silentLogger } from '../../../src/log/index.js';
+import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
+
+/** A ChannelBus that records what the adapter publishes; can be told to fail like an absent Redis. */
+export class RecordingBus implements ChannelBus {
+  readonly published: InboundMessageInput[] = [];
+  readonly cancelled: string[] = [];
+  failing = false;
+  attempts = 0;
+
+  async publishInbound(message: InboundMessageInput): Promise<void> {
+    this.attempts++;
+    if (this.failing) throw new Error('connection is closed');
+    this.published.push(message);
+  }
+
+  async cancel(sessionKey: string): Promise<boolean> {
+    this.cancelled.push(sessionKey);
+    return true;
+  }
+}
+
+export interface Harness {
+  fake: FakeDiscord;
+  channel: DiscordChannel;
+  config: Config;
+  redis: Redis;
+  prefix: string;
+  /** A user on the allow-list. */
+  owner: FakeUser;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  redisUrl: string;
+  bus: ChannelBus;
+  allowFrom?: (owner: FakeUser) => string[];
+  channelOptions?: DiscordChannelOptions;
+  token?: string;
+  env?: Record<string, string>;
+}
+
+/** Starts a fake Discord and a connected DiscordChannel. */
+export async function startHarness(options: HarnessOptions): Promise<Harness> {
+  const token = 'test-token.discord.secret';
+  const fake = await startFakeDiscord({ token });
+  const owner: FakeUser = { id: fake.newId(), username: 'owner', global_name: 'The Owner' };
+  const prefix = `test-${randomUUID()}`;
+  const config = parseConfig({
+    DISCORD_BOT_TOKEN: options.token ?? token,
+    DISCORD_API_ROOT: fake.apiRoot,
+    DISCORD_ALLOW_FROM: (options.allowFrom?.(owner) ?? [owner.id]).join(','),
+    MAGPIE_QUEUE_PREFIX: prefix,
+    REDIS_URL: options.redisUrl,
+    MAGPIE_MAX_MEDIA_BYTES: '1000',
+    ...options.env,
+  });
+  const redis = new Redis(options.redisUrl);
+  const channel = new DiscordChannel(
+    { config, bus: options.bus, logger: silentLogger(), redis },
+    { typingIntervalMs: 100, bufferRetryMs: 50, readyTimeoutMs: 10_000, ...options.channelOptions },
+  );
+  return {
+    fake,
+    channel,
+    config,
+    redis,
+    prefix,
+    owner,
+    async close() {
+      await channel.stop();
+      await fake.close();
+      redis.disconnect();
+    },
+  };
+}
+
+/** Polls `predicate` every 20 ms until true or `timeoutMs` passes. */
+export async function until(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
