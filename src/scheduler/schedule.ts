@@ -157,15 +157,15 @@ function parseCron(pattern: string, tz: string, now: number): ParseScheduleResul
 
 /**
  * The first run of `schedule` strictly after `after` (ms), or undefined when a
- * one-shot schedule has passed. `every` runs are aligned to multiples of the
- * interval, as BullMQ's job schedulers align them.
+ * one-shot schedule has passed. For `every` it is one interval after `after`
+ * (a new scheduler's first run; later runs follow the stored scheduler).
  */
 export function nextRun(schedule: Schedule, after: number): number | undefined {
   switch (schedule.kind) {
     case 'once':
       return schedule.runAt > after ? schedule.runAt : undefined;
     case 'every':
-      return Math.floor(after / schedule.everyMs) * schedule.everyMs + schedule.everyMs;
+      return after + schedule.everyMs;
     case 'cron':
       return CronExpressionParser.parse(schedule.pattern, { tz: schedule.tz, currentDate: new Date(after) })
         .next()

@@ -1,0 +1,162 @@
+/**
+ * Scheduled tasks stored in BullMQ on the `scheduled` queue: recurring tasks
+ * are job schedulers (`cron-<id>`), one-shot tasks are delayed jobs (job id
+ * `cron-<id>`, removed once done). Each job carries the whole task, so a
+ * worker that fires it needs nothing else. The scheduler imports bullmq
+ * directly because it needs job schedulers, which the bus does not expose.
+ */
+import { type Job, type JobsOptions, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { nextRun } from './schedule.js';
+
+/** The queue of heartbeat and scheduled-task jobs. */
+export const SCHEDULED_QUEUE = 'scheduled';
+/** Job names on the scheduled queue. */
+export const JOB_NAMES = { heartbeat: 'heartbeat', once: 'cron-once', recurring: 'cron-recurring' } as const;
+
+const ScheduleSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('once'), runAt: z.number(), tz: z.string(), description: z.string() }),
+  z.object({
+    kind: z.literal('every'),
+    everyMs: z.number().int().positive(),
+    tz: z.string(),
+    description: z.string(),
+  }),
+  z.object({ kind: z.literal('cron'), pattern: z.string(), tz: z.string(), description: z.string() }),
+]);
+
+/** A scheduled task as stored in its job (validated when fired or listed). */
+export const CronTaskSchema = z.object({
+  id: z.string().regex(/^[a-z0-9]+$/),
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  threadId: z.string().min(1).optional(),
+  sessionKey: z.string().min(1),
+  message: z.string().min(1),
+  mode: z.enum(['remind', 'agent']),
+  schedule: ScheduleSchema,
+  createdAt: z.string(),
+});
+export type CronTask = z.infer<typeof CronTaskSchema>;
+
+/** A task with its next run (undefined when due now or no longer scheduled). */
+export interface ListedTask {
+  task: CronTask;
+  nextRun: number | undefined;
+}
+
+/** The BullMQ id of a task's scheduler or one-shot job. */
+export function taskJobId(taskId: string): string {
+  return `cron-${taskId}`;
+}
+
+/** Opens the scheduled queue on a connection that stays owned by the caller. */
+export function openScheduledQueue(connection: Redis, prefix: string): Queue {
+  return new Queue(SCHEDULED_QUEUE, { connection, prefix });
+}
+
+const ONE_SHOT_OPTIONS: JobsOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1_000 },
+  removeOnComplete: true,
+  removeOnFail: { age: 7 * 24 * 3_600 },
+};
+
+export interface CronStoreOptions {
+  /** A Redis connection the store borrows (not closed by it). */
+  connection: Redis;
+  /** The BullMQ prefix (config.redis.prefix). */
+  prefix: string;
+}
+
+/** Adds, lists and removes scheduled tasks. */
+export class CronStore {
+  private readonly queue: Queue;
+
+  constructor(options: CronStoreOptions) {
+    this.queue = openScheduledQueue(options.connection, options.prefix);
+  }
+
+  /** Stores a task; returns its first run. */
+  async add(task: CronTask, now = Date.now()): Promise<number | undefined> {
+    const jobId = taskJobId(task.id);
+    const schedule = task.schedule;
+    if (schedule.kind === 'once') {
+      await this.queue.add(JOB_NAMES.once, task, {
+        ...ONE_SHOT_OPTIONS,
+        jobId,
+        delay: Math.max(0, schedule.runAt - now),
+      });
+      return schedule.runAt;
+    }
+    // An `every` scheduler would fire at once; its first run is one interval from now instead.
+    const repeat =
+      schedule.kind === 'every'
+        ? { every: schedule.everyMs, startDate: now + schedule.everyMs }
+        : { pattern: schedule.pattern, tz: schedule.tz };
+    await this.queue.upsertJobScheduler(jobId, repeat, {
+      name: JOB_NAMES.recurring,
+      data: task,
+      opts: { attempts: 5, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: true },
+    });
+    const stored = await this.queue.getJobScheduler(jobId);
+    return stored?.next ?? nextRun(schedule, now);
+  }
+
+  /** Every task, or only those of one session, soonest first. */
+  async list(filter: { sessionKey?: string } = {}): Promise<ListedTask[]> {
+    const out: ListedTask[] = [];
+    for (const scheduler of await this.queue.getJobSchedulers(0, -1, true)) {
+      if (!scheduler.key.startsWith('cron-')) continue;
+      const task = CronTaskSchema.safeParse(scheduler.template?.data);
+      if (!task.success) continue;
+      out.push({ task: task.data, nextRun: scheduler.next ?? undefined });
+    }
+    const jobs: Job[] = await this.queue.getJobs(['delayed', 'waiting', 'prioritized', 'active']);
+    for (const job of jobs) {
+      if (job.name !== JOB_NAMES.once) continue;
+      const task = CronTaskSchema.safeParse(job.data);
+      if (!task.success || task.data.schedule.kind !== 'once') continue;
+      out.push({ task: task.data, nextRun: task.data.schedule.runAt });
+    }
+    return out
+      .filter((t) => filter.sessionKey === undefined || t.task.sessionKey === filter.sessionKey)
+      .sort((a, b) => (a.nextRun ?? 0) - (b.nextRun ?? 0));
+  }
+
+  /** One task by id (any session), or undefined. */
+  async get(taskId: string): Promise<ListedTask | undefined> {
+    return (await this.list()).find((t) => t.task.id === taskId);
+  }
+
+  /**
+   * Removes a task. With `sessionKey`, only a task of that session is
+   * removed (another chat's task counts as not found). True when removed.
+   */
+  async remove(taskId: string, filter: { sessionKey?: string } = {}): Promise<boolean> {
+    const found = await this.get(taskId);
+    if (!found) return false;
+    if (filter.sessionKey !== undefined && found.task.sessionKey !== filter.sessionKey) return false;
+    const jobId = taskJobId(taskId);
+    if (found.task.schedule.kind === 'once') return (await this.queue.remove(jobId)) === 1;
+    return this.queue.removeJobScheduler(jobId);
+  }
+
+  /** Closes the queue (not the borrowed connection). */
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
+
+/** A short random task id: lowercase letters and digits, no `:`. */
+export function newTaskId(): string {
+  return crypto.randomUUID().replace(/-/g, '').slice(0, 10);
+}
+
+/** The instant a fired job stands for: a scheduler job's planned time, or the one-shot's runAt. */
+export function fireTimeOf(jobId: string, task: CronTask, fallback: number): number {
+  if (task.schedule.kind === 'once') return task.schedule.runAt;
+  const planned = Number(jobId.split(':').pop());
+  return Number.isFinite(planned) && planned > 0 ? planned : fallback;
+}

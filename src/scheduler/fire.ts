@@ -1,0 +1,82 @@
+/**
+ * Firing a scheduled task. `remind` sends the text to the origin chat as is;
+ * `agent` queues it as a message of the origin chat's session, so it runs in
+ * order with that chat's turns. Ids are derived from the task and the planned
+ * time of the occurrence, so a redone job never fires twice.
+ */
+import type { Logger } from '../log/index.js';
+import type { CronTask } from './cron-store.js';
+import type { SchedulerBus } from './ports.js';
+
+/** How long the "already fired" marker of an agent-mode occurrence is kept. */
+const FIRED_MARKER_TTL_SECONDS = 7 * 24 * 3_600;
+
+/** The deterministic id of one occurrence of a task. */
+export function occurrenceId(task: CronTask, fireTime: number): string {
+  return `cron-${task.id}-${fireTime}`;
+}
+
+/** The content of an agent-mode turn: the task, framed so the model knows it is scheduled. */
+export function scheduledTaskContent(task: CronTask): string {
+  return `[scheduled task ${task.id}, ${task.schedule.description}] ${task.message}`;
+}
+
+/**
+ * Fires one occurrence. Reminders rely on the outbound queue ignoring a job id
+ * it already holds. Agent turns go through the mailbox, which does not
+ * deduplicate, so a Redis marker (SET NX) is taken first and given back if
+ * publishing fails; only a crash between the two can lose an occurrence.
+ */
+export async function fireTask(
+  task: CronTask,
+  fireTime: number,
+  deps: { bus: SchedulerBus; logger: Logger },
+): Promise<'sent' | 'already-fired'> {
+  const id = occurrenceId(task, fireTime);
+  const target = {
+    channel: task.channel,
+    chatId: task.chatId,
+    ...(task.threadId ? { threadId: task.threadId } : {}),
+  };
+  const log = deps.logger.child({
+    task: task.id,
+    occurrence: id,
+    channel: task.channel,
+    chatId: task.chatId,
+  });
+  if (task.mode === 'remind') {
+    await deps.bus.publishOutbound({
+      id,
+      ...target,
+      content: `⏰ ${task.message}`,
+      kind: 'message',
+      metadata: { cron: task.id },
+    });
+    log.info('scheduled reminder sent');
+    return 'sent';
+  }
+  const marker = `${deps.bus.prefix}:scheduler:fired:${id}`;
+  const taken = await deps.bus.redis.set(marker, '1', 'EX', FIRED_MARKER_TTL_SECONDS, 'NX');
+  if (taken !== 'OK') {
+    log.info('scheduled agent turn already queued; not queueing it again');
+    return 'already-fired';
+  }
+  try {
+    await deps.bus.publishInbound({
+      id,
+      ...target,
+      sessionKey: task.sessionKey,
+      senderId: 'cron',
+      senderName: 'scheduled task',
+      content: scheduledTaskContent(task),
+      metadata: { cron: task.id },
+    });
+  } catch (err) {
+    await deps.bus.redis.del(marker).catch((delErr: unknown) => {
+      log.warn({ err: delErr }, 'could not clear the fired marker; this occurrence will not be retried');
+    });
+    throw err;
+  }
+  log.info('scheduled agent turn queued');
+  return 'sent';
+}

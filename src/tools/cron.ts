@@ -1,0 +1,129 @@
+/**
+ * cron: reminders and scheduled agent turns for the current chat. `add`
+ * takes exactly one of `at`, `in_seconds`, `every_seconds` or `cron` (+ `tz`);
+ * `list` and `remove` see only this chat's tasks. Tasks live in BullMQ
+ * (scheduler/cron-store.ts) and fire once per occurrence in this chat.
+ */
+import { z } from 'zod';
+import type { Config } from '../config/index.js';
+import { describeError } from '../errors/index.js';
+import { CronStore, type CronTask, type ListedTask, newTaskId } from '../scheduler/cron-store.js';
+import type { SchedulerBus } from '../scheduler/ports.js';
+import { formatInZone, parseSchedule } from '../scheduler/schedule.js';
+import { fail, ok, type Tool } from './types.js';
+
+const parameters = z.object({
+  action: z
+    .enum(['add', 'list', 'remove'])
+    .describe("add a task, list this chat's tasks, or remove one by id"),
+  message: z
+    .string()
+    .optional()
+    .describe('add: the reminder text (mode remind) or the instruction to carry out then (mode agent)'),
+  mode: z
+    .enum(['remind', 'agent'])
+    .optional()
+    .describe(
+      'add: remind = send the message as is (default); agent = run an agent turn with it in this chat',
+    ),
+  at: z
+    .string()
+    .optional()
+    .describe(
+      'add, one-shot: ISO date-time, e.g. 2026-12-01T09:00 (wall clock in tz unless it has an offset)',
+    ),
+  in_seconds: z.number().optional().describe('add, one-shot: seconds from now'),
+  every_seconds: z.number().int().optional().describe('add, recurring: interval in seconds (at least 60)'),
+  cron: z
+    .string()
+    .optional()
+    .describe('add, recurring: 5-field cron expression in tz, e.g. "0 8 * * 1-5" for weekdays at 08:00'),
+  tz: z
+    .string()
+    .optional()
+    .describe('IANA time zone for at/cron, e.g. Europe/Lisbon; default the configured zone'),
+  id: z.string().optional().describe('remove: the task id shown by add or list'),
+});
+
+export interface CronToolOptions {
+  bus: SchedulerBus;
+  config: Config;
+  /** The shortest allowed every_seconds. @defaultValue 60 */
+  minEverySeconds?: number;
+  /** The clock. @defaultValue Date.now */
+  now?: () => number;
+}
+
+/** One line per task, for the tool and the CLI. */
+export function describeTask({ task, nextRun }: ListedTask, withChat = false): string {
+  const next = nextRun === undefined ? 'due now' : formatInZone(nextRun, task.schedule.tz);
+  const chat = withChat ? ` · chat ${task.sessionKey}` : '';
+  return `${task.id}${chat} · ${task.schedule.description} · next run: ${next} · ${task.mode} · "${task.message}"`;
+}
+
+/** The cron tool; it talks to Redis through the bus's shared connection. */
+export function createCronTool(options: CronToolOptions): Tool<typeof parameters> {
+  const now = options.now ?? Date.now;
+  const withStore = async <T>(fn: (store: CronStore) => Promise<T>): Promise<T> => {
+    const store = new CronStore({ connection: options.bus.redis, prefix: options.bus.prefix });
+    try {
+      return await fn(store);
+    } finally {
+      await store.close();
+    }
+  };
+  return {
+    name: 'cron',
+    description:
+      'Schedule reminders and recurring tasks for this chat. action add: give message, mode (remind|agent) and ' +
+      'exactly one of at / in_seconds / every_seconds / cron, plus tz if the user is not in the default zone. ' +
+      "action list: this chat's tasks. action remove: id.",
+    parameters,
+    async execute(args, ctx) {
+      try {
+        if (args.action === 'list') {
+          const tasks = await withStore((s) => s.list({ sessionKey: ctx.sessionKey }));
+          if (tasks.length === 0) return ok('No scheduled tasks in this chat.');
+          return ok(`Scheduled tasks in this chat:\n${tasks.map((t) => `- ${describeTask(t)}`).join('\n')}`);
+        }
+        if (args.action === 'remove') {
+          const id = args.id?.trim();
+          if (!id) return fail('remove needs the id of the task (see action list)');
+          const removed = await withStore((s) => s.remove(id, { sessionKey: ctx.sessionKey }));
+          return removed
+            ? ok(`Removed scheduled task ${id}.`)
+            : fail(`no scheduled task "${id}" in this chat; use action list to see this chat's tasks`);
+        }
+        const message = args.message?.trim();
+        if (!message) return fail('add needs a message: the reminder text or the instruction for later');
+        const at = now();
+        const parsed = parseSchedule(args, {
+          defaultTz: options.config.timezone,
+          now: at,
+          ...(options.minEverySeconds === undefined ? {} : { minEverySeconds: options.minEverySeconds }),
+        });
+        if (!parsed.ok) return fail(parsed.error);
+        const task: CronTask = {
+          id: newTaskId(),
+          channel: ctx.channel,
+          chatId: ctx.chatId,
+          ...(ctx.threadId ? { threadId: ctx.threadId } : {}),
+          sessionKey: ctx.sessionKey,
+          message,
+          mode: args.mode ?? 'remind',
+          schedule: parsed.schedule,
+          createdAt: new Date(at).toISOString(),
+        };
+        const next = await withStore((s) => s.add(task, at));
+        const nextText = next === undefined ? 'due now' : formatInZone(next, task.schedule.tz);
+        return ok(
+          `Scheduled ${task.mode === 'remind' ? 'reminder' : 'agent task'} ${task.id} (${task.schedule.description}): ` +
+            `"${message}"; next run: ${nextText}.`,
+        );
+      } catch (err) {
+        ctx.logger.warn({ err: describeError(err), action: args.action }, 'cron tool failed');
+        return fail(`the schedule store is unavailable (${describeError(err)}); try again later`);
+      }
+    },
+  };
+}

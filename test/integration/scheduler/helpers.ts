@@ -1,0 +1,88 @@
+/** Shared set-up for the scheduler's integration tests: config, bus, tool context, polling. */
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
+import { Bus } from '../../../src/bus/bus.js';
+import { type Config, parseConfig } from '../../../src/config/index.js';
+import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
+import type { ToolContext } from '../../../src/tools/types.js';
+
+export async function tempWorkspace(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'magpie-sched-'));
+}
+
+export function testConfig(
+  redisUrl: string,
+  prefix: string,
+  workspace: string,
+  env: Record<string, string> = {},
+): Config {
+  return parseConfig({
+    REDIS_URL: redisUrl,
+    MAGPIE_QUEUE_PREFIX: prefix,
+    MAGPIE_WORKSPACE: workspace,
+    MAGPIE_TIMEZONE: 'UTC',
+    MAGPIE_HEARTBEAT_INTERVAL: '0',
+    ...env,
+  });
+}
+
+export async function connectBus(config: Config): Promise<Bus> {
+  return Bus.connect({ config, logger: silentLogger(), url: config.redis.url! });
+}
+
+/** A logger whose JSON lines are kept in `lines` (to await a log event instead of sleeping). */
+export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: createLogger({ level: 'debug', destination }), lines };
+}
+
+export function toolContext(channel: string, chatId: string, workspace: string): ToolContext {
+  return {
+    channel,
+    chatId,
+    sessionKey: `${channel}:${chatId}`,
+    workspace,
+    signal: new AbortController().signal,
+    logger: silentLogger(),
+    send: async () => undefined,
+    depth: 0,
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Every job of a channel's outbound queue, whatever its state (nobody consumes it in these tests). */
+export async function outboundJobs(
+  bus: Bus,
+  channel: string,
+): Promise<Array<{ id: string; data: Record<string, unknown> }>> {
+  const queue = new Queue(`outbound-${channel}`, { connection: bus.redis, prefix: bus.prefix });
+  try {
+    const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized']);
+    return jobs.map((j) => ({ id: j.id ?? '', data: j.data as Record<string, unknown> }));
+  } finally {
+    await queue.close();
+  }
+}
