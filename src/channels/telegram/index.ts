@@ -1,7 +1,8 @@
-/** The Telegram channel adapter (not built yet). */
-import { AppError } from '../../errors/index.js';
-import type { Channel, ChannelDeps } from '../types.js';
+/** The Telegram channel adapter: `createTelegramChannel(deps)` for the composition root. */
+import type { ChannelDeps, ChannelFactory } from '../types.js';
+import { TelegramChannel } from './channel.js';
 
-export function createTelegramChannel(_deps: ChannelDeps): Channel {
-  throw new AppError('INTERNAL', 'the telegram channel is not built yet');
-}
+/** Builds the Telegram channel from the shared deps (token, API root, allow-list from config). */
+export const createTelegramChannel: ChannelFactory = (deps: ChannelDeps) => new TelegramChannel(deps);
+
+export { pairingText, TelegramChannel, type TelegramChannelOptions } from './channel.js';

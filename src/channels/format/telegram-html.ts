@@ -1,0 +1,173 @@
+/**
+ * Markdown → Telegram's HTML subset (`parse_mode: 'HTML'`). marked's lexer
+ * parses the Markdown; this walker renders each token to the few tags Telegram
+ * accepts (b, i, s, code, pre, a, blockquote) and escapes everything else.
+ */
+import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
+
+/** Escapes text for Telegram HTML: only `&`, `<` and `>` are special. */
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** Like {@link escapeHtml} but keeps the entities Telegram understands, as Markdown text does. */
+function escapeText(text: string): string {
+  return text
+    .replace(/&(?!(?:amp|lt|gt|quot|#\d{1,7}|#x[0-9a-f]{1,6});)/gi, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
+}
+
+function escapeAttribute(text: string): string {
+  return escapeHtml(text).replace(/"/g, '&quot;');
+}
+
+/** Link schemes Telegram opens; anything else is shown as plain text. */
+const LINK_SCHEMES = /^(https?:|mailto:|tg:)/i;
+
+/**
+ * Renders Markdown as Telegram HTML. Headings become bold lines, lists become
+ * text bullets (`•`) or numbers, tables become monospace rows, raw HTML is escaped.
+ *
+ * @example
+ * toTelegramHtml('**hi** `a<b`') // => '<b>hi</b> <code>a&lt;b</code>'
+ */
+export function toTelegramHtml(markdown: string): string {
+  const tokens = new Lexer({ gfm: true }).lex(markdown);
+  return renderBlocks(tokens, '').trim();
+}
+
+function renderBlocks(tokens: Token[], indent: string): string {
+  const blocks: string[] = [];
+  for (const token of tokens) {
+    const out = renderBlock(token as MarkedToken, indent);
+    if (out !== '') blocks.push(out);
+  }
+  return blocks.join('\n\n');
+}
+
+function renderBlock(token: MarkedToken, indent: string): string {
+  switch (token.type) {
+    case 'space':
+    case 'def':
+      return '';
+    case 'paragraph':
+      return renderInline(token.tokens);
+    case 'heading':
+      return `<b>${renderInline(token.tokens)}</b>`;
+    case 'code':
+      return renderCode(token);
+    case 'blockquote':
+      return `<blockquote>${renderBlocks(token.tokens, '')}</blockquote>`;
+    case 'list':
+      return renderList(token, indent);
+    case 'table':
+      return renderTable(token);
+    case 'hr':
+      return '———';
+    case 'html':
+      return escapeHtml(token.text.trim());
+    case 'text':
+      return token.tokens ? renderInline(token.tokens) : escapeText(token.text);
+    default:
+      return renderInline([token]);
+  }
+}
+
+function renderCode(token: Tokens.Code): string {
+  const body = escapeHtml(token.text);
+  const lang = (token.lang ?? '').trim().split(/\s+/)[0] ?? '';
+  if (lang !== '' && /^[\w#+.-]+$/.test(lang)) {
+    return `<pre><code class="language-${lang}">${body}</code></pre>`;
+  }
+  return `<pre>${body}</pre>`;
+}
+
+function renderList(list: Tokens.List, indent: string): string {
+  const start = typeof list.start === 'number' ? list.start : 1;
+  const lines = list.items.map((item, i) => {
+    const marker = list.ordered ? `${start + i}.` : '•';
+    const check = item.task ? (item.checked ? '☑ ' : '☐ ') : '';
+    const childIndent = `${indent}  `;
+    const parts: string[] = [];
+    for (const child of item.tokens) {
+      const c = child as MarkedToken;
+      if (c.type === 'checkbox') continue;
+      if (c.type === 'list') parts.push(`\n${renderList(c, childIndent)}`);
+      else {
+        const text = renderBlock(c, childIndent);
+        if (text !== '') parts.push(parts.length > 0 ? `\n${childIndent}${text}` : text);
+      }
+    }
+    return `${indent}${marker} ${check}${parts.join('')}`;
+  });
+  return lines.join('\n');
+}
+
+function renderTable(table: Tokens.Table): string {
+  const cell = (c: Tokens.TableCell) => plainInline(c.tokens);
+  const rows = [table.header.map(cell), ...table.rows.map((r) => r.map(cell))];
+  return `<pre>${escapeHtml(rows.map((r) => r.join(' | ')).join('\n'))}</pre>`;
+}
+
+function renderInline(tokens: Token[]): string {
+  let out = '';
+  for (const raw of tokens) {
+    const token = raw as MarkedToken;
+    switch (token.type) {
+      case 'strong':
+        out += `<b>${renderInline(token.tokens)}</b>`;
+        break;
+      case 'em':
+        out += `<i>${renderInline(token.tokens)}</i>`;
+        break;
+      case 'del':
+        out += `<s>${renderInline(token.tokens)}</s>`;
+        break;
+      case 'codespan':
+        out += `<code>${escapeHtml(token.text)}</code>`;
+        break;
+      case 'br':
+        out += '\n';
+        break;
+      case 'link':
+        out += LINK_SCHEMES.test(token.href)
+          ? `<a href="${escapeAttribute(token.href)}">${renderInline(token.tokens)}</a>`
+          : renderInline(token.tokens);
+        break;
+      case 'image':
+        out += LINK_SCHEMES.test(token.href)
+          ? `<a href="${escapeAttribute(token.href)}">${escapeHtml(token.text || token.href)}</a>`
+          : escapeHtml(token.text);
+        break;
+      case 'text':
+        out += token.tokens ? renderInline(token.tokens) : escapeText(token.text);
+        break;
+      case 'escape':
+      case 'html':
+        out += escapeHtml(token.text);
+        break;
+      case 'checkbox':
+        break;
+      default:
+        out += escapeHtml(token.raw);
+    }
+  }
+  return out;
+}
+
+/** Inline tokens as plain text (table cells). */
+function plainInline(tokens: Token[]): string {
+  let out = '';
+  for (const raw of tokens) {
+    const token = raw as MarkedToken;
+    if ('tokens' in token && Array.isArray(token.tokens)) {
+      out += plainInline(token.tokens);
+    } else if ('text' in token && typeof token.text === 'string') {
+      out += token.text;
+    } else {
+      out += token.raw;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,162 @@
+/**
+ * Sending to Telegram: Markdown is split, rendered to HTML and re-split until
+ * every part fits 4096; each part is sent with `parse_mode: 'HTML'`, falling
+ * back to plain text when Telegram cannot parse it. 429 waits `retry_after`,
+ * 5xx and network errors back off, permanent refusals become DELIVERY_PERMANENT.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Telegram, TelegramError } from 'telegraf';
+import { AppError, describeError } from '../../errors/index.js';
+import type { Logger } from '../../log/index.js';
+import { splitMessage } from '../chunk.js';
+import { escapeHtml, toTelegramHtml } from '../format/telegram-html.js';
+
+/** Telegram's limit for one message, counted after formatting. */
+export const TELEGRAM_TEXT_LIMIT = 4096;
+
+/** One message to send: the HTML and, for the fallback, the Markdown it came from. */
+export interface FormattedPart {
+  html: string;
+  plain: string;
+}
+
+/**
+ * Splits Markdown into parts whose rendered HTML fits `limit`. The Markdown is
+ * split first (at `markdownLimit`, so fences are closed and reopened), each part
+ * rendered; a rendered part still too long is split again from its Markdown.
+ */
+export function formatForTelegram(
+  markdown: string,
+  options: { limit?: number; markdownLimit?: number } = {},
+): FormattedPart[] {
+  const limit = options.limit ?? TELEGRAM_TEXT_LIMIT;
+  const markdownLimit = Math.min(options.markdownLimit ?? 3500, limit);
+  const out: FormattedPart[] = [];
+  const render = (text: string, size: number) => {
+    for (const part of splitMessage(text, size)) {
+      const html = toTelegramHtml(part);
+      if (html.length <= limit) {
+        out.push({ html: html === '' ? escapeHtml(part.trim()) : html, plain: part });
+      } else if (size > 200 && part.length > 1) {
+        render(part, Math.max(Math.floor(Math.min(size, part.length) / 2), 100));
+      } else {
+        // Pathological (almost every character escaped): send escaped text in safe slices.
+        for (const slice of splitMessage(part, Math.floor(limit / 5))) {
+          out.push({ html: escapeHtml(slice), plain: slice });
+        }
+      }
+    }
+  };
+  render(markdown, markdownLimit);
+  return out;
+}
+
+export interface DeliveryOptions {
+  telegram: Telegram;
+  logger: Logger;
+  /** Attempts per part for 429/5xx/network errors. @defaultValue 6 */
+  maxAttempts?: number;
+  /** First backoff delay; doubles each attempt. @defaultValue 500 */
+  baseDelayMs?: number;
+  /** Largest backoff delay (a 429's `retry_after` is always honoured in full). @defaultValue 30000 */
+  maxDelayMs?: number;
+}
+
+/** Where a part goes. */
+export interface Target {
+  chatId: string;
+  threadId?: string;
+  /** Platform message id to reply to (first part only). */
+  replyTo?: string;
+}
+
+/** Sends parts with retries; see the file header for the rules. */
+export class TelegramDelivery {
+  private readonly maxAttempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(private readonly options: DeliveryOptions) {
+    this.maxAttempts = options.maxAttempts ?? 6;
+    this.baseDelayMs = options.baseDelayMs ?? 500;
+    this.maxDelayMs = options.maxDelayMs ?? 30_000;
+    if (this.maxAttempts < 1) throw new RangeError('maxAttempts must be at least 1');
+  }
+
+  /**
+   * Sends one formatted part. Throws AppError DELIVERY_PERMANENT (chat not found,
+   * bot blocked…) or DELIVERY_TRANSIENT (attempts used up).
+   */
+  async sendPart(target: Target, part: FormattedPart): Promise<void> {
+    let html = true;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.telegram.sendMessage(target.chatId, html ? part.html : part.plain, {
+          ...(html ? { parse_mode: 'HTML' as const } : {}),
+          ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
+          ...(target.replyTo
+            ? { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } }
+            : {}),
+          link_preview_options: { is_disabled: true },
+        });
+        return;
+      } catch (err) {
+        if (html && isParseError(err)) {
+          this.options.logger.warn(
+            { chatId: target.chatId, err: describeError(err) },
+            'Telegram rejected the HTML; sending the part as plain text',
+          );
+          html = false;
+          attempt--;
+          continue;
+        }
+        const wait = this.retryDelay(err, attempt);
+        if (wait === undefined) {
+          throw new AppError('DELIVERY_PERMANENT', `Telegram refused the message: ${describeError(err)}`, {
+            cause: err,
+          });
+        }
+        if (attempt >= this.maxAttempts) {
+          throw new AppError(
+            'DELIVERY_TRANSIENT',
+            `Telegram did not accept the message after ${attempt} attempts: ${describeError(err)}`,
+            { cause: err, transient: true },
+          );
+        }
+        this.options.logger.warn(
+          { chatId: target.chatId, attempt, waitMs: wait, err: describeError(err) },
+          'Telegram send failed; retrying',
+        );
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** Sends plain text (pairing codes, short notices) with the same retries. */
+  async sendPlain(chatId: string, text: string, threadId?: string): Promise<void> {
+    await this.sendPart(
+      { chatId, ...(threadId ? { threadId } : {}) },
+      { html: escapeHtml(text), plain: text },
+    );
+  }
+
+  /** Milliseconds to wait before the next attempt, or undefined when retrying cannot help. */
+  private retryDelay(err: unknown, attempt: number): number | undefined {
+    const backoff = Math.min(this.baseDelayMs * 2 ** (attempt - 1), this.maxDelayMs);
+    if (err instanceof TelegramError) {
+      if (err.code === 429) {
+        const after = err.parameters?.retry_after;
+        return after !== undefined ? after * 1000 : backoff;
+      }
+      if (err.code >= 500) return backoff;
+      return undefined;
+    }
+    // Anything else is the network (node-fetch FetchError, resets, timeouts).
+    return backoff;
+  }
+}
+
+/** Telegram's answer to HTML it cannot parse (a 400 whose only marker is its description). */
+function isParseError(err: unknown): boolean {
+  return err instanceof TelegramError && err.code === 400 && /can't parse entities/i.test(err.description);
+}

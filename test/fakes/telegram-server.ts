@@ -1,0 +1,379 @@
+/**
+ * A fake Telegram Bot API on 127.0.0.1 (node:http) for the real telegraf client:
+ * `/bot<token>/<method>` and `/file/bot<token>/<path>`. getUpdates honours
+ * `offset` (confirming earlier updates) and `timeout` (holds the request until an
+ * update is queued). sendMessage checks Telegram's HTML subset and the 4096 limit
+ * like the real API. Every call is recorded; errors can be scripted with failNext.
+ */
+import { randomInt } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One recorded API call. */
+export interface TelegramCall {
+  method: string;
+  params: Record<string, unknown>;
+  at: number;
+}
+
+/** An error reply as the Bot API sends it. */
+export interface TelegramErrorReply {
+  error_code: number;
+  description: string;
+  parameters?: { retry_after?: number; migrate_to_chat_id?: number };
+}
+
+/** A message the bot sent (sendMessage payload plus the id the fake gave it). */
+export interface SentMessage {
+  message_id: number;
+  chat_id: string;
+  text: string;
+  parse_mode?: string;
+  message_thread_id?: number;
+  reply_to_message_id?: number;
+}
+
+export interface FakeTelegram {
+  /** Pass as `TELEGRAM_API_ROOT` / telegraf `apiRoot`. */
+  apiRoot: string;
+  token: string;
+  bot: { id: number; username: string; first_name: string };
+  calls: TelegramCall[];
+  /** Queues an update (update_id assigned when missing) and wakes a held getUpdates. Returns its id. */
+  pushUpdate(update: Record<string, unknown>): number;
+  /** The next `times` calls of `method` fail with `reply`. */
+  failNext(method: string, reply: TelegramErrorReply, times?: number): void;
+  /** Resolves once `predicate()` holds (checked after every call), rejects after `timeoutMs`. */
+  waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  /** Messages sent to a chat, in order. */
+  sent(chatId: string | number): SentMessage[];
+  /** Serves `bytes` for `getFile(fileId)` and its download path. */
+  addFile(fileId: string, bytes: Uint8Array): void;
+  /** Updates not yet confirmed by an offset. */
+  pendingUpdates(): number;
+  close(): Promise<void>;
+}
+
+const ALLOWED_TAGS = new Set([
+  'b',
+  'strong',
+  'i',
+  'em',
+  'u',
+  'ins',
+  's',
+  'strike',
+  'del',
+  'a',
+  'code',
+  'pre',
+  'blockquote',
+  'tg-spoiler',
+  'span',
+  'tg-emoji',
+]);
+
+/** Checks `text` the way Telegram parses HTML: known tags, balanced, valid entities. */
+export function checkTelegramHtml(text: string): string | undefined {
+  const stack: string[] = [];
+  const tag = /<(\/?)([a-z-]+)((?:\s+[a-z-]+="[^"<>]*")*)\s*>|&(#\d+|#x[0-9a-f]+|[a-z]+);|[<>&]/giy;
+  for (let i = 0; i < text.length; ) {
+    const ch = text[i];
+    if (ch !== '<' && ch !== '&' && ch !== '>') {
+      i++;
+      continue;
+    }
+    tag.lastIndex = i;
+    const m = tag.exec(text);
+    if (!m || m[0] === '<' || m[0] === '&')
+      return `Can't find end of the entity starting at byte offset ${i}`;
+    if (m[0] === '>') {
+      i++;
+      continue;
+    }
+    if (m[4] !== undefined) {
+      if (!/^(#\d+|#x[0-9a-f]+|lt|gt|amp|quot)$/i.test(m[4])) return `Unsupported entity "${m[4]}"`;
+    } else {
+      const name = m[2]!.toLowerCase();
+      if (!ALLOWED_TAGS.has(name)) return `Unsupported start tag "${name}" at byte offset ${i}`;
+      if (m[1] === '/') {
+        if (stack.pop() !== name) return `Unexpected end tag at byte offset ${i}`;
+      } else stack.push(name);
+    }
+    i += m[0].length;
+  }
+  return stack.length > 0 ? `Can't find end tag corresponding to start tag "${stack.at(-1)}"` : undefined;
+}
+
+/** Starts the fake on a free loopback port. */
+export async function startFakeTelegram(
+  options: { token?: string; botUsername?: string } = {},
+): Promise<FakeTelegram> {
+  const token = options.token ?? '123456:TEST-token';
+  const bot = { id: 999_000_111, username: options.botUsername ?? 'magpie_test_bot', first_name: 'Magpie' };
+  const calls: TelegramCall[] = [];
+  const events = new EventEmitter();
+  events.setMaxListeners(0);
+  const failures = new Map<string, TelegramErrorReply[]>();
+  const files = new Map<string, { bytes: Uint8Array; path: string }>();
+  let updates: Array<Record<string, unknown> & { update_id: number }> = [];
+  let nextUpdateId = 1;
+  let nextMessageId = 10_000;
+  const sentMessages: SentMessage[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+
+  const reply = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+  const ok = (res: ServerResponse, result: unknown) => reply(res, 200, { ok: true, result });
+  const error = (res: ServerResponse, e: TelegramErrorReply) => reply(res, e.error_code, { ok: false, ...e });
+
+  const takeUpdates = (offset: number, limit: number) => {
+    if (offset > 0) updates = updates.filter((u) => u.update_id >= offset);
+    return updates.slice(0, limit);
+  };
+
+  const handleGetUpdates = async (req: IncomingMessage, res: ServerResponse, p: Record<string, unknown>) => {
+    const offset = Number(p.offset ?? 0);
+    const limit = Math.min(Math.max(Number(p.limit ?? 100), 1), 100);
+    const timeoutS = Number(p.timeout ?? 0);
+    let batch = takeUpdates(offset, limit);
+    if (batch.length === 0 && timeoutS > 0) {
+      const ac = new AbortController();
+      const onClose = () => ac.abort();
+      res.on('close', onClose);
+      const timer = setTimeout(() => ac.abort(), timeoutS * 1000);
+      try {
+        await once(events, 'update', { signal: ac.signal });
+      } catch (err) {
+        if ((err as Error).name !== 'AbortError') throw err;
+      } finally {
+        clearTimeout(timer);
+        res.off('close', onClose);
+      }
+      if (res.destroyed || req.destroyed) return;
+      batch = takeUpdates(offset, limit);
+    }
+    ok(res, batch);
+  };
+
+  const handleMethod = async (
+    method: string,
+    p: Record<string, unknown>,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) => {
+    const queued = failures.get(method);
+    if (queued && queued.length > 0) return error(res, queued.shift()!);
+    switch (method) {
+      case 'getMe':
+        return ok(res, { ...bot, is_bot: true, can_join_groups: true, can_read_all_group_messages: false });
+      case 'getUpdates':
+        return handleGetUpdates(req, res, p);
+      case 'setMyCommands':
+      case 'deleteWebhook':
+        return ok(res, true);
+      case 'sendChatAction':
+        return ok(res, true);
+      case 'sendMessage':
+        return handleSendMessage(p, res);
+      case 'editMessageText':
+        return ok(res, {
+          message_id: Number(p.message_id),
+          date: now(),
+          chat: { id: p.chat_id },
+          text: p.text,
+        });
+      case 'getFile': {
+        const file = files.get(String(p.file_id));
+        if (!file) return error(res, { error_code: 400, description: 'Bad Request: invalid file_id' });
+        return ok(res, {
+          file_id: p.file_id,
+          file_unique_id: `u-${p.file_id}`,
+          file_size: file.bytes.length,
+          file_path: file.path,
+        });
+      }
+      default:
+        return error(res, { error_code: 404, description: 'Not Found: method not found' });
+    }
+  };
+
+  const handleSendMessage = (p: Record<string, unknown>, res: ServerResponse) => {
+    const text = typeof p.text === 'string' ? p.text : '';
+    if (text.trim() === '')
+      return error(res, { error_code: 400, description: 'Bad Request: message text is empty' });
+    if (p.parse_mode === 'HTML') {
+      const problem = checkTelegramHtml(text);
+      if (problem)
+        return error(res, { error_code: 400, description: `Bad Request: can't parse entities: ${problem}` });
+    }
+    const visible = p.parse_mode === 'HTML' ? visibleLength(text) : text.length;
+    if (visible > 4096)
+      return error(res, { error_code: 400, description: 'Bad Request: message is too long' });
+    const replyParams = p.reply_parameters as { message_id?: number } | undefined;
+    const message: SentMessage = {
+      message_id: nextMessageId++,
+      chat_id: String(p.chat_id),
+      text,
+      ...(typeof p.parse_mode === 'string' ? { parse_mode: p.parse_mode } : {}),
+      ...(p.message_thread_id !== undefined ? { message_thread_id: Number(p.message_thread_id) } : {}),
+      ...(replyParams?.message_id !== undefined ? { reply_to_message_id: replyParams.message_id } : {}),
+    };
+    sentMessages.push(message);
+    return ok(res, {
+      message_id: message.message_id,
+      date: now(),
+      chat: { id: Number(p.chat_id) || p.chat_id, type: 'private' },
+      from: { ...bot, is_bot: true },
+      text,
+    });
+  };
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      const fileMatch = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+      if (fileMatch) {
+        if (fileMatch[1] !== token) return error(res, { error_code: 401, description: 'Unauthorized' });
+        const file = [...files.values()].find((f) => f.path === decodeURIComponent(fileMatch[2]!));
+        calls.push({ method: 'download', params: { path: fileMatch[2] }, at: Date.now() });
+        events.emit('call');
+        if (!file) return error(res, { error_code: 404, description: 'Not Found' });
+        res.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          'content-length': file.bytes.length,
+        });
+        return res.end(Buffer.from(file.bytes));
+      }
+      const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
+      if (!match) return error(res, { error_code: 404, description: 'Not Found' });
+      if (match[1] !== token) return error(res, { error_code: 401, description: 'Unauthorized' });
+      let params: Record<string, unknown> = Object.fromEntries(url.searchParams);
+      const body = Buffer.concat(chunks).toString('utf8');
+      if (body !== '') {
+        try {
+          params = { ...params, ...(JSON.parse(body) as Record<string, unknown>) };
+        } catch {
+          return error(res, { error_code: 400, description: 'Bad Request: body is not JSON' });
+        }
+      }
+      const method = match[2]!;
+      calls.push({ method, params, at: Date.now() });
+      events.emit('call');
+      handleMethod(method, params, req, res).catch((err: unknown) => {
+        if (!res.headersSent) error(res, { error_code: 500, description: String(err) });
+      });
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    apiRoot: `http://127.0.0.1:${port}`,
+    token,
+    bot,
+    calls,
+    pushUpdate(update) {
+      const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId;
+      nextUpdateId = Math.max(nextUpdateId, update_id + 1);
+      updates.push({ ...update, update_id });
+      events.emit('update');
+      return update_id;
+    },
+    failNext(method, replyWith, times = 1) {
+      const list = failures.get(method) ?? [];
+      for (let i = 0; i < times; i++) list.push(replyWith);
+      failures.set(method, list);
+    },
+    waitFor(predicate, timeoutMs = 10_000) {
+      if (predicate()) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (!predicate()) return;
+          clearTimeout(timer);
+          events.off('call', check);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          events.off('call', check);
+          reject(new Error(`fake telegram: condition not met within ${timeoutMs} ms`));
+        }, timeoutMs);
+        events.on('call', check);
+      });
+    },
+    sent: (chatId) => sentMessages.filter((m) => m.chat_id === String(chatId)),
+    addFile(fileId, bytes) {
+      files.set(fileId, { bytes, path: `photos/${fileId}.bin` });
+    },
+    pendingUpdates: () => updates.length,
+    async close() {
+      for (const s of sockets) s.destroy();
+      server.close();
+      await once(server, 'close').catch(() => undefined);
+    },
+  };
+}
+
+function now(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** Length of the text a user sees: tags removed, entities counted as one character. */
+function visibleLength(html: string): number {
+  return html.replace(/<[^>]+>/g, '').replace(/&(#\d+|#x[0-9a-f]+|[a-z]+);/gi, '_').length;
+}
+
+/** Text starting with `@username` and the matching `mention` entity. */
+export function mentioning(username: string, text: string): { text: string; entities: unknown[] } {
+  return {
+    text: `@${username} ${text}`,
+    entities: [{ type: 'mention', offset: 0, length: username.length + 1 }],
+  };
+}
+
+/** A private-chat text message update from `user`. */
+export function dmUpdate(
+  user: { id: number; first_name?: string; username?: string },
+  text: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    message: {
+      message_id: randomInt(1, 2 ** 31),
+      date: now(),
+      chat: { id: user.id, type: 'private', first_name: user.first_name ?? 'User' },
+      from: { is_bot: false, first_name: 'User', ...user },
+      text,
+      ...extra,
+    },
+  };
+}
+
+/** A group (supergroup) message update from `user`. */
+export function groupUpdate(
+  chatId: number,
+  user: { id: number; first_name?: string; last_name?: string; username?: string },
+  text: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    message: {
+      message_id: randomInt(1, 2 ** 31),
+      date: now(),
+      chat: { id: chatId, type: 'supergroup', title: 'Group' },
+      from: { is_bot: false, first_name: 'User', ...user },
+      text,
+      ...extra,
+    },
+  };
+}
