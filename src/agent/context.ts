@@ -71,7 +71,9 @@ export class ContextBuilder {
     this.agentName = options.agentName ?? 'magpie';
     this.bootstrapMaxChars = options.bootstrapMaxChars ?? 20_000;
     if (!Number.isInteger(this.bootstrapMaxChars) || this.bootstrapMaxChars < 1) {
-      throw new RangeError(`bootstrapMaxChars must be a positive whole number, got ${options.bootstrapMaxChars}`);
+      throw new RangeError(
+        `bootstrapMaxChars must be a positive whole number, got ${options.bootstrapMaxChars}`,
+      );
     }
     this.logger = options.logger ?? silentLogger();
     this.timeFormat = new Intl.DateTimeFormat('en-GB', {
@@ -169,7 +171,10 @@ export class ContextBuilder {
   private cap(name: string, text: string): string {
     if (text.length <= this.bootstrapMaxChars) return text;
     const cut = text.length - this.bootstrapMaxChars;
-    this.logger.warn({ file: name, chars: text.length, limit: this.bootstrapMaxChars }, 'context: bootstrap file truncated');
+    this.logger.warn(
+      { file: name, chars: text.length, limit: this.bootstrapMaxChars },
+      'context: bootstrap file truncated',
+    );
     return `${text.slice(0, this.bootstrapMaxChars)}\n\n[… truncated ${cut} chars]`;
   }
 

@@ -108,7 +108,11 @@ export class MemoryStore {
     const notes: string[] = [];
     for (let back = days - 1; back >= 0; back -= 1) {
       const shifted = new Date(Date.UTC(today.year, today.month - 1, today.day - back));
-      const date = { year: shifted.getUTCFullYear(), month: shifted.getUTCMonth() + 1, day: shifted.getUTCDate() };
+      const date = {
+        year: shifted.getUTCFullYear(),
+        month: shifted.getUTCMonth() + 1,
+        day: shifted.getUTCDate(),
+      };
       const text = await this.reader.read(this.notePath(date));
       if (text !== undefined && hasContent(text)) notes.push(text.trim());
     }

@@ -32,7 +32,8 @@ export function sessionFileName(key: string): string {
     if (char === ':') out += '_';
     else if (PLAIN.test(char)) out += char;
     else {
-      for (const byte of Buffer.from(char, 'utf8')) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+      for (const byte of Buffer.from(char, 'utf8'))
+        out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
     }
   }
   if (out.includes('/') || out.includes('\\') || out === '.' || out === '..') {

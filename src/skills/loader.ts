@@ -38,11 +38,16 @@ export interface SkillsLoaderOptions {
 /** Skill names: lower-case letters, digits and dashes, starting with a letter or digit. */
 export const SKILL_NAME = /^[a-z0-9][a-z0-9-]*$/;
 
+const requiredText = (field: string) => ({
+  error: (issue: { input?: unknown }) =>
+    issue.input === undefined ? `${field} is required` : `${field} must be text`,
+});
+
 const FrontMatter = z.object({
   name: z
-    .string({ error: 'name is required' })
+    .string(requiredText('name'))
     .regex(SKILL_NAME, { error: 'name must be lower-case letters, digits and dashes (e.g. daily-briefing)' }),
-  description: z.string({ error: 'description is required' }).trim().min(1, { error: 'description is empty' }),
+  description: z.string(requiredText('description')).trim().min(1, { error: 'description is empty' }),
   always: z.boolean({ error: 'always must be true or false' }).optional(),
 });
 
@@ -100,7 +105,10 @@ export class SkillsLoader {
         this.parses += 1;
         entry = { mtimeMs: info.mtimeMs, size: info.size, result: parseSkill(file, folder, text) };
         if ('error' in entry.result) {
-          this.logger.warn({ path: file, reason: entry.result.error.message }, 'skills: malformed skill skipped');
+          this.logger.warn(
+            { path: file, reason: entry.result.error.message },
+            'skills: malformed skill skipped',
+          );
         }
       }
       next.set(file, entry);
@@ -127,9 +135,7 @@ export function parseSkill(file: string, folder: string, text: string): Parsed {
   const fail = (message: string): Parsed => ({ error: { path: file, message } });
   const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
   if (!match) {
-    return fail(
-      'no front matter: start the file with a "---" line, then name: and description:, then "---"',
-    );
+    return fail('no front matter: start the file with a "---" line, then name: and description:, then "---"');
   }
   let data: unknown;
   try {

@@ -1,10 +1,10 @@
 /** `magpie init [--workspace DIR]`: create the workspace from the templates, never overwriting. */
 import path from 'node:path';
-import { parseCommandArgs } from '../args.js';
 import { loadConfig } from '../../config/index.js';
 import { ExitCode } from '../../errors/index.js';
 import { initWorkspace, isTemplatesDir } from '../../workspace/init.js';
 import { templatesDir } from '../../workspace/templates.js';
+import { parseCommandArgs } from '../args.js';
 
 const HELP = `usage: magpie init [--workspace DIR]
 

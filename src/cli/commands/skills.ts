@@ -1,9 +1,9 @@
 /** `magpie skills [--workspace DIR]`: list the workspace's skills and report malformed ones. */
 import path from 'node:path';
-import { parseCommandArgs } from '../args.js';
 import { loadConfig } from '../../config/index.js';
 import { ExitCode } from '../../errors/index.js';
 import { SkillsLoader } from '../../skills/loader.js';
+import { parseCommandArgs } from '../args.js';
 
 const HELP = `usage: magpie skills [--workspace DIR]
 
