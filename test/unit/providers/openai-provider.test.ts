@@ -214,6 +214,28 @@ describe('OpenAIProvider: errors and retries', () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it.each([
+    { status: 403, code: 'PROVIDER_AUTH', transient: false },
+    { status: 408, code: 'PROVIDER_UNREACHABLE', transient: true },
+    { status: 409, code: 'PROVIDER_SERVER', transient: true },
+    { status: 422, code: 'PROVIDER_BAD_REQUEST', transient: false },
+    { status: 503, code: 'PROVIDER_SERVER', transient: true },
+  ])('maps status $status to $code (transient: $transient)', async ({ status, code, transient }) => {
+    fake.enqueue({ status, error: { message: `status ${status}` } });
+    const err = await failure(provider({ maxRetries: 0 }).chat({ messages: hi }));
+    expect(err.code).toBe(code);
+    expect(err.transient).toBe(transient);
+    expect((err as ProviderError).status).toBe(status);
+  });
+
+  it('does not retry a 429 that means the quota is spent', async () => {
+    fake.setResponder(() => ({ status: 429, error: { message: 'quota', code: 'insufficient_quota' } }));
+    const err = await failure(provider({ maxRetries: 2 }).chat({ messages: hi }));
+    expect(err.code).toBe('PROVIDER_RATE_LIMITED');
+    expect(err.transient).toBe(false);
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it('maps an unreachable endpoint to PROVIDER_UNREACHABLE naming OPENAI_BASE_URL', async () => {
     const port = await closedPort();
     const err = await failure(
