@@ -1,0 +1,144 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createExecTool, type ExecOptions, OutputCapture } from '../../../src/tools/exec.js';
+import { ToolRegistry } from '../../../src/tools/registry.js';
+import { tempDir, toolContext } from './helpers.js';
+
+/** Polls `check` every 20 ms until it holds or `ms` pass. */
+async function waitFor(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** True while `pid` runs; a zombie (killed, not yet reaped by init) counts as gone. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  if (!existsSync(`/proc/${pid}/stat`)) return true;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}
+
+describe('exec', () => {
+  let ws: string;
+  let cleanup: () => Promise<void>;
+  beforeEach(async () => {
+    ({ dir: ws, cleanup } = await tempDir());
+  });
+  afterEach(() => cleanup());
+
+  const run = (
+    command: string,
+    options: ExecOptions = {},
+    extra: Record<string, unknown> = {},
+    signal?: AbortSignal,
+  ) =>
+    new ToolRegistry([createExecTool(ws, options)]).execute(
+      'exec',
+      JSON.stringify({ command, ...extra }),
+      toolContext(ws, signal ? { signal } : {}),
+    );
+
+  it('runs in the workspace and returns stdout, stderr and the exit code', async () => {
+    const result = await run('pwd; echo oops >&2');
+    expect(result).toEqual({ forLLM: `${ws}\noops\n[exit code 0]` });
+  });
+
+  it('marks a non-zero exit as an error the model reads', async () => {
+    const result = await run('echo failing; exit 3');
+    expect(result).toEqual({ forLLM: 'failing\n[exit code 3]', isError: true });
+  });
+
+  it('refuses a denied command before running anything', async () => {
+    const result = await run('touch ran.txt; rm -rf build');
+    expect(result.isError).toBe(true);
+    expect(result.forLLM).toBe(
+      'Error: command refused by the safety policy (recursive forced delete (rm -rf)); destructive commands are not allowed',
+    );
+    expect(existsSync(path.join(ws, 'ran.txt'))).toBe(false);
+  });
+
+  it('caps long output with a truncation marker, keeping start and end', async () => {
+    const result = await run('seq 1 20000', { maxOutputChars: 1000 });
+    expect(result.forLLM.startsWith('1\n2\n3\n')).toBe(true);
+    expect(result.forLLM).toMatch(/\n… \[output truncated: \d+ characters omitted\] …\n/);
+    expect(result.forLLM.endsWith('19999\n20000\n[exit code 0]')).toBe(true);
+    expect(result.forLLM.length).toBeLessThan(1200);
+  });
+
+  it('scrubs secrets from the environment and redacts secret values from output', async () => {
+    const env = {
+      PATH: process.env.PATH,
+      SAFE_VAR: 'visible',
+      OPENAI_API_KEY: 'sk-live-abcdef',
+      TELEGRAM_BOT_TOKEN: '123:tok',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      MY_PASSWORD: 'pw',
+    };
+    const result = await run('env; echo the key is sk-live-abcdef', { env, secrets: ['sk-live-abcdef'] });
+    expect(result.forLLM).toContain('SAFE_VAR=visible');
+    expect(result.forLLM).not.toMatch(/OPENAI_API_KEY|TELEGRAM_BOT_TOKEN|REDIS_URL|MY_PASSWORD/);
+    expect(result.forLLM).toContain('the key is [redacted]');
+    expect(result.forLLM).not.toContain('sk-live-abcdef');
+  });
+
+  it('kills the whole process group on timeout', async () => {
+    const started = Date.now();
+    const result = await run('sleep 30 & echo $! > child.pid; wait', {}, { timeout_seconds: 0.5 });
+    expect(result.isError).toBe(true);
+    expect(result.forLLM).toMatch(/^Error: command timed out after 0\.5 s and was killed/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const childPid = Number(await readFile(path.join(ws, 'child.pid'), 'utf8'));
+    await waitFor(() => !alive(childPid));
+  });
+
+  it('uses SIGKILL when the group ignores SIGTERM', async () => {
+    const result = await run(`trap '' TERM; sleep 30 & echo $! > child.pid; wait`, {
+      timeoutMs: 400,
+      killGraceMs: 200,
+    });
+    expect(result.forLLM).toMatch(/timed out after 0\.4 s/);
+    const childPid = Number(await readFile(path.join(ws, 'child.pid'), 'utf8'));
+    await waitFor(() => !alive(childPid));
+  });
+
+  it('kills the command and answers "operation cancelled by user" when the turn is aborted', async () => {
+    const controller = new AbortController();
+    const pending = run('echo $$ > sh.pid; sleep 30', {}, {}, controller.signal);
+    const pidFile = path.join(ws, 'sh.pid');
+    await waitFor(async () => existsSync(pidFile) && (await readFile(pidFile, 'utf8')).trim() !== '');
+    const shPid = Number(await readFile(pidFile, 'utf8'));
+    controller.abort();
+    expect(await pending).toEqual({ forLLM: 'operation cancelled by user', isError: true });
+    await waitFor(() => !alive(shPid));
+  });
+
+  it('returns when sh exits even if a background process keeps the output open', async () => {
+    const result = await run('sleep 5 & echo $! > bg.pid; echo done');
+    expect(result.forLLM).toBe('done\n[exit code 0]');
+    process.kill(Number(await readFile(path.join(ws, 'bg.pid'), 'utf8')), 'SIGKILL');
+  });
+});
+
+describe('OutputCapture', () => {
+  it('returns everything when under the cap', () => {
+    const capture = new OutputCapture(10);
+    capture.push('abc');
+    capture.push('def');
+    expect(capture.text()).toBe('abcdef');
+  });
+
+  it('keeps the first and last half when over the cap', () => {
+    const capture = new OutputCapture(10);
+    for (const chunk of ['01234', '56789', 'abcde', 'fghij']) capture.push(chunk);
+    expect(capture.text()).toBe('01234\n… [output truncated: 10 characters omitted] …\nfghij');
+  });
+});
