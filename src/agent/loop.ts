@@ -335,7 +335,7 @@ export class AgentLoop implements AgentRunner {
         if (hasCode(err, 'CONTEXT_LENGTH_EXCEEDED') && compactions < MAX_COMPACTIONS) {
           compactions += 1;
           run.log.warn({ attempt: compactions }, 'context length exceeded; compacting and retrying');
-          if (await this.#compact(run)) {
+          if (await this.#compact(run, compactions)) {
             iteration -= 1;
             continue;
           }
@@ -511,9 +511,12 @@ export class AgentLoop implements AgentRunner {
     run.turn.push(...user.map((u) => u.forModel));
   }
 
-  /** Forced compaction after a context-length error. False when nothing could be shrunk. */
-  async #compact(run: TurnRun): Promise<boolean> {
-    const keep = Math.min(this.#o.keepLastMessages, 4);
+  /**
+   * Forced compaction after a context-length error, keeping fewer messages on
+   * each attempt (4, then 2). False when nothing could be shrunk.
+   */
+  async #compact(run: TurnRun, attempt: number): Promise<boolean> {
+    const keep = Math.max(1, Math.floor(Math.min(this.#o.keepLastMessages, 4) / 2 ** (attempt - 1)));
     if (run.req.noHistory) {
       const cut = chooseCut(run.turn, keep);
       if (cut === 0) return false;
