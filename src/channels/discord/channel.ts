@@ -117,6 +117,11 @@ export class DiscordChannel implements Channel {
     this.logger.info({ bot: this.client.user?.tag, id: this.botUserId }, 'discord connected');
   }
 
+  /** Received messages waiting for the bus (held while Redis is away). */
+  get heldMessages(): number {
+    return this.buffer.size;
+  }
+
   /** Stops intake, typing and the connection; idempotent. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {

@@ -40,7 +40,8 @@ export interface Harness {
 
 export interface HarnessOptions {
   redisUrl: string;
-  bus: ChannelBus;
+  /** The bus, or a builder given the harness's config (same prefix). */
+  bus: ChannelBus | ((config: Config) => Promise<ChannelBus>);
   allowFrom?: (owner: FakeUser) => string[];
   channelOptions?: DiscordChannelOptions;
   token?: string;
@@ -63,8 +64,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     ...options.env,
   });
   const redis = new Redis(options.redisUrl);
+  const bus = typeof options.bus === 'function' ? await options.bus(config) : options.bus;
   const channel = new DiscordChannel(
-    { config, bus: options.bus, logger: silentLogger(), redis },
+    { config, bus, logger: silentLogger(), redis },
     { typingIntervalMs: 100, bufferRetryMs: 50, readyTimeoutMs: 10_000, ...options.channelOptions },
   );
   return {

@@ -1,0 +1,89 @@
+/** Messages received while Redis is away are held and reach the bus, in order, when it returns. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { Bus } from '../../../src/bus/bus.js';
+import { silentLogger } from '../../../src/log/index.js';
+import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
+import { type Harness, RecordingBus, startHarness, until } from './discord-harness.js';
+
+let harness: Harness | undefined;
+let bus: Bus | undefined;
+let redis: RedisHandle | undefined;
+const dirs: string[] = [];
+
+afterEach(async () => {
+  await harness?.close();
+  await bus?.close();
+  await redis?.stop();
+  harness = undefined;
+  bus = undefined;
+  redis = undefined;
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('discord inbound buffer', () => {
+  it('holds messages while Redis is down and publishes them in order after it returns', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-discord-redis-'));
+    dirs.push(dir);
+    redis = await startRedis({ dir });
+    const { port } = redis;
+    // The harness's own Redis (access checks) stays up; only the bus's Redis goes away.
+    const busUrl = redis.url;
+    harness = await startHarness({
+      redisUrl: inject('redisUrl'),
+      bus: async (config) => {
+        bus = await Bus.connect({ config, logger: silentLogger(), url: busUrl });
+        return bus;
+      },
+    });
+    const { channel } = harness;
+    await channel.start();
+    const { fake, owner } = harness;
+    const dm = fake.newId();
+
+    await redis.stop();
+    for (const text of ['one', 'two', 'three'])
+      fake.dispatchMessage({ channelId: dm, author: owner, content: text });
+    await until(() => channel.heldMessages === 3);
+
+    redis = await startRedis({ port, dir });
+    await until(() => channel.heldMessages === 0, 20_000);
+    const check = new Redis(redis.url);
+    try {
+      const entries = await check.lrange(`${harness.prefix}:mailbox:discord:${dm}`, 0, -1);
+      expect(entries.map((e) => (JSON.parse(e) as { content: string }).content)).toEqual([
+        'one',
+        'two',
+        'three',
+      ]);
+    } finally {
+      check.disconnect();
+    }
+  });
+
+  it('drops the oldest held message when the buffer is full and keeps the order of the rest', async () => {
+    const recording = new RecordingBus();
+    harness = await startHarness({
+      redisUrl: inject('redisUrl'),
+      bus: recording,
+      channelOptions: { bufferCapacity: 2, bufferRetryMs: 20 },
+    });
+    await harness.channel.start();
+    const { fake, owner, channel } = harness;
+    const dm = fake.newId();
+    recording.failing = true;
+    for (const text of ['a', 'b', 'c']) {
+      fake.dispatchMessage({ channelId: dm, author: owner, content: text });
+      await until(
+        () =>
+          recording.attempts > 0 && channel.heldMessages === Math.min(2, ['a', 'b', 'c'].indexOf(text) + 1),
+      );
+    }
+    recording.failing = false;
+    await until(() => channel.heldMessages === 0);
+    expect(recording.published.map((m) => m.content)).toEqual(['b', 'c']);
+  });
+});
