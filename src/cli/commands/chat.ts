@@ -1,5 +1,97 @@
-/** `magpie chat` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "chat" is not available in this build yet\n');
-  return 1;
+/**
+ * `magpie chat`: an interactive prompt through the bus (channel cli). Ctrl-C
+ * during a turn sends /stop; Ctrl-C at an empty prompt or Ctrl-D quits.
+ */
+import { createInterface } from 'node:readline/promises';
+import { Bus } from '../../bus/bus.js';
+import { sendAndWait } from '../../channels/cli/client.js';
+import { loadConfig, parseDuration } from '../../config/index.js';
+import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
+import { createLogger } from '../../log/index.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie chat [options]
+
+An interactive chat with the running daemon, through the bus (channel cli).
+Ctrl-C during a reply stops the turn; Ctrl-C at an empty prompt or Ctrl-D quits.
+
+options:
+  --chat ID          the chat, i.e. session cli:ID (default "default")
+  --timeout D        how long to wait for each reply (default 120s)
+  --workspace DIR    overrides MAGPIE_WORKSPACE
+  -h, --help         this help`;
+
+const FLAGS = {
+  chat: { type: 'string' },
+  timeout: { type: 'string' },
+  workspace: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseCommandArgs('chat', argv, FLAGS);
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  const timeoutMs = values.timeout === undefined ? 120_000 : parseDuration(values.timeout);
+  if (timeoutMs === undefined || timeoutMs <= 0) {
+    throw new ConfigError(`magpie chat: --timeout "${values.timeout}" is not a duration (e.g. 30s)`);
+  }
+  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
+  const config = loadConfig();
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: config.log.pretty });
+  const bus = await Bus.connect({ config, logger });
+  const chatId = values.chat ?? 'default';
+  const rl = createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    terminal: Boolean(process.stdin.isTTY),
+  });
+  let busy = false;
+  let closed = false;
+  rl.on('close', () => {
+    closed = true;
+  });
+  rl.on('SIGINT', () => {
+    if (busy) {
+      bus
+        .cancel(`cli:${chatId}`)
+        .catch((err: unknown) => process.stderr.write(`magpie: ${describeError(err)}\n`));
+      return;
+    }
+    if (rl.line === '') rl.close();
+    else rl.write(null, { ctrl: true, name: 'u' });
+  });
+  try {
+    while (!closed) {
+      let line: string;
+      try {
+        line = await rl.question('you> ');
+      } catch (err) {
+        if (closed) break;
+        throw err;
+      }
+      if (line.trim() === '') continue;
+      busy = true;
+      try {
+        const reply = await sendAndWait(bus, {
+          content: line,
+          chatId,
+          timeoutMs,
+          onMessage: (m) => process.stdout.write(`magpie> ${m.content}\n`),
+        });
+        process.stdout.write(`magpie> ${reply.content}\n`);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        process.stderr.write(`magpie: ${describeError(err)}\n`);
+      } finally {
+        busy = false;
+      }
+    }
+    return ExitCode.ok;
+  } finally {
+    rl.close();
+    await bus.close();
+  }
 }

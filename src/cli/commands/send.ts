@@ -1,5 +1,69 @@
-/** `magpie send` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "send" is not available in this build yet\n');
-  return 1;
+/** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
+import { Bus } from '../../bus/bus.js';
+import { sendAndWait } from '../../channels/cli/client.js';
+import { loadConfig, parseDuration } from '../../config/index.js';
+import { ConfigError, ExitCode } from '../../errors/index.js';
+import { createLogger } from '../../log/index.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie send -m "text" [options]
+
+Sends one message through the bus (channel cli) to the running daemon and prints the reply.
+
+options:
+  -m, --message TEXT   the message (required)
+  --chat ID            the chat, i.e. session cli:ID (default "default")
+  --timeout D          how long to wait for the reply (default 120s)
+  --workspace DIR      overrides MAGPIE_WORKSPACE (where the private Redis is recorded)
+  -h, --help           this help
+
+exit codes: 0 replied, 1 the turn failed, 2 bad usage or config, 3 Redis or the daemon unreachable`;
+
+const FLAGS = {
+  message: { type: 'string', short: 'm' },
+  chat: { type: 'string' },
+  timeout: { type: 'string' },
+  workspace: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseCommandArgs('send', argv, FLAGS);
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  if (values.message === undefined || values.message.trim() === '') {
+    throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
+  }
+  const timeoutMs = values.timeout === undefined ? 120_000 : parseDuration(values.timeout);
+  if (timeoutMs === undefined || timeoutMs <= 0) {
+    throw new ConfigError(`magpie send: --timeout "${values.timeout}" is not a duration (e.g. 30s)`);
+  }
+  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
+  const config = loadConfig();
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: config.log.pretty });
+  const bus = await Bus.connect({ config, logger });
+  try {
+    const chatId = values.chat ?? 'default';
+    if (values.message.trim() === '/stop') {
+      const stopped = await bus.cancel(`cli:${chatId}`);
+      process.stdout.write(stopped ? 'Stopping the running turn.\n' : 'Nothing to stop.\n');
+      return ExitCode.ok;
+    }
+    const reply = await sendAndWait(bus, {
+      content: values.message,
+      chatId,
+      timeoutMs,
+      onMessage: (m) => process.stdout.write(`${m.content}\n`),
+    });
+    if (reply.kind === 'error') {
+      process.stderr.write(`magpie: ${reply.content}\n`);
+      return ExitCode.failure;
+    }
+    process.stdout.write(`${reply.content}\n`);
+    return ExitCode.ok;
+  } finally {
+    await bus.close();
+  }
 }

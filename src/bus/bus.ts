@@ -1,0 +1,271 @@
+/**
+ * The bus: durable per-session mailboxes plus BullMQ queues on Redis.
+ * publishInbound appends to the session's mailbox and adds a turn job
+ * deduplicated per session (at most one turn per session runs anywhere);
+ * publishOutbound queues a reply on `outbound-<channel>` under a
+ * deterministic job id (a redone turn cannot post twice).
+ */
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ChannelBus } from '../channels/types.js';
+import type { Config } from '../config/index.js';
+import { AppError, describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
+import { publishCancel, subscribeCancel } from './cancel.js';
+import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
+import { resolveRedisUrl } from './local-redis.js';
+import { Mailbox } from './mailbox.js';
+import {
+  type InboundMessage,
+  type InboundMessageInput,
+  InboundMessageSchema,
+  type OutboundMessage,
+  type OutboundMessageInput,
+  OutboundMessageSchema,
+  sessionKeyOf,
+} from './messages.js';
+import {
+  INBOUND_QUEUE,
+  outboundJobOptions,
+  outboundQueueName,
+  shortHash,
+  type TurnJobTuning,
+  turnJobOptions,
+} from './queues.js';
+import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js';
+import { Subscriber } from './subscriber.js';
+
+export interface BusConnectOptions {
+  config: Config;
+  logger: Logger;
+  /** Overrides the Redis URL resolution (REDIS_URL, then the private local redis-server). */
+  url?: string;
+  /** Attempts and backoff of turn jobs (defaults in {@link TurnJobTuning}). */
+  turnJobs?: TurnJobTuning;
+}
+
+/** The turn job's payload: only the session; the messages wait in the mailbox. */
+export interface TurnJobData {
+  sessionKey: string;
+}
+
+export class Bus implements ChannelBus {
+  readonly prefix: string;
+  readonly redis: Redis;
+  readonly url: string;
+  private readonly logger: Logger;
+  private readonly turnJobs: TurnJobTuning;
+  private readonly queues = new Map<string, Queue>();
+  private subscriber: Subscriber | undefined;
+  private closing: Promise<void> | undefined;
+
+  private constructor(redis: Redis, url: string, options: BusConnectOptions) {
+    this.redis = redis;
+    this.url = url;
+    this.prefix = options.config.redis.prefix;
+    this.logger = options.logger.child({ component: 'bus' });
+    this.turnJobs = options.turnJobs ?? {};
+  }
+
+  /** Connects to Redis (failing fast with REDIS_UNAVAILABLE, exit 3). */
+  static async connect(options: BusConnectOptions): Promise<Bus> {
+    const url = options.url ?? (await resolveRedisUrl(options.config));
+    const redis = await connectProducer(url);
+    return new Bus(redis, url, options);
+  }
+
+  /** A new connection for a BullMQ worker or a blocking reader (`maxRetriesPerRequest: null`). */
+  createWorkerConnection(): Redis {
+    return createWorkerRedis(this.url);
+  }
+
+  /** The mailbox of a session. */
+  mailbox(sessionKey: string): Mailbox {
+    return new Mailbox(this.redis, this.prefix, sessionKey, this.logger);
+  }
+
+  /**
+   * Validates and durably queues an inbound message: mailbox RPUSH, then a
+   * turn job deduplicated by session. A message that is exactly `/stop`
+   * cancels the session's running turn instead of queueing.
+   */
+  async publishInbound(input: InboundMessageInput): Promise<void> {
+    const message = parseInbound(input);
+    const sessionKey = sessionKeyOf(message);
+    if (message.content.trim() === '/stop') {
+      const stopped = await this.cancel(sessionKey);
+      if (!stopped) {
+        await this.publishOutbound({
+          id: `s-${shortHash(message.id)}`,
+          channel: message.channel,
+          chatId: message.chatId,
+          threadId: message.threadId,
+          replyTo: message.platformMessageId,
+          content: 'Nothing to stop.',
+          metadata: routingMetadata([message]),
+        });
+      }
+      return;
+    }
+    await this.guard(async () => {
+      await this.mailbox(sessionKey).push(message);
+      const data: TurnJobData = { sessionKey };
+      await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+    });
+  }
+
+  /** Validates and queues an outbound message on `outbound-<channel>` with job id = message id. */
+  async publishOutbound(input: OutboundMessageInput): Promise<void> {
+    const message = parseOutbound(input);
+    await this.guard(async () => {
+      await this.queue(outboundQueueName(message.channel)).add(
+        'send',
+        message,
+        outboundJobOptions(message.id),
+      );
+    });
+  }
+
+  /** `/stop`: aborts the session's running turn; true when one was running. Queued messages stay. */
+  async cancel(sessionKey: string): Promise<boolean> {
+    return this.guard(() => publishCancel(this.redis, this.prefix, sessionKey));
+  }
+
+  /** Called with the session key of every cancellation (workers). */
+  async onCancel(handler: (sessionKey: string) => void): Promise<() => Promise<void>> {
+    return subscribeCancel(this.sub(), this.prefix, handler);
+  }
+
+  /** Tells the gateway that a turn started or ended in a chat. */
+  async publishActivity(channel: string, event: ActivityEvent): Promise<void> {
+    await publishActivity(this.redis, this.prefix, channel, event);
+  }
+
+  /** Turn start/stop events of one channel (the gateway shows typing). Returns the unsubscribe. */
+  async onActivity(
+    channel: string,
+    handler: (e: { chatId: string; threadId?: string; active: boolean }) => void,
+  ): Promise<() => Promise<void>> {
+    return subscribeActivity(this.sub(), this.prefix, channel, handler, this.logger);
+  }
+
+  /** Subscribes to a raw pub/sub channel under the prefix (`<prefix>:<name>`). */
+  async subscribe(name: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.sub().subscribe(`${this.prefix}:${name}`, handler);
+  }
+
+  /** Publishes on `<prefix>:<name>`; resolves to the number of receivers. */
+  async publish(name: string, payload: string): Promise<number> {
+    return this.guard(() => this.redis.publish(`${this.prefix}:${name}`, payload));
+  }
+
+  /** Starts consuming a queue with its own worker connection. */
+  consume(queue: string, processor: JobProcessor, tuning: ConsumerTuning = {}): Consumer {
+    return new Consumer({
+      ...tuning,
+      queue,
+      prefix: this.prefix,
+      connection: this.createWorkerConnection(),
+      processor,
+      logger: this.logger,
+    });
+  }
+
+  /** Jobs of a queue in the given states (for draining and status). */
+  async pendingJobs(
+    queue: string,
+    states: Array<'waiting' | 'active' | 'delayed' | 'prioritized'> = [
+      'waiting',
+      'active',
+      'delayed',
+      'prioritized',
+    ],
+  ): Promise<number> {
+    const counts = await this.queue(queue).getJobCounts(...states);
+    return Object.values(counts).reduce((a, b) => a + b, 0);
+  }
+
+  /** Closes queues, subscriptions and the connection. Idempotent: the same promise every time. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    for (const queue of this.queues.values()) {
+      try {
+        await queue.close();
+      } catch (err) {
+        this.logger.warn({ err: describeError(err), queue: queue.name }, 'closing a queue failed');
+      }
+    }
+    await this.subscriber?.close();
+    this.redis.disconnect();
+  }
+
+  private queue(name: string): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: this.redis, prefix: this.prefix });
+      queue.on('error', (err) => this.logger.warn({ err: describeError(err), queue: name }, 'queue error'));
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  private sub(): Subscriber {
+    this.subscriber ??= new Subscriber(this.createWorkerConnection(), this.logger);
+    return this.subscriber;
+  }
+
+  /** Runs a Redis operation; connection failures become REDIS_UNAVAILABLE (transient). */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw redisUnavailable(this.url, err);
+    }
+  }
+}
+
+/**
+ * Inbound metadata that outbound messages need for routing: every key of the
+ * batch's metadata (later messages win) and all CLI reply addresses.
+ */
+export function routingMetadata(messages: InboundMessage[]): Record<string, unknown> {
+  const metadata: Record<string, unknown> = {};
+  const addresses: string[] = [];
+  for (const m of messages) {
+    Object.assign(metadata, m.metadata);
+    const address = m.metadata.replyAddress;
+    if (typeof address === 'string' && !addresses.includes(address)) addresses.push(address);
+  }
+  if (addresses.length > 0) metadata.replyAddresses = addresses;
+  return metadata;
+}
+
+function parseInbound(input: InboundMessageInput): InboundMessage {
+  const result = InboundMessageSchema.safeParse(input);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new AppError(
+      'INVALID_MESSAGE',
+      `invalid inbound message: ${issue?.path.join('.')} ${issue?.message}`,
+    );
+  }
+  return result.data;
+}
+
+function parseOutbound(input: OutboundMessageInput): OutboundMessage {
+  const result = OutboundMessageSchema.safeParse(input);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new AppError(
+      'INVALID_MESSAGE',
+      `invalid outbound message: ${issue?.path.join('.')} ${issue?.message}`,
+    );
+  }
+  return result.data;
+}

@@ -1,0 +1,139 @@
+/**
+ * A queue consumer: a BullMQ Worker behind our own small types, so nothing
+ * outside `bus/` imports bullmq. A processor's AppError that is not transient
+ * fails the job at once (moved aside, not retried); anything else is retried
+ * with the job's backoff.
+ */
+import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AppError, describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+
+/** The job a processor receives. */
+export interface ConsumedJob {
+  id: string;
+  /** Raw payload: validate it before use. */
+  data: unknown;
+  /** Attempts already made before this one. */
+  attemptsMade: number;
+  /** Total attempts allowed. */
+  maxAttempts: number;
+}
+
+export type JobProcessor = (job: ConsumedJob) => Promise<void>;
+
+/** Tunables of a consumer, with their defaults. */
+export interface ConsumerTuning {
+  /** Jobs processed at once. @defaultValue 1 */
+  concurrency?: number;
+  /**
+   * How long a job's lock lasts; renewed automatically every half while the
+   * job runs, so only a dead process loses it. @defaultValue 30000
+   */
+  lockDurationMs?: number;
+  /** How often expired locks are looked for. A crashed job is redone within lock + interval. @defaultValue 15000 */
+  stalledIntervalMs?: number;
+  /** Stalls after which a job fails instead of being redone (a job that kills its worker). @defaultValue 2 */
+  maxStalledCount?: number;
+  /** How long `close()` waits for running jobs before giving up on them. @defaultValue 60000 */
+  shutdownTimeoutMs?: number;
+}
+
+export interface ConsumerOptions extends ConsumerTuning {
+  queue: string;
+  prefix: string;
+  /** A worker connection (`maxRetriesPerRequest: null`); closed with the consumer. */
+  connection: Redis;
+  processor: JobProcessor;
+  logger: Logger;
+}
+
+export class Consumer {
+  private readonly worker: Worker;
+  private readonly connection: Redis;
+  private readonly logger: Logger;
+  private readonly shutdownTimeoutMs: number;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: ConsumerOptions) {
+    const concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new AppError(
+        'CONFIG_INVALID',
+        `consumer concurrency must be a positive integer, got ${concurrency}`,
+      );
+    }
+    this.connection = options.connection;
+    this.logger = options.logger.child({ queue: options.queue });
+    this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? 60_000;
+    const processor = options.processor;
+    this.worker = new Worker(
+      options.queue,
+      async (job: Job) => {
+        try {
+          await processor({
+            id: job.id ?? '',
+            data: job.data,
+            attemptsMade: job.attemptsMade,
+            maxAttempts: job.opts.attempts ?? 1,
+          });
+        } catch (err) {
+          if (err instanceof AppError && !err.transient) throw new UnrecoverableError(describeError(err));
+          throw err;
+        }
+      },
+      {
+        connection: options.connection,
+        prefix: options.prefix,
+        concurrency,
+        lockDuration: options.lockDurationMs ?? 30_000,
+        stalledInterval: options.stalledIntervalMs ?? 15_000,
+        maxStalledCount: options.maxStalledCount ?? 2,
+      },
+    );
+    this.worker.on('failed', (job, err) => {
+      this.logger.warn(
+        { job: job?.id, attemptsMade: job?.attemptsMade, err: describeError(err) },
+        'job failed',
+      );
+    });
+    this.worker.on('error', (err) => {
+      this.logger.warn({ err: describeError(err) }, 'queue worker error');
+    });
+  }
+
+  /** Resolves when the consumer is connected and taking jobs. */
+  async ready(): Promise<void> {
+    await this.worker.waitUntilReady();
+  }
+
+  /**
+   * Stops taking jobs, waits up to `shutdownTimeoutMs` for running ones, then
+   * closes the connection. Idempotent: the same promise every time.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), this.shutdownTimeoutMs);
+    });
+    try {
+      const late = await Promise.race([this.worker.close().then(() => false), timedOut]);
+      if (late) {
+        this.logger.warn(
+          { waitedMs: this.shutdownTimeoutMs },
+          'running jobs did not finish in time; they will be redone',
+        );
+      }
+    } catch (err) {
+      this.logger.warn({ err: describeError(err) }, 'closing the queue worker failed');
+    } finally {
+      clearTimeout(timer);
+      this.connection.disconnect();
+    }
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Outbound delivery (gateway side): one consumer per channel on
+ * `outbound-<channel>` calling `channel.send`, plus the activity subscription
+ * that shows typing while a turn of that chat runs. DELIVERY_PERMANENT fails
+ * the job at once; any other failure is retried with exponential backoff.
+ */
+import type { Channel } from '../channels/types.js';
+import { AppError, describeError, hasCode } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { Bus } from './bus.js';
+import type { ConsumedJob, Consumer, ConsumerTuning } from './consumer.js';
+import { OutboundMessageSchema } from './messages.js';
+import { outboundQueueName } from './queues.js';
+
+export interface DeliveryOptions {
+  bus: Bus;
+  channel: Channel;
+  logger: Logger;
+  /** Messages delivered at once. @defaultValue 8 */
+  concurrency?: number;
+  tuning?: ConsumerTuning;
+}
+
+/** Delivers one channel's outbound queue until closed. */
+export class Delivery {
+  private readonly consumer: Consumer;
+  private readonly logger: Logger;
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly options: DeliveryOptions,
+    consumer: Consumer,
+  ) {
+    this.consumer = consumer;
+    this.logger = options.logger;
+  }
+
+  /** Subscribes to the channel's activity and starts consuming `outbound-<channel>`. */
+  static async start(options: DeliveryOptions): Promise<Delivery> {
+    const { bus, channel } = options;
+    const logger = options.logger.child({ channel: channel.name });
+    const consumer = bus.consume(outboundQueueName(channel.name), (job) => deliver(job, channel, logger), {
+      concurrency: options.concurrency ?? 8,
+      ...options.tuning,
+    });
+    const delivery = new Delivery({ ...options, logger }, consumer);
+    delivery.unsubscribe = await bus.onActivity(channel.name, (event) => {
+      if (event.active) channel.startActivity(event.chatId, event.threadId);
+      else channel.stopActivity(event.chatId, event.threadId);
+    });
+    await consumer.ready();
+    return delivery;
+  }
+
+  /** Stops consuming (deliveries in flight finish) and the activity subscription. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.consumer.close();
+      await this.unsubscribe?.().catch((err: unknown) =>
+        this.logger.debug({ err: describeError(err) }, 'activity unsubscribe failed'),
+      );
+    })();
+    return this.closing;
+  }
+
+  get channel(): Channel {
+    return this.options.channel;
+  }
+}
+
+async function deliver(job: ConsumedJob, channel: Channel, logger: Logger): Promise<void> {
+  const parsed = OutboundMessageSchema.safeParse(job.data);
+  if (!parsed.success) {
+    logger.warn(
+      { job: job.id, issue: parsed.error.issues[0]?.message },
+      'malformed outbound message moved aside',
+    );
+    throw new AppError('INVALID_MESSAGE', `malformed outbound message ${job.id}`);
+  }
+  try {
+    await channel.send(parsed.data);
+  } catch (err) {
+    if (hasCode(err, 'DELIVERY_PERMANENT') || hasCode(err, 'INVALID_MESSAGE')) {
+      logger.warn(
+        { job: job.id, chat: parsed.data.chatId, err: describeError(err) },
+        'delivery refused; not retried',
+      );
+      throw new AppError('DELIVERY_PERMANENT', describeError(err), { cause: err });
+    }
+    throw new AppError('DELIVERY_TRANSIENT', describeError(err), { cause: err, transient: true });
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Queue names, Redis keys and job options of the bus, in one place.
+ * BullMQ refuses `:` in queue names and custom job ids, so ids derived from
+ * session keys are hashed.
+ */
+import { createHash } from 'node:crypto';
+import type { JobsOptions } from 'bullmq';
+
+/** The queue of turn jobs (one pending turn per session). */
+export const INBOUND_QUEUE = 'inbound';
+
+/** The queue a channel consumes: `outbound-<channel>`. */
+export function outboundQueueName(channel: string): string {
+  return `outbound-${channel}`;
+}
+
+/** A short, `:`-free hash of `text`. */
+export function shortHash(text: string, length = 24): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, length);
+}
+
+/** The deduplication id of a session's turn job (no `:`). */
+export function turnDedupId(sessionKey: string): string {
+  return `turn-${shortHash(sessionKey)}`;
+}
+
+/** Redis keys of the bus under a prefix. */
+export const keys = {
+  mailbox: (prefix: string, sessionKey: string) => `${prefix}:mailbox:${sessionKey}`,
+  dead: (prefix: string) => `${prefix}:dead`,
+  running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
+  cancel: (prefix: string) => `${prefix}:cancel`,
+  activity: (prefix: string, channel: string) => `${prefix}:activity:${channel}`,
+  cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
+  lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
+};
+
+/** Tunables of turn jobs, with their defaults. */
+export interface TurnJobTuning {
+  /** Tries of a turn whose failure is transient. @defaultValue 3 */
+  attempts?: number;
+  /** First retry delay, doubled each time. @defaultValue 2000 */
+  backoffMs?: number;
+}
+
+/** Job options of a turn job for `sessionKey`. */
+export function turnJobOptions(sessionKey: string, tuning: TurnJobTuning = {}): JobsOptions {
+  return {
+    deduplication: { id: turnDedupId(sessionKey), keepLastIfActive: true },
+    attempts: tuning.attempts ?? 3,
+    backoff: { type: 'exponential', delay: tuning.backoffMs ?? 2_000 },
+    removeOnComplete: { age: 3_600, count: 1_000 },
+    removeOnFail: { age: 7 * 24 * 3_600 },
+  };
+}
+
+/**
+ * Job options of an outbound message. Completed jobs are kept for a day so a
+ * redone turn's reply (same id) is ignored rather than sent twice.
+ */
+export function outboundJobOptions(id: string): JobsOptions {
+  return {
+    jobId: id,
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 1_000 },
+    removeOnComplete: { age: 24 * 3_600 },
+    removeOnFail: { age: 7 * 24 * 3_600 },
+  };
+}

@@ -1,0 +1,31 @@
+/** The Redis StateStore: the last user-facing chat, shared by every worker. */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { StateStore } from '../agent/ports.js';
+import { safeJson } from './activity.js';
+import { keys } from './queues.js';
+
+const LastChannelSchema = z.object({
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  threadId: z.string().min(1).optional(),
+});
+
+export class RedisStateStore implements StateStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  async setLastChannel(channel: string, chatId: string, threadId?: string): Promise<void> {
+    const value = threadId ? { channel, chatId, threadId } : { channel, chatId };
+    await this.redis.set(keys.lastChannel(this.prefix), JSON.stringify(value));
+  }
+
+  async getLastChannel(): Promise<{ channel: string; chatId: string; threadId?: string } | undefined> {
+    const raw = await this.redis.get(keys.lastChannel(this.prefix));
+    if (raw === null) return undefined;
+    const parsed = LastChannelSchema.safeParse(safeJson(raw));
+    return parsed.success ? parsed.data : undefined;
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Deterministic outbound ids. A turn always starts at the head of its
+ * session's mailbox and the head leaves only after the reply is queued, so
+ * the head message's id names the turn: a redone turn (after a crash) gets the
+ * same ids, and BullMQ ignores a job id it already holds — no second reply.
+ */
+import { shortHash } from '../bus/queues.js';
+
+/** The id of a turn: a hash of its session and first inbound message id. */
+export function turnId(sessionKey: string, firstMessageId: string): string {
+  return shortHash(`${sessionKey}\n${firstMessageId}`);
+}
+
+/** The final reply of a turn. */
+export function replyId(turn: string): string {
+  return `r-${turn}`;
+}
+
+/** The n-th (1-based) message the message tool sent during a turn. */
+export function messageId(turn: string, n: number): string {
+  return `m-${turn}-${n}`;
+}
+
+/** The error reply of a failed turn. */
+export function errorId(turn: string): string {
+  return `e-${turn}`;
+}

@@ -1,0 +1,190 @@
+/**
+ * The turn worker: consumes the `inbound` queue. A turn job names a session;
+ * the worker takes every pending mailbox entry (in order), runs the agent,
+ * drains later arrivals between LLM iterations, queues the reply under a
+ * deterministic id, and only then trims what it took from the mailbox.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { AgentRunner, TurnResult } from '../agent/types.js';
+import { type Bus, routingMetadata } from '../bus/bus.js';
+import { clearRunning, markRunning } from '../bus/cancel.js';
+import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
+import type { InboundMessage, OutboundMessageInput } from '../bus/messages.js';
+import { INBOUND_QUEUE } from '../bus/queues.js';
+import { AppError, describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
+
+const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
+
+export interface TurnWorkerOptions extends ConsumerTuning {
+  bus: Bus;
+  agent: AgentRunner;
+  logger: Logger;
+  /** Turns run at once by this worker (different sessions). @defaultValue config.redis.concurrency */
+  concurrency?: number;
+}
+
+export class TurnWorker {
+  /** A unique name of this worker (marks its running turns). */
+  readonly id = `worker-${randomUUID().slice(0, 8)}`;
+  private readonly bus: Bus;
+  private readonly agent: AgentRunner;
+  private readonly logger: Logger;
+  private readonly tuning: ConsumerTuning;
+  private readonly running = new Map<string, AbortController>();
+  private consumer: Consumer | undefined;
+  private unsubscribe: (() => Promise<void>) | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: TurnWorkerOptions) {
+    this.bus = options.bus;
+    this.agent = options.agent;
+    this.logger = options.logger.child({ component: 'turn-worker' });
+    const { bus: _bus, agent: _agent, logger: _logger, ...tuning } = options;
+    this.tuning = tuning;
+  }
+
+  /** Subscribes to cancellations, then starts taking turn jobs. */
+  async start(): Promise<void> {
+    this.unsubscribe = await this.bus.onCancel((sessionKey) => {
+      const controller = this.running.get(sessionKey);
+      if (controller) {
+        this.logger.info({ session: sessionKey }, 'turn cancelled by /stop');
+        controller.abort();
+      }
+    });
+    this.consumer = this.bus.consume(INBOUND_QUEUE, (job) => this.process(job), this.tuning);
+    await this.consumer.ready();
+  }
+
+  /** Number of turns running in this process now. */
+  get activeTurns(): number {
+    return this.running.size;
+  }
+
+  /** Stops taking jobs and lets running turns finish (bounded). Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.consumer?.close();
+      await this.unsubscribe?.();
+    })();
+    return this.closing;
+  }
+
+  private async process(job: ConsumedJob): Promise<void> {
+    const parsed = TurnJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      this.logger.warn(
+        { job: job.id, data: JSON.stringify(job.data)?.slice(0, 200) },
+        'malformed turn job moved aside',
+      );
+      throw new AppError('INVALID_MESSAGE', `malformed turn job ${job.id}`);
+    }
+    const { sessionKey } = parsed.data;
+    const log = this.logger.child({ session: sessionKey, job: job.id });
+    const mailbox = this.bus.mailbox(sessionKey);
+    const first = await mailbox.read(0);
+    let taken = first.count;
+    if (first.messages.length === 0) {
+      await mailbox.trim(taken);
+      log.debug({ skipped: taken }, 'empty mailbox, nothing to do');
+      return;
+    }
+    const batch = [...first.messages];
+    const head = batch[0] as InboundMessage;
+    const turn = turnId(sessionKey, head.id);
+    const origin = { channel: head.channel, chatId: head.chatId, threadId: head.threadId };
+    const controller = new AbortController();
+    this.running.set(sessionKey, controller);
+    let sent = 0;
+    await markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id);
+    await this.activity(origin, true, log);
+    try {
+      const result = await this.runTurn(batch, controller.signal, {
+        drain: async () => {
+          const more = await mailbox.read(taken);
+          taken += more.count;
+          batch.push(...more.messages);
+          return more.messages;
+        },
+        publish: async (message) => {
+          sent += 1;
+          await this.bus.publishOutbound({
+            ...message,
+            id: messageId(turn, sent),
+            metadata: { ...routingMetadata(batch), ...message.metadata },
+          });
+        },
+      });
+      if (result.ok) {
+        if (result.value.reply !== undefined) {
+          await this.bus.publishOutbound({
+            ...result.value.target,
+            id: replyId(turn),
+            content: result.value.reply,
+            kind: 'reply',
+            metadata: routingMetadata(batch),
+          });
+        }
+      } else {
+        const err = result.error;
+        const transient = err instanceof AppError ? err.transient : true;
+        if (transient && job.attemptsMade + 1 < job.maxAttempts) {
+          log.warn({ err: describeError(err), attempt: job.attemptsMade + 1 }, 'turn failed; will retry');
+          throw err;
+        }
+        log.error({ err: describeError(err) }, 'turn failed');
+        await this.bus.publishOutbound({
+          ...origin,
+          replyTo: head.platformMessageId,
+          id: errorId(turn),
+          content: `Sorry, I could not answer: ${describeError(err)}`,
+          kind: 'error',
+          metadata: routingMetadata(batch),
+        });
+      }
+      await mailbox.trim(taken);
+    } finally {
+      this.running.delete(sessionKey);
+      await clearRunning(this.bus.redis, this.bus.prefix, sessionKey).catch((err: unknown) =>
+        log.warn({ err: describeError(err) }, 'could not clear the running marker'),
+      );
+      await this.activity(origin, false, log);
+    }
+  }
+
+  private async runTurn(
+    batch: InboundMessage[],
+    signal: AbortSignal,
+    io: { drain: () => Promise<InboundMessage[]>; publish: (m: OutboundMessageInput) => Promise<void> },
+  ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
+    try {
+      const value = await this.agent.processMessage([...batch], {
+        signal,
+        drainPending: io.drain,
+        outbound: { publish: io.publish },
+      });
+      return { ok: true, value };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+
+  private async activity(
+    origin: { channel: string; chatId: string; threadId?: string },
+    active: boolean,
+    log: Logger,
+  ): Promise<void> {
+    try {
+      await this.bus.publishActivity(origin.channel, {
+        chatId: origin.chatId,
+        threadId: origin.threadId,
+        active,
+      });
+    } catch (err) {
+      log.debug({ err: describeError(err) }, 'activity not published');
+    }
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Shared parts of the bus integration tests: a config with a unique prefix,
+ * a scripted AgentRunner (our own port, so a fake is fine), a recording
+ * Channel, and a bounded polling helper for conditions with no event.
+ */
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { inject } from 'vitest';
+import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
+import { Bus } from '../../../src/bus/bus.js';
+import type { ConsumerTuning } from '../../../src/bus/consumer.js';
+import { Delivery } from '../../../src/bus/delivery.js';
+import type { InboundMessage, OutboundMessage } from '../../../src/bus/messages.js';
+import { sessionKeyOf } from '../../../src/bus/messages.js';
+import type { Channel } from '../../../src/channels/types.js';
+import { type Config, parseConfig } from '../../../src/config/index.js';
+import { silentLogger } from '../../../src/log/index.js';
+import { TurnWorker } from '../../../src/worker/turn-worker.js';
+
+export function testConfig(url = inject('redisUrl'), extra: Record<string, string> = {}): Config {
+  return parseConfig({
+    REDIS_URL: url,
+    MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+    MAGPIE_WORKSPACE: os.tmpdir(),
+    ...extra,
+  });
+}
+
+/** Polls `check` every 20 ms until it holds; fails after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** One recorded turn of the fake agent. */
+export interface RecordedTurn {
+  session: string;
+  /** Contents seen by the turn, in order: the batch, then drained messages. */
+  contents: string[];
+  start: number;
+  end: number;
+}
+
+/**
+ * A fake agent: each "LLM iteration" takes `iterationMs`; it runs `iterations`
+ * of them, draining pending messages between them, and replies with the
+ * contents it saw joined by `+`. Honours the abort signal.
+ */
+export class ScriptedAgent implements AgentRunner {
+  readonly turns: RecordedTurn[] = [];
+  private readonly active = new Map<string, number>();
+  maxConcurrentPerSession = 0;
+  maxConcurrent = 0;
+  private running = 0;
+
+  constructor(
+    private readonly options: {
+      iterationMs?: number;
+      iterations?: number;
+      fail?: (m: InboundMessage[]) => Error | undefined;
+    } = {},
+  ) {}
+
+  async processMessage(
+    messages: InboundMessage | InboundMessage[],
+    options: TurnOptions = {},
+  ): Promise<TurnResult> {
+    const batch = Array.isArray(messages) ? messages : [messages];
+    const head = batch[0]!;
+    const session = sessionKeyOf(head);
+    const now = (this.active.get(session) ?? 0) + 1;
+    this.active.set(session, now);
+    this.running += 1;
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.running);
+    this.maxConcurrentPerSession = Math.max(this.maxConcurrentPerSession, now);
+    const turn: RecordedTurn = { session, contents: batch.map((m) => m.content), start: Date.now(), end: 0 };
+    try {
+      const failure = this.options.fail?.(batch);
+      if (failure) throw failure;
+      const iterations = this.options.iterations ?? 1;
+      let outcome: 'ok' | 'cancelled' = 'ok';
+      for (let i = 0; i < iterations; i++) {
+        if (!(await sleep(this.options.iterationMs ?? 0, options.signal))) {
+          outcome = 'cancelled';
+          break;
+        }
+        if (i < iterations - 1)
+          turn.contents.push(...((await options.drainPending?.()) ?? []).map((m) => m.content));
+      }
+      turn.end = Date.now();
+      this.turns.push(turn);
+      return {
+        sessionKey: session,
+        reply: outcome === 'cancelled' ? 'Stopped.' : turn.contents.join('+'),
+        target: { channel: head.channel, chatId: head.chatId, threadId: head.threadId },
+        metrics: {
+          sessionKey: session,
+          llmCalls: iterations,
+          promptTokens: 0,
+          completionTokens: 0,
+          toolCalls: [],
+          wallMs: turn.end - turn.start,
+          outcome,
+        },
+      };
+    } finally {
+      this.active.set(session, (this.active.get(session) ?? 1) - 1);
+      this.running -= 1;
+    }
+  }
+
+  async processDirect(content: string, sessionKey: string, options?: TurnOptions): Promise<TurnResult> {
+    return this.processMessage(
+      {
+        id: randomUUID(),
+        channel: 'cli',
+        chatId: sessionKey,
+        senderId: '',
+        content,
+        media: [],
+        isGroup: false,
+        receivedAt: new Date().toISOString(),
+        metadata: {},
+      },
+      options,
+    );
+  }
+
+  async processHeartbeat(prompt: string, options?: TurnOptions): Promise<TurnResult> {
+    return this.processDirect(prompt, 'heartbeat', options);
+  }
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const timer = setTimeout(() => resolve(true), ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve(false);
+      },
+      { once: true },
+    );
+  });
+}
+
+/** A channel that records what it was asked to deliver. */
+export class RecordingChannel implements Channel {
+  readonly sent: OutboundMessage[] = [];
+  readonly activity: Array<{ chatId: string; active: boolean }> = [];
+  constructor(readonly name: string) {}
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+  async send(message: OutboundMessage): Promise<void> {
+    this.sent.push(message);
+  }
+  startActivity(chatId: string): void {
+    this.activity.push({ chatId, active: true });
+  }
+  stopActivity(chatId: string): void {
+    this.activity.push({ chatId, active: false });
+  }
+}
+
+/** A bus, a turn worker over `agent` and a recording channel `test`; `close()` tears it all down. */
+export async function startHarness(options: {
+  agent: AgentRunner;
+  config?: Config;
+  concurrency?: number;
+  tuning?: ConsumerTuning;
+}) {
+  const config = options.config ?? testConfig();
+  const logger = silentLogger();
+  const bus = await Bus.connect({ config, logger, turnJobs: { backoffMs: 50 } });
+  const worker = new TurnWorker({
+    bus,
+    agent: options.agent,
+    logger,
+    concurrency: options.concurrency ?? 4,
+    ...options.tuning,
+  });
+  await worker.start();
+  const channel = new RecordingChannel('test');
+  const delivery = await Delivery.start({ bus, channel, logger });
+  return {
+    bus,
+    worker,
+    channel,
+    config,
+    async close() {
+      await worker.close();
+      await delivery.close();
+      await bus.close();
+    },
+  };
+}
+
+/** An inbound message on channel `test`. */
+export function inbound(chatId: string, content: string, extra: Partial<InboundMessage> = {}) {
+  return { id: `test:${chatId}:${randomUUID()}`, channel: 'test', chatId, senderId: 'u1', content, ...extra };
+}
