@@ -2,6 +2,7 @@
 import { constants } from 'node:fs';
 import { copyFile, mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { AppError, describeError } from '../errors/index.js';
 import { isMissing } from './cached-file.js';
 import { listTemplateFiles, templatesDir } from './templates.js';
 
@@ -29,6 +30,14 @@ export async function initWorkspace(
 ): Promise<InitWorkspaceResult> {
   const source = path.resolve(options.templates ?? templatesDir());
   const dest = path.resolve(target);
+  try {
+    await mkdir(dest, { recursive: true });
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? describeError(err);
+    throw new AppError('WORKSPACE_MISSING', `cannot create the workspace folder ${dest} (${reason})`, {
+      cause: err,
+    });
+  }
   const created: string[] = [];
   const kept: string[] = [];
   for (const rel of await listTemplateFiles(source)) {

@@ -114,6 +114,18 @@ describe('JsonlSessionStore', () => {
     );
   });
 
+  it('applies writes of one session in call order: appends before a reset land in the archived log', async () => {
+    await store.append('cli:o', user('seed'));
+    const before = Promise.all([1, 2, 3].map((i) => store.append('cli:o', user(`old ${i}`))));
+    const archived = store.reset('cli:o');
+    const after = store.append('cli:o', user('new'));
+    await Promise.all([before, after]);
+    const name = await archived;
+    const old = (await readFile(path.join(dir, 'sessions', name!), 'utf8')).trimEnd().split('\n');
+    expect(old.map((l) => JSON.parse(l).content)).toEqual(['seed', 'old 1', 'old 2', 'old 3']);
+    expect(strip(await store.getHistory('cli:o'))).toEqual([user('new')]);
+  });
+
   it('keeps a summary beside the log; context history starts at keepFrom and is sanitised', async () => {
     await store.append(
       'cli:d',

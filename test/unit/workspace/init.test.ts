@@ -92,6 +92,17 @@ describe('initWorkspace', () => {
   });
 });
 
+describe('initWorkspace errors', () => {
+  it('gives WORKSPACE_MISSING with the path when the folder cannot be created', async () => {
+    const blocker = path.join(tmp, 'file');
+    await writeFile(blocker, 'not a folder');
+    await expect(initWorkspace(path.join(blocker, 'ws'))).rejects.toMatchObject({
+      code: 'WORKSPACE_MISSING',
+      message: expect.stringContaining(path.join(blocker, 'ws')),
+    });
+  });
+});
+
 describe('magpie init', () => {
   it('creates the workspace given by --workspace and prints what it created and kept', async () => {
     const target = path.join(tmp, 'ws');
