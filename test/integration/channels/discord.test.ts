@@ -72,7 +72,7 @@ describe('discord channel', () => {
     const parts = harness.fake.sent(dm).map((m) => m.content);
     expect(parts.length).toBeGreaterThanOrEqual(4);
     for (const part of parts) {
-      expect(part.length).toBeLessThan(2000);
+      expect(part.length).toBeLessThanOrEqual(2000);
       expect(part.split('\n').filter((l) => l.startsWith('```')).length % 2).toBe(0);
     }
     expect(parts.filter((p) => p.startsWith('```python\n')).length).toBeGreaterThanOrEqual(2);
