@@ -1,5 +1,106 @@
-/** `magpie cron` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "cron" is not available in this build yet\n');
-  return 1;
+/** `magpie cron list` and `magpie cron remove <id>`: every chat's scheduled tasks, from Redis. */
+import { Bus } from '../../bus/bus.js';
+import { loadConfig } from '../../config/index.js';
+import { ConfigError, ExitCode } from '../../errors/index.js';
+import { createLogger } from '../../log/index.js';
+import { CronStore, type ListedTask } from '../../scheduler/cron-store.js';
+import { formatInZone } from '../../scheduler/schedule.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie cron list [--json]
+       magpie cron remove <id>
+
+Lists every scheduled task (reminders and scheduled agent turns of all chats) or removes one.
+Tasks are created by the assistant's cron tool ("remind me in 20 minutes to call Ana").
+
+options:
+  --json             list as JSON
+  --workspace DIR    overrides MAGPIE_WORKSPACE (where the private Redis is recorded)
+  -h, --help         this help
+
+exit codes: 0 ok, 1 no such task, 2 bad usage or config, 3 Redis unreachable`;
+
+const FLAGS = {
+  json: { type: 'boolean' },
+  workspace: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs('cron', argv, FLAGS, true);
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  const [action, id, ...extra] = positionals;
+  if (action !== 'list' && action !== 'remove') {
+    throw new ConfigError('magpie cron: say "list" or "remove <id>"; see "magpie cron --help"');
+  }
+  if (action === 'remove' && (id === undefined || extra.length > 0)) {
+    throw new ConfigError('magpie cron remove: give exactly one task id (see "magpie cron list")');
+  }
+  if (action === 'list' && id !== undefined) {
+    throw new ConfigError(`magpie cron list: unexpected argument "${id}"`);
+  }
+  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
+  const config = loadConfig();
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: config.log.pretty });
+  const bus = await Bus.connect({ config, logger });
+  const store = new CronStore({ connection: bus.redis, prefix: bus.prefix });
+  try {
+    if (action === 'list') {
+      const tasks = await store.list();
+      process.stdout.write(
+        values.json ? `${JSON.stringify(tasks.map(toJson), null, 2)}\n` : formatTable(tasks),
+      );
+      return ExitCode.ok;
+    }
+    const removed = await store.remove(id!);
+    if (!removed) {
+      process.stderr.write(`magpie: no scheduled task "${id}" (see "magpie cron list")\n`);
+      return ExitCode.failure;
+    }
+    process.stdout.write(`Removed scheduled task ${id}.\n`);
+    return ExitCode.ok;
+  } finally {
+    await store.close();
+    await bus.close();
+  }
+}
+
+function nextRunText({ task, nextRun }: ListedTask): string {
+  return nextRun === undefined ? 'due now' : formatInZone(nextRun, task.schedule.tz);
+}
+
+function toJson(listed: ListedTask) {
+  const { task } = listed;
+  return {
+    id: task.id,
+    chat: task.sessionKey,
+    schedule: task.schedule.description,
+    nextRun: listed.nextRun === undefined ? null : new Date(listed.nextRun).toISOString(),
+    nextRunLocal: nextRunText(listed),
+    mode: task.mode,
+    message: task.message,
+  };
+}
+
+/** A plain table: one task a line, columns padded. */
+function formatTable(tasks: ListedTask[]): string {
+  if (tasks.length === 0) return 'No scheduled tasks.\n';
+  const rows = [
+    ['ID', 'CHAT', 'SCHEDULE', 'NEXT RUN', 'MODE', 'MESSAGE'],
+    ...tasks.map((t) => [
+      t.task.id,
+      t.task.sessionKey,
+      t.task.schedule.description,
+      nextRunText(t),
+      t.task.mode,
+      t.task.message.replace(/\s+/g, ' '),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
+  return `${rows
+    .map((r) => r.map((cell, col) => (col === r.length - 1 ? cell : cell.padEnd(widths[col]!))).join('  '))
+    .join('\n')}\n`;
 }
