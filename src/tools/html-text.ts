@@ -70,7 +70,7 @@ export function htmlToText(html: string): string {
   text = decodeEntities(text)
     .replace(/[ \t\f\v\r]+/g, ' ')
     .replace(/ *\n */g, '\n')
-    .replace(/\n{3,}/g, '\n\n')
+    .replace(/\n{2,}/g, '\n')
     .trim();
   return title && !text.startsWith(decodeEntities(title)) ? `${decodeEntities(title)}\n\n${text}` : text;
 }

@@ -32,6 +32,27 @@ export function forbiddenRange(address: string): string | undefined {
   return range === 'unicast' ? undefined : range;
 }
 
+/** Which addresses web_fetch may reach besides public unicast ones. */
+export interface NetPolicy {
+  /** Any address at all (private, loopback, link-local…). */
+  allowPrivate: boolean;
+  /** Exact addresses allowed even though not public (a trusted LAN service). @defaultValue [] */
+  allowAddresses?: readonly string[];
+}
+
+function normalise(address: string): string {
+  return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;
+}
+
+/** Why `address` may not be reached under `policy` (its range), or undefined when it may. */
+export function blockedRange(address: string, policy: NetPolicy): string | undefined {
+  if (policy.allowPrivate) return undefined;
+  const range = forbiddenRange(address);
+  if (range === undefined) return undefined;
+  const wanted = normalise(address);
+  return policy.allowAddresses?.some((allowed) => normalise(allowed) === wanted) ? undefined : range;
+}
+
 function refuse(host: string, address: string, range: string): BlockedTargetError {
   const shown = host === address ? address : `${host} (${address})`;
   return new BlockedTargetError(
@@ -41,10 +62,10 @@ function refuse(host: string, address: string, range: string): BlockedTargetErro
 
 /**
  * Checks a URL before any connection: http/https only, and an IP-literal
- * host must be public unless `allowPrivate`. (Named hosts are checked by
+ * host must be allowed by `policy`. (Named hosts are checked by
  * {@link guardedLookup} when connecting.)
  */
-export function assertFetchableUrl(url: URL, allowPrivate: boolean): void {
+export function assertFetchableUrl(url: URL, policy: NetPolicy): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new BlockedTargetError(`refused to fetch ${url.protocol} URLs; only http and https are supported`);
   }
@@ -52,10 +73,8 @@ export function assertFetchableUrl(url: URL, allowPrivate: boolean): void {
     throw new BlockedTargetError('refused to fetch a URL with credentials in it');
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!allowPrivate && isIP(host)) {
-    const range = forbiddenRange(host);
-    if (range) throw refuse(host, host, range);
-  }
+  const range = isIP(host) ? blockedRange(host, policy) : undefined;
+  if (range) throw refuse(host, host, range);
 }
 
 type LookupCallback = (
@@ -67,9 +86,9 @@ type LookupCallback = (
 /**
  * A `lookup` for `http.request` that resolves every address of the host and
  * refuses the connection (with {@link BlockedTargetError}) when any of them
- * is not public, unless `allowPrivate`.
+ * is not allowed by `policy`.
  */
-export function guardedLookup(allowPrivate: boolean): LookupFunction {
+export function guardedLookup(policy: NetPolicy): LookupFunction {
   const lookup = (
     hostname: string,
     options: { family?: number; all?: boolean; hints?: number },
@@ -82,11 +101,9 @@ export function guardedLookup(allowPrivate: boolean): LookupFunction {
         if (err) return callback(err, []);
         if (addresses.length === 0)
           return callback(new BlockedTargetError(`${hostname} has no addresses`), []);
-        if (!allowPrivate) {
-          for (const { address } of addresses) {
-            const range = forbiddenRange(address);
-            if (range) return callback(refuse(hostname, address, range) as NodeJS.ErrnoException, []);
-          }
+        for (const { address } of addresses) {
+          const range = blockedRange(address, policy);
+          if (range) return callback(refuse(hostname, address, range) as NodeJS.ErrnoException, []);
         }
         if (options.all) return callback(null, addresses);
         const first = addresses[0]!;

@@ -11,7 +11,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
 import { htmlToText } from './html-text.js';
-import { assertFetchableUrl, guardedLookup } from './net-guard.js';
+import { assertFetchableUrl, guardedLookup, type NetPolicy } from './net-guard.js';
 import { looksBinary } from './read-file.js';
 import { CANCELLED_RESULT } from './registry.js';
 import { fail, type Tool, type ToolResult } from './types.js';
@@ -19,6 +19,8 @@ import { fail, type Tool, type ToolResult } from './types.js';
 export interface WebFetchOptions {
   /** Fetch private, loopback and link-local addresses too. @defaultValue false */
   allowPrivate?: boolean;
+  /** Addresses allowed even though private (a trusted LAN service). @defaultValue [] */
+  allowAddresses?: string[];
   /** Body bytes read (after decompression); the rest is dropped. @defaultValue 2 MiB */
   maxBytes?: number;
   /** Whole fetch, redirects included. @defaultValue 30_000 */
@@ -61,13 +63,13 @@ function decoded(res: IncomingMessage): Readable {
 }
 
 /** One GET, body capped at `maxBytes`; rejects on network errors, a blocked target or abort. */
-function getOnce(url: URL, allowPrivate: boolean, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
+function getOnce(url: URL, policy: NetPolicy, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(url, {
       method: 'GET',
       signal,
-      lookup: guardedLookup(allowPrivate),
+      lookup: guardedLookup(policy),
       headers: {
         'user-agent': 'magpie/0.1 (+web_fetch)',
         accept: 'text/html,application/xhtml+xml,text/plain,application/json;q=0.9,*/*;q=0.5',
@@ -135,7 +137,10 @@ export function wrapUntrusted(url: string, text: string): string {
 
 /** The web_fetch tool. */
 export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof parameters> {
-  const allowPrivate = options.allowPrivate ?? false;
+  const policy: NetPolicy = {
+    allowPrivate: options.allowPrivate ?? false,
+    allowAddresses: options.allowAddresses ?? [],
+  };
   const maxBytes = options.maxBytes ?? 2 * 1024 * 1024;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxChars = options.maxChars ?? 50_000;
@@ -145,8 +150,8 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof p
   async function fetchText(start: URL, signal: AbortSignal): Promise<{ url: URL; fetched: Fetched }> {
     let url = start;
     for (let hop = 0; ; hop++) {
-      assertFetchableUrl(url, allowPrivate);
-      const fetched = await getOnce(url, allowPrivate, maxBytes, signal);
+      assertFetchableUrl(url, policy);
+      const fetched = await getOnce(url, policy, maxBytes, signal);
       const location = fetched.headers.location;
       if (fetched.status < 300 || fetched.status >= 400 || !location) return { url, fetched };
       if (hop >= maxRedirects)
