@@ -7,7 +7,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** One recorded API call. */
@@ -135,7 +135,7 @@ export async function startFakeTelegram(
     return updates.slice(0, limit);
   };
 
-  const handleGetUpdates = async (req: IncomingMessage, res: ServerResponse, p: Record<string, unknown>) => {
+  const handleGetUpdates = async (res: ServerResponse, p: Record<string, unknown>) => {
     const offset = Number(p.offset ?? 0);
     const limit = Math.min(Math.max(Number(p.limit ?? 100), 1), 100);
     const timeoutS = Number(p.timeout ?? 0);
@@ -153,25 +153,20 @@ export async function startFakeTelegram(
         clearTimeout(timer);
         res.off('close', onClose);
       }
-      if (res.destroyed || req.destroyed) return;
+      if (res.destroyed) return; // the client went away (aborted long poll)
       batch = takeUpdates(offset, limit);
     }
     ok(res, batch);
   };
 
-  const handleMethod = async (
-    method: string,
-    p: Record<string, unknown>,
-    req: IncomingMessage,
-    res: ServerResponse,
-  ) => {
+  const handleMethod = async (method: string, p: Record<string, unknown>, res: ServerResponse) => {
     const queued = failures.get(method);
     if (queued && queued.length > 0) return error(res, queued.shift()!);
     switch (method) {
       case 'getMe':
         return ok(res, { ...bot, is_bot: true, can_join_groups: true, can_read_all_group_messages: false });
       case 'getUpdates':
-        return handleGetUpdates(req, res, p);
+        return handleGetUpdates(res, p);
       case 'setMyCommands':
       case 'deleteWebhook':
         return ok(res, true);
@@ -265,9 +260,11 @@ export async function startFakeTelegram(
       const method = match[2]!;
       calls.push({ method, params, at: Date.now() });
       events.emit('call');
-      handleMethod(method, params, req, res).catch((err: unknown) => {
-        if (!res.headersSent) error(res, { error_code: 500, description: String(err) });
-      });
+      handleMethod(method, params, res)
+        .catch((err: unknown) => {
+          if (!res.headersSent) error(res, { error_code: 500, description: String(err) });
+        })
+        .finally(() => events.emit('call'));
     });
   });
   server.on('connection', (s) => {

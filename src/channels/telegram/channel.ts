@@ -198,8 +198,8 @@ export class TelegramChannel implements Channel {
     const content = cleanText(message, bot);
     const sessionKey = sessionKeyOf({ channel: this.name, chatId, threadId });
     if (parseCommand(content)?.name === 'stop') {
-      await this.deps.bus.cancel(sessionKey);
-      await this.notify(chatId, 'Stopping.', threadId);
+      const stopped = await this.deps.bus.cancel(sessionKey);
+      await this.notify(chatId, stopped ? 'Stopping.' : 'Nothing to stop.', threadId);
       return;
     }
 

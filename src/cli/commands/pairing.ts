@@ -1,5 +1,76 @@
-/** `magpie pairing` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "pairing" is not available in this build yet\n');
-  return 1;
+/**
+ * `magpie pairing list` / `magpie pairing approve <code>`: the owner's side of
+ * pairing. Connects to the daemon's Redis (REDIS_URL or the private local one).
+ */
+
+import { resolveRedisUrl } from '../../bus/local-redis.js';
+import { connectProducer } from '../../bus/redis.js';
+import { approvePairing, listPairingRequests, type PairingRequest } from '../../channels/access.js';
+import { loadConfig } from '../../config/index.js';
+import { ConfigError, ExitCode } from '../../errors/index.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie pairing list
+       magpie pairing approve <code>
+
+Unknown people who message the bot in a DM get a pairing code. "list" shows the
+pending requests (codes expire after an hour); "approve" admits the sender.
+
+options:
+  --workspace DIR   overrides MAGPIE_WORKSPACE (where the private Redis is recorded)
+  -h, --help        this help
+
+exit codes: 0 done, 1 no pending request with that code, 2 bad usage or config, 3 Redis unreachable`;
+
+const FLAGS = {
+  workspace: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandArgs('pairing', argv, FLAGS, true);
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  const [action, code, ...extra] = positionals;
+  if (action !== 'list' && action !== 'approve') {
+    throw new ConfigError('magpie pairing: expected "list" or "approve <code>"; see "magpie pairing --help"');
+  }
+  if ((action === 'approve' && !code) || extra.length > 0 || (action === 'list' && code)) {
+    throw new ConfigError('magpie pairing: usage is "pairing list" or "pairing approve <code>"');
+  }
+  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
+  const config = loadConfig();
+  const redis = await connectProducer(await resolveRedisUrl(config));
+  try {
+    const prefix = config.redis.prefix;
+    if (action === 'list') {
+      const requests = await listPairingRequests(redis, prefix);
+      if (requests.length === 0) process.stdout.write('no pending pairing requests\n');
+      for (const r of requests) process.stdout.write(`${describeRequest(r)}\n`);
+      return ExitCode.ok;
+    }
+    const approved = await approvePairing(redis, prefix, code!);
+    if (!approved) {
+      process.stderr.write(`magpie: no pending request with code ${code!.toUpperCase()}\n`);
+      return ExitCode.failure;
+    }
+    process.stdout.write(
+      `approved ${approved.channel} user ${who(approved)}: they can talk to the bot now\n`,
+    );
+    return ExitCode.ok;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function who(r: PairingRequest): string {
+  const names = [r.displayName, r.username ? `@${r.username}` : undefined].filter(Boolean).join(' ');
+  return names ? `${r.senderId} (${names})` : r.senderId;
+}
+
+/** One line: code, channel, sender, when. */
+function describeRequest(r: PairingRequest): string {
+  return `${r.code}  ${r.channel}  ${who(r)}  chat ${r.chatId}  requested ${r.createdAt}`;
 }
