@@ -69,7 +69,6 @@ export class DiscordChannel implements Channel {
       ...(deps.config.discord.apiRoot ? { rest: { api: deps.config.discord.apiRoot } } : {}),
     };
     this.client = new Client(clientOptions);
-    this.client.token = token;
     this.client.rest.setToken(token);
     this.access = new AccessControl({
       channel: 'discord',

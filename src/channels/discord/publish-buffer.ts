@@ -118,6 +118,7 @@ export class PublishBuffer {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.wake = undefined;

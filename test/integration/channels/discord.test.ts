@@ -132,6 +132,17 @@ describe('discord channel', () => {
       content: 'and times 3?',
     });
 
+    // The nickname mention form, mid-sentence, is stripped too.
+    fake.dispatchMessage({
+      channelId: fake.textChannelId,
+      guildId: fake.guildId,
+      author: owner,
+      content: `hey <@!${fake.botUserId}> there`,
+      mentions: [bot],
+    });
+    await until(() => bus.published.length === 3);
+    expect(bus.published[2]).toMatchObject({ content: 'hey there', senderName: 'The Owner' });
+
     await harness.channel.send(reply(fake.textChannelId, 'in the thread', { threadId: fake.threadId }));
     expect(fake.sent(fake.threadId).map((m) => m.content)).toEqual(['in the thread']);
     expect(fake.sent(fake.textChannelId)).toEqual([]);

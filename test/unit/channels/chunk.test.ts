@@ -161,6 +161,18 @@ describe('splitMessage', () => {
     expect(parts[0]).toBe('a'.repeat(95));
   });
 
+  it('treats a ``` line inside a ```` fence as content and reopens with four backticks', () => {
+    const inner = Array.from({ length: 20 }, (_, i) => (i === 10 ? '```' : `md line ${i}`)).join('\n');
+    const text = `\`\`\`\`markdown\n${inner}\n\`\`\`\``;
+    const parts = splitMessage(text, 120);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const p of parts) {
+      expect(p.length).toBeLessThanOrEqual(120);
+      expect(p.startsWith('````markdown\n')).toBe(true);
+      expect(p.endsWith('\n````')).toBe(true);
+    }
+  });
+
   it('produces no empty parts from runs of blank lines', () => {
     const text = `${'a'.repeat(50)}\n\n\n\n\n\n${'b'.repeat(50)}\n\n\n\n${'c'.repeat(50)}`;
     const parts = splitMessage(text, 60);
