@@ -2,11 +2,11 @@
  * append_file: adds text to the end of a workspace file, creating it (and
  * its folders) when missing. Used for daily notes and logs.
  */
-import { appendFile, mkdir, stat } from 'node:fs/promises';
-import path from 'node:path';
+import { appendFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { fail, ok, type Tool } from './types.js';
-import { fileError, resolveInWorkspace } from './workspace-path.js';
+import { fileError } from './workspace-path.js';
+import { prepareFileWrite } from './write-file.js';
 
 const parameters = z.object({
   path: z.string().describe('File path, relative to the workspace'),
@@ -24,10 +24,7 @@ export function createAppendFileTool(workspace: string): Tool<typeof parameters>
     parameters,
     async execute({ path: requested, content }) {
       try {
-        const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
-        const existing = await stat(file).catch(() => undefined);
-        if (existing?.isDirectory()) return fail(`${requested} is a directory, not a file`);
-        await mkdir(path.dirname(file), { recursive: true });
+        const file = await prepareFileWrite(workspace, requested);
         await appendFile(file, content);
         return ok(`appended ${Buffer.byteLength(content)} bytes to ${requested}`);
       } catch (err) {

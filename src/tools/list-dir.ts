@@ -40,7 +40,7 @@ export function createListDirTool(workspace: string, options: ListDirOptions = {
               (entry.isSymbolicLink() &&
                 (await stat(path.join(dir, entry.name)).then(
                   (st) => st.isDirectory(),
-                  () => false,
+                  () => false, // a broken symlink is listed as a plain entry
                 )));
             return isDir ? `${entry.name}/` : entry.name;
           }),

@@ -62,7 +62,7 @@ async function realPathOrAncestor(target: string, requested: string): Promise<st
       }
       const isDanglingLink = await lstat(current).then(
         (st) => st.isSymbolicLink(),
-        () => false,
+        () => false, // nothing at all there: a plain missing path
       );
       if (isDanglingLink) {
         throw new AppError(

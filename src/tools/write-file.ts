@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeError } from '../errors/index.js';
+import { AppError, describeError } from '../errors/index.js';
 import { fail, ok, type Tool } from './types.js';
 import { fileError, resolveInWorkspace } from './workspace-path.js';
 
@@ -19,7 +19,7 @@ export async function writeFileAtomic(file: string, content: string): Promise<vo
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   const mode = await stat(file).then(
     (st) => (st.isDirectory() ? undefined : st.mode & 0o7777),
-    () => undefined,
+    () => undefined, // a new file gets the default mode
   );
   try {
     await writeFile(temp, content, { flag: 'wx', ...(mode === undefined ? {} : { mode }) });
@@ -32,6 +32,22 @@ export async function writeFileAtomic(file: string, content: string): Promise<vo
     });
     throw err;
   }
+}
+
+/**
+ * Resolves `requested` for writing: confined to the workspace, not a folder,
+ * parent folders created. Returns the real absolute path.
+ * @throws AppError phrased for the model.
+ */
+export async function prepareFileWrite(workspace: string, requested: string): Promise<string> {
+  const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
+  const existing = await stat(file).catch((err: unknown) => {
+    if (err instanceof Error && 'code' in err && err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (existing?.isDirectory()) throw new AppError('TOOL_FAILED', `${requested} is a directory, not a file`);
+  await mkdir(path.dirname(file), { recursive: true });
+  return file;
 }
 
 const parameters = z.object({
@@ -49,10 +65,7 @@ export function createWriteFileTool(workspace: string): Tool<typeof parameters> 
     parameters,
     async execute({ path: requested, content }) {
       try {
-        const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
-        const existing = await stat(file).catch(() => undefined);
-        if (existing?.isDirectory()) return fail(`${requested} is a directory, not a file`);
-        await mkdir(path.dirname(file), { recursive: true });
+        const file = await prepareFileWrite(workspace, requested);
         await writeFileAtomic(file, content);
         return ok(`wrote ${Buffer.byteLength(content)} bytes to ${requested}`);
       } catch (err) {
