@@ -44,7 +44,7 @@ export interface RunningScheduler {
 }
 
 /** The id of the heartbeat's job scheduler. */
-export const HEARTBEAT_SCHEDULER_ID = 'heartbeat';
+const HEARTBEAT_SCHEDULER_ID = 'heartbeat';
 
 /**
  * Upserts (or, with interval 0, removes) the heartbeat job scheduler and

@@ -5,6 +5,7 @@
  * (scheduler/cron-store.ts) and fire once per occurrence in this chat.
  */
 import { z } from 'zod';
+import { isInternalChannel } from '../bus/messages.js';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { CronStore, type CronTask, type ListedTask, newTaskId } from '../scheduler/cron-store.js';
@@ -93,6 +94,11 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
           return removed
             ? ok(`Removed scheduled task ${id}.`)
             : fail(`no scheduled task "${id}" in this chat; use action list to see this chat's tasks`);
+        }
+        if (isInternalChannel(ctx.channel)) {
+          return fail(
+            'scheduled tasks belong to a user chat, and this turn has none; answer the user instead',
+          );
         }
         const message = args.message?.trim();
         if (!message) return fail('add needs a message: the reminder text or the instruction for later');

@@ -176,6 +176,10 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
       expect(result.forLLM).toMatch(error);
     }
     expect((await tool.execute({ action: 'add', in_seconds: 5 }, ctx)).forLLM).toMatch(/needs a message/);
+    const internal = toolContext('system', 'helper', workspace);
+    expect((await tool.execute({ action: 'add', message: 'x', in_seconds: 5 }, internal)).forLLM).toMatch(
+      /belong to a user chat/,
+    );
     expect(await bus.pendingJobs('scheduled')).toBe(0);
   });
 });
