@@ -43,6 +43,12 @@ export interface BusConnectOptions {
   url?: string;
   /** Attempts and backoff of turn jobs (defaults in {@link TurnJobTuning}). */
   turnJobs?: TurnJobTuning;
+  /**
+   * Commands wait for Redis to come back instead of failing fast. For workers;
+   * channels keep the default so a publish fails at once when Redis is away.
+   * @defaultValue false
+   */
+  patient?: boolean;
 }
 
 /** The turn job's payload: only the session; the messages wait in the mailbox. */
@@ -52,6 +58,7 @@ export interface TurnJobData {
 
 export class Bus implements ChannelBus {
   readonly prefix: string;
+  /** The shared connection (fails fast unless the bus is patient). */
   readonly redis: Redis;
   readonly url: string;
   private readonly logger: Logger;
@@ -71,7 +78,7 @@ export class Bus implements ChannelBus {
   /** Connects to Redis (failing fast with REDIS_UNAVAILABLE, exit 3). */
   static async connect(options: BusConnectOptions): Promise<Bus> {
     const url = options.url ?? (await resolveRedisUrl(options.config));
-    const redis = await connectProducer(url);
+    const redis = await connectProducer(url, options.patient ?? false);
     return new Bus(redis, url, options);
   }
 

@@ -46,11 +46,16 @@ export function redisUnavailable(url: string, cause?: unknown): AppError {
 }
 
 /**
- * Opens a producer connection and waits until it is ready. Rejects with
+ * Opens the bus's main connection and waits until it is ready. Rejects with
  * REDIS_UNAVAILABLE when Redis does not answer within the connect timeout.
+ * A `patient` connection (workers) later waits for Redis to come back instead
+ * of failing commands, so a Redis restart does not use up turn attempts.
  */
-export async function connectProducer(url: string): Promise<Redis> {
-  const redis = new Redis(url, producerOptions());
+export async function connectProducer(url: string, patient = false): Promise<Redis> {
+  const options = patient
+    ? { ...workerOptions(), lazyConnect: true, connectTimeout: PRODUCER_CONNECT_TIMEOUT_MS }
+    : producerOptions();
+  const redis = new Redis(url, options);
   // Errors are surfaced through command rejections; keep ioredis from printing them.
   redis.on('error', () => undefined);
   try {

@@ -1,5 +1,10 @@
-/** `magpie gateway` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "gateway" is not available in this build yet\n');
-  return 1;
+/** `magpie gateway`: runs the channel adapters (Telegram, Discord, the CLI channel) and outbound delivery only. */
+import { runRoleCommand } from '../../main.js';
+
+const HELP = `usage: magpie gateway [options]
+
+Runs the channel adapters (Telegram, Discord, the CLI channel) and outbound delivery only.`;
+
+export async function run(argv: string[]): Promise<number> {
+  return runRoleCommand('gateway', argv, HELP);
 }

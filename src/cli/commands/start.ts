@@ -1,5 +1,11 @@
-/** `magpie start` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "start" is not available in this build yet\n');
-  return 1;
+/** `magpie start`: runs everything in one process: channels, the agent worker and the schedulers. */
+import { runRoleCommand } from '../../main.js';
+
+const HELP = `usage: magpie start [options]
+
+Runs everything in one process: channels, the agent worker and the schedulers.
+Without REDIS_URL it starts a private redis-server (data in <workspace>/.redis/) and stops it on exit.`;
+
+export async function run(argv: string[]): Promise<number> {
+  return runRoleCommand('start', argv, HELP);
 }

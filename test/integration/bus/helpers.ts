@@ -14,7 +14,7 @@ import type { InboundMessage, OutboundMessage } from '../../../src/bus/messages.
 import { sessionKeyOf } from '../../../src/bus/messages.js';
 import type { Channel } from '../../../src/channels/types.js';
 import { type Config, parseConfig } from '../../../src/config/index.js';
-import { silentLogger } from '../../../src/log/index.js';
+import { createLogger, silentLogger } from '../../../src/log/index.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 
 export function testConfig(url = inject('redisUrl'), extra: Record<string, string> = {}): Config {
@@ -62,7 +62,7 @@ export class ScriptedAgent implements AgentRunner {
 
   constructor(
     private readonly options: {
-      iterationMs?: number;
+      iterationMs?: number | ((contents: string[]) => number);
       iterations?: number;
       fail?: (m: InboundMessage[]) => Error | undefined;
     } = {},
@@ -87,7 +87,11 @@ export class ScriptedAgent implements AgentRunner {
       const iterations = this.options.iterations ?? 1;
       let outcome: 'ok' | 'cancelled' = 'ok';
       for (let i = 0; i < iterations; i++) {
-        if (!(await sleep(this.options.iterationMs ?? 0, options.signal))) {
+        const ms =
+          typeof this.options.iterationMs === 'function'
+            ? this.options.iterationMs(turn.contents)
+            : (this.options.iterationMs ?? 0);
+        if (!(await sleep(ms, options.signal))) {
           outcome = 'cancelled';
           break;
         }
@@ -180,8 +184,8 @@ export async function startHarness(options: {
   tuning?: ConsumerTuning;
 }) {
   const config = options.config ?? testConfig();
-  const logger = silentLogger();
-  const bus = await Bus.connect({ config, logger, turnJobs: { backoffMs: 50 } });
+  const logger = createLogger({ level: process.env.DBG ?? 'silent' });
+  const bus = await Bus.connect({ config, logger, turnJobs: { backoffMs: 50 }, patient: true });
   const worker = new TurnWorker({
     bus,
     agent: options.agent,

@@ -1,0 +1,49 @@
+/** /stop reaches the worker running the session's turn; queued messages stay queued. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+
+describe('cancellation', () => {
+  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+
+  it('/stop aborts the running turn; a message queued behind it still gets its turn', async () => {
+    const agent = new ScriptedAgent({
+      iterationMs: (contents) => (contents.includes('long task') ? 10_000 : 10),
+    });
+    harness = await startHarness({ agent });
+    await harness.bus.publishInbound(inbound('s1', 'long task'));
+    await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
+    await harness.bus.publishInbound(inbound('s1', 'queued'));
+    const started = Date.now();
+    await harness.bus.publishInbound(inbound('s1', '/stop'));
+    await waitFor(() => harness!.channel.sent.length >= 2, 5_000, 'stopped reply, then the queued turn');
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(harness.channel.sent.map((m) => m.content)).toEqual(['Stopped.', 'queued']);
+    expect(agent.turns.flatMap((t) => t.contents)).toEqual(['long task', 'queued']);
+    expect(await harness.bus.mailbox('test:s1').length()).toBe(0);
+  });
+
+  it('/stop with nothing running answers "Nothing to stop." and queues no turn', async () => {
+    const agent = new ScriptedAgent();
+    harness = await startHarness({ agent });
+    expect(await harness.bus.cancel('test:s2')).toBe(false);
+    await harness.bus.publishInbound(inbound('s2', ' /stop '));
+    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'answer');
+    expect(harness.channel.sent[0]!.content).toBe('Nothing to stop.');
+    expect(agent.turns).toHaveLength(0);
+    expect(await harness.bus.mailbox('test:s2').length()).toBe(0);
+  });
+
+  it('cancel() returns true while a turn of that session runs', async () => {
+    const agent = new ScriptedAgent({ iterationMs: 10_000 });
+    harness = await startHarness({ agent });
+    await harness.bus.publishInbound(inbound('s3', 'first'));
+    await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
+    expect(await harness.bus.cancel('test:s3')).toBe(true);
+    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'stopped');
+    expect(harness.channel.sent[0]!.content).toBe('Stopped.');
+  });
+});

@@ -1,0 +1,69 @@
+/** Turn failures: transient ones are retried, permanent ones answer with an error; exactly one reply per id. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { AppError, ProviderError } from '../../../src/errors/index.js';
+import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+
+describe('turn failures and reply ids', () => {
+  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+
+  it('a transient failure is retried and then answered once', async () => {
+    let calls = 0;
+    const agent = new ScriptedAgent({
+      fail: () =>
+        ++calls === 1 ? new ProviderError('PROVIDER_SERVER', 'server error', { transient: true }) : undefined,
+    });
+    harness = await startHarness({ agent });
+    await harness.bus.publishInbound(inbound('f1', 'retry me'));
+    await waitFor(() => harness!.channel.sent.length === 1, 10_000, 'reply after retry');
+    expect(calls).toBe(2);
+    expect(harness.channel.sent[0]).toMatchObject({ kind: 'reply', content: 'retry me' });
+    expect(await harness.bus.mailbox('test:f1').length()).toBe(0);
+  });
+
+  it('a permanent failure gives the user a clear error reply and empties the mailbox', async () => {
+    let calls = 0;
+    const agent = new ScriptedAgent({
+      fail: () => {
+        calls += 1;
+        return new ProviderError('PROVIDER_AUTH', 'the API key was refused (401): check OPENAI_API_KEY');
+      },
+    });
+    harness = await startHarness({ agent });
+    await harness.bus.publishInbound(inbound('f2', 'hello'));
+    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'error reply');
+    expect(harness.channel.sent[0]!.kind).toBe('error');
+    expect(harness.channel.sent[0]!.content).toContain('OPENAI_API_KEY');
+    expect(calls).toBe(1);
+    expect(await harness.bus.mailbox('test:f2').length()).toBe(0);
+  });
+
+  it('transient failures stop after the last attempt with an error reply (no endless loop)', async () => {
+    let calls = 0;
+    const agent = new ScriptedAgent({
+      fail: () => {
+        calls += 1;
+        return new AppError('PROVIDER_UNREACHABLE', 'endpoint unreachable', { transient: true });
+      },
+    });
+    harness = await startHarness({ agent });
+    await harness.bus.publishInbound(inbound('f3', 'hello'));
+    await waitFor(() => harness!.channel.sent.length === 1, 10_000, 'error reply');
+    expect(harness.channel.sent[0]!.kind).toBe('error');
+    expect(calls).toBe(3);
+    expect(await harness.bus.mailbox('test:f3').length()).toBe(0);
+  });
+
+  it('an outbound id already delivered is not delivered again', async () => {
+    harness = await startHarness({ agent: new ScriptedAgent() });
+    await harness.bus.publishOutbound({ id: 'r-same', channel: 'test', chatId: 'z', content: 'once' });
+    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'first delivery');
+    await harness.bus.publishOutbound({ id: 'r-same', channel: 'test', chatId: 'z', content: 'once again' });
+    await harness.bus.publishOutbound({ id: 'r-other', channel: 'test', chatId: 'z', content: 'other' });
+    await waitFor(() => harness!.channel.sent.length >= 2, 5_000, 'second id delivered');
+    expect(harness.channel.sent.map((m) => m.content)).toEqual(['once', 'other']);
+  });
+});
