@@ -14,7 +14,7 @@ import type { InboundMessage, OutboundMessage } from '../../../src/bus/messages.
 import { sessionKeyOf } from '../../../src/bus/messages.js';
 import type { Channel } from '../../../src/channels/types.js';
 import { type Config, parseConfig } from '../../../src/config/index.js';
-import { createLogger, silentLogger } from '../../../src/log/index.js';
+import { silentLogger } from '../../../src/log/index.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 
 export function testConfig(url = inject('redisUrl'), extra: Record<string, string> = {}): Config {
@@ -184,7 +184,7 @@ export async function startHarness(options: {
   tuning?: ConsumerTuning;
 }) {
   const config = options.config ?? testConfig();
-  const logger = createLogger({ level: process.env.DBG ?? 'silent' });
+  const logger = silentLogger();
   const bus = await Bus.connect({ config, logger, turnJobs: { backoffMs: 50 }, patient: true });
   const worker = new TurnWorker({
     bus,

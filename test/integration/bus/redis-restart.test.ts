@@ -82,6 +82,7 @@ describe('Redis restart', () => {
     for (let i = 0; i < 6; i++) expect(seen.has(`msg-${i}`)).toBe(true);
     for (let i = 0; i < 6; i++) expect(await harness.bus.mailbox(`test:w${i}`).length()).toBe(0);
     // Exactly one reply per chat, even for a turn redone after the restart.
-    for (let i = 0; i < 6; i++) expect(harness.channel.sent.filter((m) => m.chatId === `w${i}`)).toHaveLength(1);
+    for (let i = 0; i < 6; i++)
+      expect(harness.channel.sent.filter((m) => m.chatId === `w${i}`)).toHaveLength(1);
   });
 });
