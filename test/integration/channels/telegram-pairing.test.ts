@@ -13,11 +13,19 @@ import { AccessControl } from '../../../src/channels/access.js';
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../../..');
 
-async function magpie(args: string[], prefix: string): Promise<{ code: number; stdout: string; stderr: string }> {
+async function magpie(
+  args: string[],
+  prefix: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
       cwd: root,
-      env: { ...process.env, REDIS_URL: inject('redisUrl'), MAGPIE_QUEUE_PREFIX: prefix, LOG_LEVEL: 'silent' },
+      env: {
+        ...process.env,
+        REDIS_URL: inject('redisUrl'),
+        MAGPIE_QUEUE_PREFIX: prefix,
+        LOG_LEVEL: 'silent',
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (err) {
