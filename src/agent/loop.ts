@@ -16,7 +16,7 @@ import type { SessionStore } from '../sessions/types.js';
 import type { ToolContext } from '../tools/types.js';
 import type { OutboundSink, StateStore } from './ports.js';
 import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
-import { chooseCut, maybeSummarize, summarizeBatch, summarizeSession } from './summarize.js';
+import { chooseCut, estimateTokens, maybeSummarize, summarizeBatch, summarizeSession } from './summarize.js';
 import { type LoopTools, runToolBatch } from './tool-batch.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
 import type { AgentRunner, TurnOptions, TurnOutcome, TurnResult } from './types.js';
@@ -285,7 +285,8 @@ export class AgentLoop implements AgentRunner {
       await this.#record(run, { role: 'assistant', content: text });
       const metrics = meter.finish(outcome);
       logTurn(log, metrics);
-      if (!req.noHistory && outcome !== 'cancelled') this.maybeSummarize(req.sessionKey);
+      if (!req.noHistory && outcome !== 'cancelled' && this.#overBudget(run))
+        this.maybeSummarize(req.sessionKey);
       const silent = outcome === 'ok' && sentToOrigin();
       return {
         sessionKey: req.sessionKey,
@@ -543,6 +544,12 @@ export class AgentLoop implements AgentRunner {
     ]);
     run.turn = [];
     return true;
+  }
+
+  /** Whether the session as this turn saw it has passed the summary budget (no re-read needed when not). */
+  #overBudget(run: TurnRun): boolean {
+    const summaryTokens = Math.ceil((run.summary?.length ?? 0) / 4);
+    return estimateTokens(run.history) + estimateTokens(run.turn) + summaryTokens > this.#o.summarizeAtTokens;
   }
 
   #summaryOptions(key: string) {

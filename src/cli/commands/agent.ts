@@ -1,5 +1,184 @@
-/** `magpie agent` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "agent" is not available in this build yet\n');
-  return 1;
+/**
+ * `magpie agent`: talk to the agent in-process, no Redis. With -m one message
+ * is answered on stdout; without it an interactive prompt runs (history,
+ * Ctrl-C cancels the running turn, Ctrl-D or a second Ctrl-C quits).
+ * Logs go to stderr at LOG_LEVEL (default warn here), so stdout holds replies only.
+ */
+import type { Interface } from 'node:readline';
+import type { AgentLoop } from '../../agent/loop.js';
+import type { OutboundSink } from '../../agent/ports.js';
+import type { OutboundMessageInput } from '../../bus/messages.js';
+import { type Config, loadConfig, parseConfig } from '../../config/index.js';
+import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
+import { createLogger, type Logger } from '../../log/index.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
+
+Talks to the agent in this process (no Redis needed).
+
+options:
+  -m, --message TEXT   send one message, print the reply and exit
+      --chat ID        the conversation to use: session cli:ID (default: cli:default)
+      --workspace DIR  the workspace folder (overrides MAGPIE_WORKSPACE)
+  -h, --help           this help
+
+Without -m an interactive prompt starts: Ctrl-C stops the running turn (or clears
+the line), Ctrl-C at an empty prompt twice or Ctrl-D quits.
+
+exit codes: 0 ok, 2 configuration or workspace, 3 model endpoint unreachable or refused, 130 cancelled`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseCommandArgs('agent', argv, {
+    message: { type: 'string', short: 'm' },
+    chat: { type: 'string' },
+    workspace: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  if (values.message !== undefined && values.message.trim() === '') {
+    throw new ConfigError('magpie agent: -m needs some text; see "magpie agent --help"');
+  }
+  const chat = values.chat ?? 'default';
+  if (chat.trim() === '')
+    throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
+  const config = agentConfig(values.workspace);
+  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  const { buildAgent } = await import('../../app/build-agent.js');
+  const { agent } = await buildAgent({ config, logger, outbound: new TerminalSink(chat, logger) });
+  const sessionKey = `cli:${chat}`;
+  const code = await (values.message === undefined
+    ? interactive(agent, sessionKey)
+    : once(agent, values.message, sessionKey));
+  exitWhenIdle(code);
+  return code;
+}
+
+/**
+ * The HTTP client keeps its connection to the endpoint alive, which would hold
+ * this short-lived process open for a while after the answer: once the work is
+ * done, exit at the next turn of the event loop (stdout and stderr are
+ * synchronous for files and pipes on Linux, so nothing written is lost).
+ */
+function exitWhenIdle(code: number): void {
+  setImmediate(() => process.exit(code)).unref();
+}
+
+/** The config for this command: LOG_LEVEL defaults to warn, --workspace overrides MAGPIE_WORKSPACE. */
+function agentConfig(workspace: string | undefined): Config {
+  loadConfig({ llm: true });
+  const env = { LOG_LEVEL: 'warn', ...process.env, ...(workspace ? { MAGPIE_WORKSPACE: workspace } : {}) };
+  return parseConfig(env, { llm: true });
+}
+
+/** One message: the reply on stdout; Ctrl-C cancels (exit 130). */
+async function once(agent: AgentLoop, text: string, sessionKey: string): Promise<number> {
+  const controller = new AbortController();
+  const onSigint = () => controller.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const result = await agent.processDirect(text, sessionKey, { signal: controller.signal });
+    if (result.metrics.outcome === 'cancelled') {
+      process.stderr.write('magpie: stopped\n');
+      return ExitCode.cancelled;
+    }
+    if (result.reply !== undefined) process.stdout.write(`${result.reply}\n`);
+    await agent.idle();
+    return ExitCode.ok;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/** The interactive prompt. Lines typed during a turn wait their turn. */
+async function interactive(agent: AgentLoop, sessionKey: string): Promise<number> {
+  const readline = await import('node:readline');
+  const rl: Interface = readline.createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    prompt: 'you> ',
+    historySize: 1000,
+    terminal: Boolean(process.stdin.isTTY),
+  });
+  let running: AbortController | undefined;
+  let quitArmed = false;
+  let chain: Promise<void> = Promise.resolve();
+
+  const turn = async (text: string) => {
+    running = new AbortController();
+    try {
+      const result = await agent.processDirect(text, sessionKey, { signal: running.signal });
+      if (result.metrics.outcome === 'cancelled') process.stdout.write('(stopped)\n');
+      else if (result.reply !== undefined) process.stdout.write(`${result.reply}\n`);
+    } catch (err) {
+      process.stderr.write(`magpie: ${describeError(err)}\n`);
+    } finally {
+      running = undefined;
+    }
+    rl.prompt();
+  };
+
+  rl.on('SIGINT', () => {
+    if (running) {
+      running.abort();
+      return;
+    }
+    if (rl.line.length > 0) {
+      rl.write(null, { ctrl: true, name: 'u' });
+      quitArmed = false;
+      return;
+    }
+    if (quitArmed) {
+      rl.close();
+      return;
+    }
+    quitArmed = true;
+    process.stdout.write('\n(press Ctrl-C again or Ctrl-D to quit)\n');
+    rl.prompt();
+  });
+  rl.on('line', (line) => {
+    quitArmed = false;
+    const text = line.trim();
+    if (text === '') {
+      rl.prompt();
+      return;
+    }
+    chain = chain.then(() => turn(text));
+  });
+  process.stdout.write('magpie: type a message (/help for commands, Ctrl-D to quit)\n');
+  rl.prompt();
+  await new Promise<void>((resolve) => rl.once('close', resolve));
+  await chain;
+  await agent.idle();
+  if (process.stdout.isTTY) process.stdout.write('\n');
+  return ExitCode.ok;
+}
+
+/** The message tool's sends: this chat's go to stdout; other chats cannot be reached from here. */
+class TerminalSink implements OutboundSink {
+  readonly #chat: string;
+  readonly #logger: Logger;
+
+  constructor(chat: string, logger: Logger) {
+    this.#chat = chat;
+    this.#logger = logger;
+  }
+
+  async publish(message: OutboundMessageInput): Promise<void> {
+    if (message.channel === 'cli' && message.chatId === this.#chat) {
+      process.stdout.write(`${message.content}\n`);
+      return;
+    }
+    this.#logger.warn(
+      { channel: message.channel, chatId: message.chatId },
+      'message to another chat refused',
+    );
+    throw new AppError(
+      'DELIVERY_PERMANENT',
+      `magpie agent can only answer this terminal, not ${message.channel}:${message.chatId} (the daemon can)`,
+    );
+  }
 }

@@ -1,0 +1,90 @@
+/**
+ * Benchmark: wall time of `magpie agent -m hi` against a local endpoint that
+ * answers at once, next to `node -e ''` on the same machine in the same run
+ * (run alternately, so drift hits both). Prints one JSON object.
+ *
+ *   npx tsx bench/agent-cli.ts [--runs 15]
+ *
+ * Target (issue 2): median ratio ≤ 4. Builds dist/ first when it is missing.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { startFakeOpenAI } from '../test/fakes/openai-server.js';
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const bin = path.join(root, 'dist', 'cli', 'bin.js');
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' } } });
+const runs = Number(values.runs);
+if (!Number.isInteger(runs) || runs < 1) throw new RangeError('--runs must be a positive whole number');
+
+/** Wall milliseconds of one child process, start to exit. */
+async function timed(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<number> {
+  const started = performance.now();
+  await run(process.execPath, args, { env, cwd });
+  return performance.now() - started;
+}
+
+function stats(samples: number[]): { min: number; median: number; max: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const round = (n: number) => Math.round(n * 10) / 10;
+  return { min: round(sorted[0]!), median: round(median), max: round(sorted.at(-1)!) };
+}
+
+if (!existsSync(bin)) await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root });
+
+const fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
+const dir = await mkdtemp(path.join(os.tmpdir(), 'magpie-bench-'));
+try {
+  const workspace = path.join(dir, 'workspace');
+  const env = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    OPENAI_API_KEY: 'bench',
+    OPENAI_BASE_URL: fake.baseURL,
+    MAGPIE_WORKSPACE: workspace,
+  };
+  await run(process.execPath, [bin, 'init'], { env, cwd: dir });
+  const magpie = [bin, 'agent', '-m', 'hi'];
+  const node = ['-e', ''];
+  // Warm-up: file cache and the session file exist before timing.
+  await timed(magpie, env, dir);
+  await timed(node, env, dir);
+  const magpieMs: number[] = [];
+  const nodeMs: number[] = [];
+  const ratios: number[] = [];
+  for (let i = 0; i < runs; i += 1) {
+    const a = await timed(magpie, env, dir);
+    const b = await timed(node, env, dir);
+    magpieMs.push(a);
+    nodeMs.push(b);
+    ratios.push(a / b);
+  }
+  const m = stats(magpieMs);
+  const n = stats(nodeMs);
+  process.stdout.write(
+    `${JSON.stringify({
+      bench: 'agent-cli',
+      runs,
+      magpie_ms: m,
+      node_ms: n,
+      ratio: Math.round((m.median / n.median) * 100) / 100,
+      pairwise_ratio: stats(ratios),
+      target_ratio: 4,
+      node: process.version,
+      cpus: os.cpus().length,
+      loadavg: os.loadavg().map((l) => Math.round(l * 100) / 100),
+    })}\n`,
+  );
+} finally {
+  await fake.close();
+  await rm(dir, { recursive: true, force: true });
+}

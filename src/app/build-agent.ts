@@ -1,0 +1,129 @@
+/**
+ * The agent side of the composition root: provider, sessions, memory, skills,
+ * tools, context and the AgentLoop, built from one Config. Used by
+ * `magpie agent` and by the bus worker, so both run the same turn.
+ */
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { ContextBuilder } from '../agent/context.js';
+import { AgentLoop } from '../agent/loop.js';
+import type { OutboundSink, StateStore } from '../agent/ports.js';
+import type { Config } from '../config/index.js';
+import { AppError, ExitCode } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { MemoryStore } from '../memory/store.js';
+import type { LLMProvider } from '../providers/types.js';
+import { JsonlSessionStore } from '../sessions/jsonl-store.js';
+import type { SessionStore } from '../sessions/types.js';
+import { SkillsLoader } from '../skills/loader.js';
+import { createCoreTools, ToolRegistry } from '../tools/index.js';
+import type { Tool } from '../tools/types.js';
+
+/** Everything buildAgent made, for callers that need more than the loop (status, tools for helpers). */
+export interface AgentParts {
+  agent: AgentLoop;
+  provider: LLMProvider;
+  sessions: SessionStore;
+  memory: MemoryStore;
+  tools: ToolRegistry;
+  context: ContextBuilder;
+  skills: SkillsLoader;
+}
+
+export interface BuildAgentOptions {
+  config: Config;
+  logger: Logger;
+  /** Where the message tool's sends go (the bus in the daemon, stdout for `magpie agent`). */
+  outbound: OutboundSink;
+  /** The last active chat, for heartbeat replies (Redis in the daemon; none for `magpie agent`). */
+  state?: StateStore;
+  /** Tools beyond the core ones (cron, spawn, load_skill…). */
+  extraTools?: Tool[];
+  /** A ready provider (tests); by default the OpenAI provider from `config.llm`. */
+  provider?: LLMProvider;
+}
+
+/**
+ * Builds the agent for `config.workspace`.
+ *
+ * @throws AppError WORKSPACE_MISSING (exit 2) when the workspace folder does not exist.
+ * @example
+ * const { agent } = await buildAgent({ config, logger, outbound });
+ * const { reply } = await agent.processDirect('hello', 'cli:default');
+ */
+export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts> {
+  const { config, logger } = options;
+  const workspace = await existingWorkspace(config.workspace);
+  const provider = options.provider ?? (await openAIProvider(config, logger));
+  const secrets = [
+    config.llm.apiKey,
+    config.telegram.token,
+    config.discord.token,
+    config.dashboard.token,
+  ].filter((s): s is string => typeof s === 'string');
+  const sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
+  const memory = new MemoryStore({ workspace, timezone: config.timezone });
+  const skills = new SkillsLoader({ dir: path.join(workspace, 'skills'), logger });
+  const tools = new ToolRegistry(
+    [
+      ...createCoreTools({
+        workspace,
+        execTimeoutMs: config.tools.execTimeoutMs,
+        webAllowPrivate: config.tools.webAllowPrivate,
+        secrets,
+      }),
+      ...(options.extraTools ?? []),
+    ],
+    { secrets },
+  );
+  const context = new ContextBuilder({
+    workspace,
+    memory,
+    skills,
+    tools: () => tools.summaries(),
+    timezone: config.timezone,
+    logger,
+  });
+  const agent = new AgentLoop({
+    provider,
+    tools,
+    sessions,
+    context,
+    logger,
+    outbound: options.outbound,
+    ...(options.state ? { state: options.state } : {}),
+    workspace,
+    maxIterations: config.agent.maxIterations,
+    ...(config.llm.contextTokens ? { contextTokens: config.llm.contextTokens } : {}),
+    transcribe: config.llm.transcribeModel !== undefined,
+  });
+  return { agent, provider, sessions, memory, tools, context, skills };
+}
+
+async function existingWorkspace(dir: string): Promise<string> {
+  const missing = () =>
+    new AppError('WORKSPACE_MISSING', `workspace ${dir} not found: run "npx magpie init"`, {
+      exitCode: ExitCode.config,
+    });
+  try {
+    if (!(await stat(dir)).isDirectory()) throw missing();
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw missing();
+  }
+  return realpath(dir);
+}
+
+/** Loaded lazily: tests and callers with their own provider never load the openai SDK. */
+async function openAIProvider(config: Config, logger: Logger): Promise<LLMProvider> {
+  const { OpenAIProvider } = await import('../providers/openai/provider.js');
+  return new OpenAIProvider({
+    apiKey: config.llm.apiKey ?? '',
+    baseURL: config.llm.baseURL,
+    model: config.llm.model,
+    timeoutMs: config.llm.timeoutMs,
+    maxRetries: config.llm.maxRetries,
+    logger,
+    ...(config.llm.transcribeModel ? { transcribeModel: config.llm.transcribeModel } : {}),
+  });
+}
