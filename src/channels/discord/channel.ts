@@ -18,7 +18,7 @@ import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { deliverMessage, targetChannelId } from './delivery.js';
-import { handleInbound } from './inbound.js';
+import { handleInbound, type InboundAction } from './inbound.js';
 import { PublishBuffer } from './publish-buffer.js';
 import { TypingIndicators } from './typing.js';
 
@@ -34,6 +34,12 @@ export interface DiscordChannelOptions {
   bufferRetryMs?: number;
 }
 
+/** A received message and, once decided, what to do with it. */
+interface Received {
+  message: Message;
+  action?: InboundAction;
+}
+
 const PAIRING_TEXT = (code: string) =>
   `Hi! I don't know you yet. Ask my owner to run: npx magpie pairing approve ${code}`;
 
@@ -45,7 +51,7 @@ export class DiscordChannel implements Channel {
   private readonly client: Client;
   private readonly access: AccessControl;
   private readonly typing: TypingIndicators;
-  private readonly buffer: PublishBuffer;
+  private readonly buffer: PublishBuffer<Received>;
   private readonly readyTimeoutMs: number;
   /** Parts already posted per outbound id, so a retried send resumes where it failed. */
   private readonly partsSent = new Map<string, number>();
@@ -83,8 +89,9 @@ export class DiscordChannel implements Channel {
         await this.client.rest.post(Routes.channelTyping(channelId));
       },
     });
-    this.buffer = new PublishBuffer({
-      publish: (message) => deps.bus.publishInbound(message),
+    this.buffer = new PublishBuffer<Received>({
+      publish: (received) => this.handle(received),
+      idOf: (received) => received.message.id,
       logger: this.logger,
       capacity: options.bufferCapacity ?? 1000,
       initialDelayMs: options.bufferRetryMs ?? 200,
@@ -157,11 +164,7 @@ export class DiscordChannel implements Channel {
   }
 
   private attachEvents(): void {
-    this.client.on(Events.MessageCreate, (message) => {
-      this.onMessage(message).catch((err: unknown) => {
-        this.logger.error({ err, messageId: message.id }, 'discord message handling failed');
-      });
-    });
+    this.client.on(Events.MessageCreate, (message) => this.buffer.push({ message }));
     this.client.on(Events.Error, (err) => this.logger.error({ err }, 'discord client error'));
     this.client.on(Events.ShardError, (err, shardId) =>
       this.logger.warn({ err, shardId }, 'discord connection error'),
@@ -178,13 +181,20 @@ export class DiscordChannel implements Channel {
     this.client.on(Events.Warn, (info) => this.logger.warn({ info }, 'discord warning'));
   }
 
-  private async onMessage(message: Message): Promise<void> {
-    const action = await handleInbound(message, {
+  /**
+   * Handles one received message; the buffer calls this in arrival order and
+   * retries it while Redis is away. The decision (access, downloads) is kept, so
+   * a retry only repeats what failed.
+   */
+  private async handle(received: Received): Promise<void> {
+    const { message } = received;
+    received.action ??= await handleInbound(message, {
       botUserId: this.botUserId || (this.client.user?.id ?? ''),
       access: this.access,
       maxMediaBytes: this.deps.config.media.maxBytes,
       logger: this.logger,
     });
+    const action = received.action;
     switch (action.kind) {
       case 'ignore':
         this.logger.trace({ messageId: message.id, reason: action.reason }, 'discord message ignored');
@@ -198,7 +208,7 @@ export class DiscordChannel implements Channel {
         await this.reply(action.channelId, 'Stopping.');
         return;
       case 'publish':
-        this.buffer.push(action.message);
+        await this.deps.bus.publishInbound(action.message);
     }
   }
 

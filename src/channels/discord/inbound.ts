@@ -9,6 +9,7 @@
  */
 import type { Message } from 'discord.js';
 import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
+import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { AccessControl } from '../access.js';
 import { attachmentsToMedia } from './media.js';
@@ -45,11 +46,21 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
     username: message.author.username,
     displayName: message.member?.displayName ?? message.author.globalName ?? message.author.username,
   };
-  if (!(await ctx.access.isAllowed(sender))) {
-    if (isGroup) return { kind: 'ignore', reason: 'unknown sender in a server' };
-    const code = await ctx.access.requestPairing(sender, message.channelId);
-    return { kind: 'pairing', channelId: message.channelId, code };
+  let allowed: boolean;
+  try {
+    allowed = await ctx.access.isAllowed(sender);
+    if (!allowed && !isGroup) {
+      const code = await ctx.access.requestPairing(sender, message.channelId);
+      return { kind: 'pairing', channelId: message.channelId, code };
+    }
+  } catch (err) {
+    // Redis is the only thing the access check talks to: retry the message later.
+    throw new AppError('REDIS_UNAVAILABLE', `discord access check failed: ${describeError(err)}`, {
+      cause: err,
+      transient: true,
+    });
   }
+  if (!allowed) return { kind: 'ignore', reason: 'unknown sender in a server' };
 
   const channel = message.channel;
   const inThread = channel.isThread() && channel.parentId !== null;

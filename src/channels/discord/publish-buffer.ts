@@ -1,15 +1,18 @@
 /**
  * Holds received messages while the bus cannot take them (Redis briefly away) and
- * publishes them in arrival order, retrying with backoff until the bus is back.
+ * handles them in arrival order, retrying with backoff until Redis is back.
  * Bounded: when full, the oldest held message is dropped with a warning.
+ * A failure marked permanent (an AppError with `transient: false`, e.g.
+ * INVALID_MESSAGE) drops that message instead of blocking the ones behind it.
  */
-import type { InboundMessageInput } from '../../bus/messages.js';
-import { describeError, hasCode } from '../../errors/index.js';
+import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 
-export interface PublishBufferOptions {
-  /** Publishes one message; rejects when the bus is unavailable. */
-  publish: (message: InboundMessageInput) => Promise<void>;
+export interface PublishBufferOptions<T> {
+  /** Handles one item (access check, publish…); rejects while Redis is unavailable. */
+  publish: (item: T) => Promise<void>;
+  /** An id for log lines. */
+  idOf: (item: T) => string;
   logger: Logger;
   /** Most messages held at once; beyond it the oldest is dropped. @defaultValue 1000 */
   capacity?: number;
@@ -19,10 +22,11 @@ export interface PublishBufferOptions {
   maxDelayMs?: number;
 }
 
-/** An ordered, bounded publish queue with retry. */
-export class PublishBuffer {
-  private readonly queue: InboundMessageInput[] = [];
-  private readonly publish: (message: InboundMessageInput) => Promise<void>;
+/** An ordered, bounded queue with retry. */
+export class PublishBuffer<T> {
+  private readonly queue: T[] = [];
+  private readonly publish: (item: T) => Promise<void>;
+  private readonly idOf: (item: T) => string;
   private readonly logger: Logger;
   private readonly capacity: number;
   private readonly initialDelayMs: number;
@@ -32,8 +36,9 @@ export class PublishBuffer {
   private wake: (() => void) | undefined;
   private readonly idleWaiters: Array<() => void> = [];
 
-  constructor(options: PublishBufferOptions) {
+  constructor(options: PublishBufferOptions<T>) {
     this.publish = options.publish;
+    this.idOf = options.idOf;
     this.logger = options.logger;
     this.capacity = options.capacity ?? 1000;
     this.initialDelayMs = options.initialDelayMs ?? 200;
@@ -49,16 +54,16 @@ export class PublishBuffer {
     return this.queue.length;
   }
 
-  /** Queues a message; it is published after every message queued before it. */
-  push(message: InboundMessageInput): void {
+  /** Queues an item; it is handled after every item queued before it. */
+  push(message: T): void {
     if (this.closed) {
-      this.logger.warn({ id: message.id }, 'discord message received while stopping; not published');
+      this.logger.warn({ id: this.idOf(message) }, 'discord message received while stopping; not published');
       return;
     }
     if (this.queue.length >= this.capacity) {
       const dropped = this.queue.shift();
       this.logger.warn(
-        { id: dropped?.id, capacity: this.capacity },
+        { id: dropped === undefined ? undefined : this.idOf(dropped), capacity: this.capacity },
         'discord inbound buffer full: dropped the oldest held message',
       );
     }
@@ -99,9 +104,9 @@ export class PublishBuffer {
         failing = false;
         delay = this.initialDelayMs;
       } catch (err) {
-        if (hasCode(err, 'INVALID_MESSAGE')) {
+        if (err instanceof AppError && !err.transient) {
           if (this.queue[0] === message) this.queue.shift();
-          this.logger.error({ err, id: message.id }, 'discord message rejected by the bus; dropped');
+          this.logger.error({ err, id: this.idOf(message) }, 'discord message failed permanently; dropped');
           continue;
         }
         if (!failing) {

@@ -5,7 +5,9 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
+import { approvePairing } from '../../../src/channels/access.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { FakeUser } from '../../fakes/discord-server.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { type Harness, RecordingBus, startHarness, until } from './discord-harness.js';
 
@@ -30,35 +32,43 @@ describe('discord inbound buffer', () => {
     dirs.push(dir);
     redis = await startRedis({ dir });
     const { port } = redis;
-    // The harness's own Redis (access checks) stays up; only the bus's Redis goes away.
     const busUrl = redis.url;
+    // As in the gateway, the access check and the bus share the bus's fail-fast connection.
     harness = await startHarness({
-      redisUrl: inject('redisUrl'),
+      redisUrl: busUrl,
       bus: async (config) => {
         bus = await Bus.connect({ config, logger: silentLogger(), url: busUrl });
         return bus;
       },
+      useBusRedis: true,
     });
-    const { channel } = harness;
+    const { channel, fake, owner } = harness;
     await channel.start();
-    const { fake, owner } = harness;
+    // A sender admitted by pairing (not on the allow-list): their access check needs Redis.
+    const stranger: FakeUser = { id: fake.newId(), username: 'paired' };
+    const strangerDm = fake.newId();
+    fake.dispatchMessage({ channelId: strangerDm, author: stranger, content: 'hi' });
+    await fake.waitFor(() => fake.sent(strangerDm).length === 1);
+    const code = /approve ([A-Z2-9]{6})/.exec(fake.sent(strangerDm)[0]!.content)![1]!;
+    await approvePairing(bus!.redis, harness.prefix, code);
     const dm = fake.newId();
 
     await redis.stop();
     for (const text of ['one', 'two', 'three'])
       fake.dispatchMessage({ channelId: dm, author: owner, content: text });
-    await until(() => channel.heldMessages === 3);
+    fake.dispatchMessage({ channelId: strangerDm, author: stranger, content: 'paired while away' });
+    await until(() => channel.heldMessages === 4);
 
     redis = await startRedis({ port, dir });
     await until(() => channel.heldMessages === 0, 20_000);
     const check = new Redis(redis.url);
     try {
-      const entries = await check.lrange(`${harness.prefix}:mailbox:discord:${dm}`, 0, -1);
-      expect(entries.map((e) => (JSON.parse(e) as { content: string }).content)).toEqual([
-        'one',
-        'two',
-        'three',
-      ]);
+      const read = async (chat: string) =>
+        (await check.lrange(`${harness!.prefix}:mailbox:discord:${chat}`, 0, -1)).map(
+          (e) => (JSON.parse(e) as { content: string }).content,
+        );
+      expect(await read(dm)).toEqual(['one', 'two', 'three']);
+      expect(await read(strangerDm)).toEqual(['paired while away']);
     } finally {
       check.disconnect();
     }

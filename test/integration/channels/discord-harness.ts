@@ -1,6 +1,7 @@
 /** Shared set-up for the Discord channel tests: fake Discord, real Redis, the real adapter. */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { Bus } from '../../../src/bus/bus.js';
 import type { InboundMessageInput } from '../../../src/bus/messages.js';
 import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channels/discord/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
@@ -44,6 +45,8 @@ export interface HarnessOptions {
   bus: ChannelBus | ((config: Config) => Promise<ChannelBus>);
   allowFrom?: (owner: FakeUser) => string[];
   channelOptions?: DiscordChannelOptions;
+  /** Give the channel the bus's own Redis connection (as the gateway does) instead of a separate one. */
+  useBusRedis?: boolean;
   token?: string;
   env?: Record<string, string>;
 }
@@ -65,8 +68,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   });
   const redis = new Redis(options.redisUrl);
   const bus = typeof options.bus === 'function' ? await options.bus(config) : options.bus;
+  const channelRedis = options.useBusRedis && bus instanceof Bus ? bus.redis : redis;
   const channel = new DiscordChannel(
-    { config, bus, logger: silentLogger(), redis },
+    { config, bus, logger: silentLogger(), redis: channelRedis },
     { typingIntervalMs: 100, bufferRetryMs: 50, readyTimeoutMs: 10_000, ...options.channelOptions },
   );
   return {

@@ -5,6 +5,7 @@ import { PublishBuffer } from '../../../../src/channels/discord/publish-buffer.j
 import { AppError } from '../../../../src/errors/index.js';
 import { silentLogger } from '../../../../src/log/index.js';
 
+const idOf = (m: InboundMessageInput) => m.id;
 const msg = (content: string): InboundMessageInput => ({
   id: `m-${content}`,
   channel: 'discord',
@@ -27,7 +28,7 @@ function flakyBus() {
 describe('PublishBuffer', () => {
   it('publishes in arrival order', async () => {
     const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({ publish, logger: silentLogger() });
+    const buffer = new PublishBuffer({ publish, idOf, logger: silentLogger() });
     for (const c of ['a', 'b', 'c']) buffer.push(msg(c));
     await buffer.idle();
     expect(state.published).toEqual(['a', 'b', 'c']);
@@ -36,7 +37,13 @@ describe('PublishBuffer', () => {
 
   it('holds messages while the bus fails and publishes them in order when it returns', async () => {
     const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({ publish, logger: silentLogger(), initialDelayMs: 5, maxDelayMs: 20 });
+    const buffer = new PublishBuffer({
+      publish,
+      idOf,
+      logger: silentLogger(),
+      initialDelayMs: 5,
+      maxDelayMs: 20,
+    });
     state.down = true;
     for (const c of ['a', 'b', 'c']) buffer.push(msg(c));
     while (state.attempts < 3) await new Promise((r) => setTimeout(r, 5));
@@ -50,7 +57,13 @@ describe('PublishBuffer', () => {
 
   it('drops the oldest message when full', async () => {
     const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({ publish, logger: silentLogger(), capacity: 2, initialDelayMs: 5 });
+    const buffer = new PublishBuffer({
+      publish,
+      idOf,
+      logger: silentLogger(),
+      capacity: 2,
+      initialDelayMs: 5,
+    });
     state.down = true;
     for (const c of ['a', 'b', 'c', 'd']) buffer.push(msg(c));
     expect(buffer.size).toBe(2);
@@ -62,16 +75,34 @@ describe('PublishBuffer', () => {
   it('drops a message the bus rejects as invalid instead of retrying it forever', async () => {
     const { state, publish } = flakyBus();
     state.reject.add('bad');
-    const buffer = new PublishBuffer({ publish, logger: silentLogger() });
+    const buffer = new PublishBuffer({ publish, idOf, logger: silentLogger() });
     for (const c of ['a', 'bad', 'b']) buffer.push(msg(c));
     await buffer.idle();
     expect(state.published).toEqual(['a', 'b']);
+  });
+
+  it('retries an unclassified error (assumed transient) until it passes', async () => {
+    let failures = 2;
+    const published: string[] = [];
+    const buffer = new PublishBuffer<InboundMessageInput>({
+      publish: async (m) => {
+        if (failures-- > 0) throw new Error('connection reset');
+        published.push(m.content);
+      },
+      idOf,
+      logger: silentLogger(),
+      initialDelayMs: 5,
+    });
+    buffer.push(msg('x'));
+    await buffer.idle();
+    expect(published).toEqual(['x']);
   });
 
   it('stops retrying on close and ignores later pushes', async () => {
     const { state, publish } = flakyBus();
     const buffer = new PublishBuffer({
       publish,
+      idOf,
       logger: silentLogger(),
       initialDelayMs: 10_000,
       maxDelayMs: 10_000,
@@ -88,9 +119,11 @@ describe('PublishBuffer', () => {
 
   it('rejects bad options', () => {
     const { publish } = flakyBus();
-    expect(() => new PublishBuffer({ publish, logger: silentLogger(), capacity: 0 })).toThrow(RangeError);
+    expect(() => new PublishBuffer({ publish, idOf, logger: silentLogger(), capacity: 0 })).toThrow(
+      RangeError,
+    );
     expect(
-      () => new PublishBuffer({ publish, logger: silentLogger(), initialDelayMs: 50, maxDelayMs: 10 }),
+      () => new PublishBuffer({ publish, idOf, logger: silentLogger(), initialDelayMs: 50, maxDelayMs: 10 }),
     ).toThrow(RangeError);
   });
 });
