@@ -34,19 +34,25 @@ const LINK_SCHEMES = /^(https?:|mailto:|tg:)/i;
  */
 export function toTelegramHtml(markdown: string): string {
   const tokens = new Lexer({ gfm: true }).lex(markdown);
-  return renderBlocks(tokens, '').trim();
+  return renderBlocks(tokens, { indent: '', inQuote: false }).trim();
 }
 
-function renderBlocks(tokens: Token[], indent: string): string {
+/** Where a block is rendered: list indentation, and whether inside a quote (Telegram cannot nest quotes). */
+interface Ctx {
+  indent: string;
+  inQuote: boolean;
+}
+
+function renderBlocks(tokens: Token[], ctx: Ctx): string {
   const blocks: string[] = [];
   for (const token of tokens) {
-    const out = renderBlock(token as MarkedToken, indent);
+    const out = renderBlock(token as MarkedToken, ctx);
     if (out !== '') blocks.push(out);
   }
   return blocks.join('\n\n');
 }
 
-function renderBlock(token: MarkedToken, indent: string): string {
+function renderBlock(token: MarkedToken, ctx: Ctx): string {
   switch (token.type) {
     case 'space':
     case 'def':
@@ -58,9 +64,10 @@ function renderBlock(token: MarkedToken, indent: string): string {
     case 'code':
       return renderCode(token);
     case 'blockquote':
-      return `<blockquote>${renderBlocks(token.tokens, '')}</blockquote>`;
+      if (ctx.inQuote) return renderBlocks(token.tokens, { indent: '', inQuote: true });
+      return `<blockquote>${renderBlocks(token.tokens, { indent: '', inQuote: true })}</blockquote>`;
     case 'list':
-      return renderList(token, indent);
+      return renderList(token, ctx);
     case 'table':
       return renderTable(token);
     case 'hr':
@@ -83,20 +90,21 @@ function renderCode(token: Tokens.Code): string {
   return `<pre>${body}</pre>`;
 }
 
-function renderList(list: Tokens.List, indent: string): string {
+function renderList(list: Tokens.List, ctx: Ctx): string {
+  const indent = ctx.indent;
   const start = typeof list.start === 'number' ? list.start : 1;
   const lines = list.items.map((item, i) => {
     const marker = list.ordered ? `${start + i}.` : '•';
     const check = item.task ? (item.checked ? '☑ ' : '☐ ') : '';
-    const childIndent = `${indent}  `;
+    const inner: Ctx = { indent: `${indent}  `, inQuote: ctx.inQuote };
     const parts: string[] = [];
-    for (const child of item.tokens) {
-      const c = child as MarkedToken;
+    for (const token of item.tokens) {
+      const c = token as MarkedToken;
       if (c.type === 'checkbox') continue;
-      if (c.type === 'list') parts.push(`\n${renderList(c, childIndent)}`);
+      if (c.type === 'list') parts.push(`\n${renderList(c, inner)}`);
       else {
-        const text = renderBlock(c, childIndent);
-        if (text !== '') parts.push(parts.length > 0 ? `\n${childIndent}${text}` : text);
+        const text = renderBlock(c, inner);
+        if (text !== '') parts.push(parts.length > 0 ? `\n${inner.indent}${text}` : text);
       }
     }
     return `${indent}${marker} ${check}${parts.join('')}`;

@@ -102,3 +102,11 @@ describe('formatForTelegram', () => {
     ).toBe(reply);
   });
 });
+
+describe('toTelegramHtml nesting', () => {
+  it('flattens a quote inside a quote (Telegram cannot nest blockquotes)', () => {
+    const html = toTelegramHtml('> outer\n>\n> > inner');
+    expect(html).toBe('<blockquote>outer\n\ninner</blockquote>');
+    expect(checkTelegramHtml(html)).toBeUndefined();
+  });
+});
