@@ -1,0 +1,114 @@
+/**
+ * Helpers for the daemon end-to-end tests: a fresh build, a temporary
+ * workspace, and `node dist/cli/bin.js <command>` subprocesses whose output
+ * can be awaited line by line.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = path.join(ROOT, 'dist', 'cli', 'bin.js');
+
+/** Builds dist/ (type errors elsewhere in the tree do not stop the emit). */
+export function build(): void {
+  try {
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+  } catch {
+    // tsc exits non-zero on type errors but still emits; the check below decides.
+  }
+  if (!existsSync(BIN)) throw new Error('the build produced no dist/cli/bin.js');
+}
+
+/** A temporary workspace made by `magpie init`. */
+export function tempWorkspace(): string {
+  const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'magpie-e2e-')), 'ws');
+  execFileSync(process.execPath, [BIN, 'init', '--workspace', dir], { stdio: 'ignore' });
+  return dir;
+}
+
+/** The environment of a daemon process: only what the test sets (plus PATH and HOME). */
+export function daemonEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    OPENAI_API_KEY: 'test-key',
+    MAGPIE_QUEUE_PREFIX: `e2e-${randomUUID()}`,
+    MAGPIE_HEARTBEAT_INTERVAL: '0',
+    LOG_LEVEL: 'info',
+    NODE_ENV: 'production',
+    ...extra,
+  };
+}
+
+export interface Proc {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stderr+stdout match `pattern`; rejects after `timeoutMs` or on exit. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves with the exit code (or the signal name). */
+  exited: Promise<number | string>;
+}
+
+/** Spawns `node dist/cli/bin.js ...args` in `cwd` (default: a temp dir, so no stray .env is read). */
+export function magpie(args: string[], env: NodeJS.ProcessEnv, cwd = os.tmpdir()): Proc {
+  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const listeners = new Set<() => void>();
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString();
+    for (const l of listeners) l();
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    err += c.toString();
+    for (const l of listeners) l();
+  });
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1));
+  });
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor(pattern, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (pattern.test(out) || pattern.test(err)) {
+            cleanup();
+            resolve();
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; stderr: ${err.slice(-800)}`));
+        }, timeoutMs);
+        const onExit = () => {
+          check();
+          cleanup();
+          reject(new Error(`process exited before ${pattern}; stderr: ${err.slice(-800)}`));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          child.off('exit', onExit);
+        };
+        listeners.add(check);
+        child.once('exit', onExit);
+        check();
+      });
+    },
+  };
+}
+
+/** Stops a process if it still runs and waits for it. */
+export async function stop(proc: Proc | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill(signal);
+  await proc.exited;
+}

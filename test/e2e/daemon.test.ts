@@ -1,0 +1,128 @@
+/**
+ * The daemon end to end: `magpie gateway` and `magpie worker` processes on a
+ * real Redis, the fake OpenAI server, and `magpie send` as the user.
+ */
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+
+describe('daemon (gateway + worker processes)', () => {
+  let fake: FakeOpenAI;
+  let workspace: string;
+  const procs: Proc[] = [];
+  const redisUrl = inject('redisUrl');
+
+  beforeAll(async () => {
+    build();
+    workspace = tempWorkspace();
+    fake = await startFakeOpenAI();
+  }, 120_000);
+  afterAll(async () => {
+    await fake?.close();
+  });
+  afterEach(async () => {
+    for (const p of procs.splice(0)) await stop(p, 'SIGKILL');
+    fake.setResponder(() => ({ content: 'ok' }));
+  });
+
+  function envFor(extra: Record<string, string> = {}) {
+    return daemonEnv({
+      REDIS_URL: redisUrl,
+      OPENAI_BASE_URL: fake.baseURL,
+      MAGPIE_WORKSPACE: workspace,
+      ...extra,
+    });
+  }
+  function run(args: string[], env: NodeJS.ProcessEnv): Proc {
+    const p = magpie(args, env);
+    procs.push(p);
+    return p;
+  }
+  async function daemon(env: NodeJS.ProcessEnv, workerArgs: string[] = []) {
+    const gateway = run(['gateway'], env);
+    const worker = run(['worker', ...workerArgs], env);
+    await Promise.all([gateway.waitFor(/magpie is running/), worker.waitFor(/magpie is running/)]);
+    return { gateway, worker };
+  }
+
+  it('magpie send -m gets the reply through the bus', async () => {
+    fake.setResponder(() => ({ content: 'hello from the model' }));
+    const env = envFor();
+    await daemon(env);
+    const send = run(['send', '-m', 'hi there', '--chat', 'e2e-1', '--timeout', '20s'], env);
+    expect(await send.exited).toBe(0);
+    expect(send.stdout().trim()).toBe('hello from the model');
+    const last = fake.requests.at(-1)?.body.messages.at(-1);
+    expect(last.content).toContain('hi there');
+  });
+
+  it('a worker killed with SIGKILL mid-turn, then restarted: answered exactly once', async () => {
+    let calls = 0;
+    fake.setResponder(() =>
+      ++calls === 1 ? { content: 'slow', delayMs: 30_000 } : { content: 'redone answer' },
+    );
+    const env = envFor();
+    const fast = ['--lock-duration', '2s', '--stalled-interval', '1s'];
+    const { worker } = await daemon(env, fast);
+    const before = fake.requests.length;
+    const send = run(['send', '-m', 'survive this', '--chat', 'e2e-kill', '--timeout', '30s'], env);
+    await fake.waitForRequests(before + 1, 10_000);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    const second = run(['worker', ...fast], env);
+    await second.waitFor(/magpie is running/);
+    expect(await send.exited).toBe(0);
+    expect(send.stdout().trim()).toBe('redone answer');
+
+    const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    const outbound = new Queue('outbound-cli', { connection, prefix: env.MAGPIE_QUEUE_PREFIX });
+    try {
+      const counts = await outbound.getJobCounts('completed', 'waiting', 'active', 'delayed', 'failed');
+      expect(counts).toMatchObject({ completed: 1, waiting: 0, active: 0, delayed: 0, failed: 0 });
+      expect(await connection.llen(`${env.MAGPIE_QUEUE_PREFIX}:mailbox:cli:e2e-kill`)).toBe(0);
+    } finally {
+      await outbound.close();
+      connection.disconnect();
+    }
+  });
+
+  it('SIGTERM during a turn: the turn finishes, its reply is delivered, the worker exits 0', async () => {
+    fake.setResponder(() => ({ content: 'finished before exit', delayMs: 1_500 }));
+    const env = envFor();
+    const { worker } = await daemon(env);
+    const before = fake.requests.length;
+    const send = run(['send', '-m', 'take your time', '--chat', 'e2e-term', '--timeout', '20s'], env);
+    await fake.waitForRequests(before + 1, 10_000);
+    worker.child.kill('SIGTERM');
+    expect(await send.exited).toBe(0);
+    expect(send.stdout().trim()).toBe('finished before exit');
+    expect(await worker.exited).toBe(0);
+    expect(worker.stderr()).toMatch(/magpie stopped/);
+  });
+
+  it('magpie send with no daemon running: a clear error and exit 3', async () => {
+    const send = run(
+      ['send', '-m', 'anyone?', '--timeout', '1s'],
+      envFor({ MAGPIE_QUEUE_PREFIX: 'e2e-nobody' }),
+    );
+    expect(await send.exited).toBe(3);
+    expect(send.stderr().trim()).toBe('magpie: no daemon answered within 1s: is `magpie start` running?');
+  });
+
+  it('Redis unreachable: one line and exit 3', async () => {
+    const send = run(['send', '-m', 'hi'], envFor({ REDIS_URL: 'redis://127.0.0.1:1' }));
+    expect(await send.exited).toBe(3);
+    const lines = send.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^magpie: Redis at redis:\/\/127\.0\.0\.1:1\/? is unreachable/);
+  });
+
+  it('bad config: one line naming the variable and exit 2', async () => {
+    const worker = run(['worker'], envFor({ MAGPIE_WORKER_CONCURRENCY: 'lots' }));
+    expect(await worker.exited).toBe(2);
+    expect(worker.stderr().trim().split('\n')).toHaveLength(1);
+    expect(worker.stderr()).toMatch(/MAGPIE_WORKER_CONCURRENCY/);
+  });
+});
