@@ -1,0 +1,225 @@
+/**
+ * `magpie agent` end to end: the built CLI as a subprocess against the fake
+ * OpenAI server, with a workspace made by `magpie init`. Covers the happy path
+ * (a tool call that writes a file) and the bad-input cases of issue 2.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'dist', 'cli', 'bin.js');
+const exec = promisify(execFile);
+
+let dir: string;
+let workspace: string;
+let fake: FakeOpenAI;
+
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: dir,
+    OPENAI_API_KEY: 'test-key',
+    OPENAI_BASE_URL: fake.baseURL,
+    MAGPIE_WORKSPACE: workspace,
+    ...extra,
+  };
+}
+
+/** Runs `magpie agent <args>` in the temp folder (no .env there) and collects its output. */
+function agent(args: string[], extraEnv: Record<string, string> = {}, input?: string): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'agent', ...args], { cwd: dir, env: env(extraEnv) });
+    collect(child).then(resolve, reject);
+    child.stdin.end(input ?? '');
+  });
+}
+
+function collect(child: ChildProcess): Promise<Outcome> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout, stderr }));
+  });
+}
+
+const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
+/** What a person reads on stderr: the lines that are not JSON log records (retries are logged at warn). */
+const said = (stderr: string) => lines(stderr).filter((l) => !l.startsWith('{'));
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+beforeAll(async () => {
+  await exec('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, timeout: 120_000 });
+  dir = await mkdtemp(path.join(tmpdir(), 'magpie-agent-e2e-'));
+  workspace = path.join(dir, 'ws');
+  await exec(process.execPath, [bin, 'init', '--workspace', workspace], {
+    cwd: dir,
+    env: { PATH: process.env.PATH },
+  });
+}, 150_000);
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  await fake?.close();
+});
+
+describe('magpie agent', () => {
+  it('runs a turn where the model writes a file through write_file, then prints the answer', async () => {
+    fake = await startFakeOpenAI();
+    fake.enqueue(
+      {
+        toolCalls: [
+          { name: 'write_file', arguments: JSON.stringify({ path: 'notes/cat.txt', content: 'Miso' }) },
+        ],
+      },
+      { content: 'I noted that your cat is called Miso.' },
+    );
+    const out = await agent(['-m', 'remember that my cat is called Miso']);
+    expect(out).toMatchObject({ code: 0, stdout: 'I noted that your cat is called Miso.\n' });
+    expect(await readFile(path.join(workspace, 'notes', 'cat.txt'), 'utf8')).toBe('Miso');
+    expect(fake.requests).toHaveLength(2);
+    const toolResult = fake.requests[1]!.body.messages.findLast((m: { role: string }) => m.role === 'tool');
+    expect(toolResult.content).not.toMatch(/^Error/);
+    expect(fake.requests[0]!.body.messages[0].content).toContain('AGENTS.md');
+  });
+
+  it('keeps the conversation in cli:<chat> and honours --workspace', async () => {
+    fake = await startFakeOpenAI({ responder: () => ({ content: 'noted' }) });
+    const other = path.join(dir, 'other-ws');
+    await exec(process.execPath, [bin, 'init', '--workspace', other], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+    });
+    await agent(['--chat', 'work', '--workspace', other, '-m', 'first']);
+    const out = await agent(['--chat', 'work', '--workspace', other, '-m', 'second']);
+    expect(out.code).toBe(0);
+    const second = fake.requests[1]!.body.messages.filter((m: { role: string }) => m.role === 'user');
+    expect(second.map((m: { content: string }) => m.content)).toEqual(['first', 'second']);
+    expect(await readdir(path.join(other, 'sessions'))).toContain('cli_work.jsonl');
+  });
+
+  it('answers lines from stdin in interactive mode and quits at end of input', async () => {
+    fake = await startFakeOpenAI({ responder: (_req, i) => ({ content: `answer ${i + 1}` }) });
+    const out = await agent(['--chat', 'repl'], {}, 'hello\n/help\nbye\n');
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain('answer 1');
+    expect(out.stdout).toContain('/new');
+    expect(out.stdout).toContain('answer 2');
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('exits 130 when Ctrl-C cancels the running turn', async () => {
+    fake = await startFakeOpenAI({ responder: () => ({ content: 'too late', delayMs: 20_000 }) });
+    const child = spawn(process.execPath, [bin, 'agent', '-m', 'slow please'], { cwd: dir, env: env() });
+    const done = collect(child);
+    await fake.waitForRequests(1, 20_000);
+    child.kill('SIGINT');
+    const out = await done;
+    expect(out.code).toBe(130);
+    expect(out.stdout).toBe('');
+  });
+
+  it('feeds garbage tool arguments back to the model as an error, and the turn still answers', async () => {
+    fake = await startFakeOpenAI();
+    fake.enqueue(
+      { toolCalls: [{ name: 'write_file', arguments: '{"path": "x.txt", "content' }] },
+      { content: 'Recovered.' },
+    );
+    const out = await agent(['--chat', 'garbage', '-m', 'write something']);
+    expect(out).toMatchObject({ code: 0, stdout: 'Recovered.\n' });
+    const toolResult = fake.requests[1]!.body.messages.findLast((m: { role: string }) => m.role === 'tool');
+    expect(toolResult.content).toMatch(/not valid JSON/);
+    expect(existsSync(path.join(workspace, 'x.txt'))).toBe(false);
+  });
+});
+
+describe('magpie agent: bad input gets one line and a defined exit code', () => {
+  it('no API key → exit 2', async () => {
+    fake = await startFakeOpenAI();
+    const out = await agent(['-m', 'hi'], { OPENAI_API_KEY: '' });
+    expect(out.code).toBe(2);
+    expect(out.stdout).toBe('');
+    expect(said(out.stderr)).toHaveLength(1);
+    expect(out.stderr).toContain('OPENAI_API_KEY');
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('unreachable endpoint → exit 3', async () => {
+    fake = await startFakeOpenAI();
+    const port = await closedPort();
+    const out = await agent(['-m', 'hi'], {
+      OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      MAGPIE_LLM_MAX_RETRIES: '0',
+    });
+    expect(out.code).toBe(3);
+    expect(said(out.stderr)).toHaveLength(1);
+    expect(out.stderr).toContain('OPENAI_BASE_URL');
+  });
+
+  it('401 → exit 3 naming OPENAI_API_KEY, not retried', async () => {
+    fake = await startFakeOpenAI({ apiKey: 'the-right-key' });
+    const out = await agent(['-m', 'hi'], { OPENAI_API_KEY: 'a-wrong-key' });
+    expect(out.code).toBe(3);
+    expect(said(out.stderr)).toHaveLength(1);
+    expect(out.stderr).toContain('OPENAI_API_KEY');
+    expect(out.stderr).not.toContain('a-wrong-key');
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it('a 500 storm → exit 3 after the retries', async () => {
+    fake = await startFakeOpenAI({ responder: () => ({ status: 500, error: { message: 'boom' } }) });
+    const out = await agent(['-m', 'hi'], { MAGPIE_LLM_MAX_RETRIES: '1' });
+    expect(out.code).toBe(3);
+    expect(said(out.stderr)).toHaveLength(1);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('missing workspace → exit 2 pointing at magpie init', async () => {
+    fake = await startFakeOpenAI();
+    const out = await agent(['-m', 'hi', '--workspace', path.join(dir, 'nope')]);
+    expect(out.code).toBe(2);
+    expect(said(out.stderr)).toHaveLength(1);
+    expect(out.stderr).toContain('magpie init');
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('an unknown flag → exit 2; --help → exit 0', async () => {
+    fake = await startFakeOpenAI();
+    const bad = await agent(['--bogus']);
+    expect(bad.code).toBe(2);
+    expect(said(bad.stderr)).toHaveLength(1);
+    const help = await agent(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--chat ID');
+  });
+});
