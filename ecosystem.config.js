@@ -1,0 +1,36 @@
+// PM2 processes for magpie: the gateway once, the worker N times (MAGPIE_WORKERS, default 2).
+// `pm2 start ecosystem.config.js` — PM2 7 loads this ESM file on Node >= 20.19 through the named
+// export `apps` (a default export or module.exports would fail in this "type": "module" package).
+// Set REDIS_URL (a shared Redis): the private redis-server is only started by `magpie start`.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+const workers = Number(process.env.MAGPIE_WORKERS ?? 2);
+
+// A turn may take a while: SIGINT lets it finish (up to --shutdown-timeout, 60 s by default)
+// before PM2 sends SIGKILL.
+const killTimeout = 75_000;
+
+export const apps = [
+  {
+    name: 'magpie-gateway',
+    script: path.join(root, 'dist', 'cli', 'bin.js'),
+    args: 'gateway',
+    cwd: root,
+    exec_mode: 'fork',
+    instances: 1,
+    kill_timeout: killTimeout,
+    env: { NODE_ENV: 'production' },
+  },
+  {
+    name: 'magpie-worker',
+    script: path.join(root, 'dist', 'cli', 'bin.js'),
+    args: 'worker',
+    cwd: root,
+    exec_mode: 'fork',
+    instances: Number.isInteger(workers) && workers > 0 ? workers : 2,
+    kill_timeout: killTimeout,
+    env: { NODE_ENV: 'production' },
+  },
+];
