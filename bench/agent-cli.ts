@@ -3,7 +3,7 @@
  * answers at once, next to `node -e ''` on the same machine in the same run
  * (run alternately, so drift hits both). Prints one JSON object.
  *
- *   npx tsx bench/agent-cli.ts [--runs 15]
+ *   npx tsx bench/agent-cli.ts [--runs 15] [--bin path/to/bin.js]
  *
  * Target (issue 2): median ratio ≤ 4. Builds dist/ first when it is missing.
  */
@@ -18,9 +18,11 @@ import { startFakeOpenAI } from '../test/fakes/openai-server.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const bin = path.join(root, 'dist', 'cli', 'bin.js');
-
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' } } });
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '15' }, bin: { type: 'string' } },
+});
+/** `--bin` measures another build of the CLI (e.g. a bundle) against the same endpoint. */
+const bin = path.resolve(values.bin ?? path.join(root, 'dist', 'cli', 'bin.js'));
 const runs = Number(values.runs);
 if (!Number.isInteger(runs) || runs < 1) throw new RangeError('--runs must be a positive whole number');
 
@@ -73,6 +75,7 @@ try {
   process.stdout.write(
     `${JSON.stringify({
       bench: 'agent-cli',
+      bin: path.relative(root, bin),
       runs,
       magpie_ms: m,
       node_ms: n,

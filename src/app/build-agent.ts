@@ -53,8 +53,10 @@ export interface BuildAgentOptions {
  */
 export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts> {
   const { config, logger } = options;
-  const workspace = await existingWorkspace(config.workspace);
-  const provider = options.provider ?? (await openAIProvider(config, logger));
+  const [workspace, provider] = await Promise.all([
+    existingWorkspace(config.workspace),
+    options.provider ?? openAIProvider(config, logger),
+  ]);
   const secrets = [
     config.llm.apiKey,
     config.telegram.token,

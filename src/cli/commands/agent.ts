@@ -8,7 +8,7 @@ import type { Interface } from 'node:readline';
 import type { AgentLoop } from '../../agent/loop.js';
 import type { OutboundSink } from '../../agent/ports.js';
 import type { OutboundMessageInput } from '../../bus/messages.js';
-import { type Config, loadConfig, parseConfig } from '../../config/index.js';
+import { type Config, loadConfig } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger, type Logger } from '../../log/index.js';
 import { parseCommandArgs } from '../args.js';
@@ -43,10 +43,11 @@ export async function run(argv: string[]): Promise<number> {
     throw new ConfigError('magpie agent: -m needs some text; see "magpie agent --help"');
   }
   const chat = values.chat ?? 'default';
-  if (chat.trim() === '')
+  if (chat.trim() === '') {
     throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
-  const config = agentConfig(values.workspace);
-  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  }
+  const { config, logLevel } = agentConfig(values.workspace);
+  const logger = createLogger({ level: logLevel, pretty: config.log.pretty });
   const { buildAgent } = await import('../../app/build-agent.js');
   const { agent } = await buildAgent({ config, logger, outbound: new TerminalSink(chat, logger) });
   const sessionKey = `cli:${chat}`;
@@ -67,11 +68,15 @@ function exitWhenIdle(code: number): void {
   setImmediate(() => process.exit(code)).unref();
 }
 
-/** The config for this command: LOG_LEVEL defaults to warn, --workspace overrides MAGPIE_WORKSPACE. */
-function agentConfig(workspace: string | undefined): Config {
-  loadConfig({ llm: true });
-  const env = { LOG_LEVEL: 'warn', ...process.env, ...(workspace ? { MAGPIE_WORKSPACE: workspace } : {}) };
-  return parseConfig(env, { llm: true });
+/**
+ * The config for this command: --workspace beats MAGPIE_WORKSPACE (also one
+ * from .env, which never overrides a set variable), and with LOG_LEVEL unset
+ * everywhere only warnings are logged, so stdout holds replies only.
+ */
+function agentConfig(workspace: string | undefined): { config: Config; logLevel: string } {
+  if (workspace !== undefined) process.env.MAGPIE_WORKSPACE = workspace;
+  const config = loadConfig({ llm: true });
+  return { config, logLevel: process.env.LOG_LEVEL ? config.log.level : 'warn' };
 }
 
 /** One message: the reply on stdout; Ctrl-C cancels (exit 130). */
