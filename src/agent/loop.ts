@@ -276,8 +276,7 @@ export class AgentLoop implements AgentRunner {
         ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText },
         ...{ history, summary, turn: [] },
       };
-      await this.#o.sessions.append(req.sessionKey, ...req.user.map((u) => u.forLog));
-      run.turn.push(...req.user.map((u) => u.forModel));
+      await this.#addUser(run, req.user, req.ids);
 
       const { content, outcome } = await this.runLLMIteration(run);
       const text =
@@ -507,9 +506,30 @@ export class AgentLoop implements AgentRunner {
     const pending = (await run.options.drainPending?.()) ?? [];
     if (pending.length === 0) return;
     const user = await this.#userMessages(pending, run.signal);
-    run.req.ids.push(...pending.map((m) => m.id));
-    await this.#o.sessions.append(run.req.sessionKey, ...user.map((u) => u.forLog));
-    run.turn.push(...user.map((u) => u.forModel));
+    const ids = pending.map((m) => m.id);
+    run.req.ids.push(...ids);
+    await this.#addUser(run, user, ids);
+  }
+
+  /**
+   * Appends user messages to the session (tagged with their inbound ids) and to
+   * the turn. A redone turn (a retried or crashed job) finds its messages
+   * already in the history: they are not stored or sent twice.
+   */
+  async #addUser(run: TurnRun, user: UserTurnMessage[], ids: readonly string[]): Promise<void> {
+    const logged = new Set(run.history.map(inboundIdOf).filter((id) => id !== undefined));
+    const fresh = user.flatMap((u, i) => {
+      const inboundId = ids[i];
+      if (inboundId !== undefined && logged.has(inboundId)) return [];
+      return [
+        { forModel: u.forModel, forLog: inboundId === undefined ? u.forLog : { ...u.forLog, inboundId } },
+      ];
+    });
+    if (fresh.length < user.length)
+      run.log.info({ redone: user.length - fresh.length }, 'redone turn: messages already stored');
+    if (fresh.length === 0) return;
+    await this.#o.sessions.append(run.req.sessionKey, ...fresh.map((u) => u.forLog));
+    run.turn.push(...fresh.map((u) => u.forModel));
   }
 
   /**
@@ -593,6 +613,12 @@ function targetOfRequest(req: TurnRequest): TurnResult['target'] {
     ...(req.threadId ? { threadId: req.threadId } : {}),
     ...(req.replyTo ? { replyTo: req.replyTo } : {}),
   };
+}
+
+/** The inbound message id a stored user message was tagged with. */
+function inboundIdOf(entry: ChatMessage): string | undefined {
+  const id = (entry as { inboundId?: unknown }).inboundId;
+  return typeof id === 'string' ? id : undefined;
 }
 
 function hashIds(ids: string[]): string {

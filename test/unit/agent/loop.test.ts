@@ -315,6 +315,22 @@ describe('AgentLoop', () => {
     expect(lines.find((l) => l['turn'])).toMatchObject({ session: 'cli:auth', turn: { outcome: 'error' } });
   });
 
+  it('a redone turn (the job retried after a transient error) does not store or send its messages twice', async () => {
+    const provider = new ScriptedProvider([
+      new ProviderError('PROVIDER_SERVER', 'the model endpoint failed (500)', { transient: true }),
+      { content: 'second time lucky' },
+    ]);
+    h = await harness(provider);
+    const batch = [inbound({ id: 'tg:42:1', content: 'hello' })];
+    await expect(h.agent.processMessage(batch)).rejects.toMatchObject({ code: 'PROVIDER_SERVER' });
+    const result = await h.agent.processMessage(batch);
+    expect(result.reply).toBe('second time lucky');
+    const users = provider.requests[1]!.messages.filter((m) => m.role === 'user');
+    expect(users).toHaveLength(1);
+    const history = await h.sessions.getHistory('telegram:42');
+    expect(history.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
   it('logs one info line per turn with its figures', async () => {
     const { logger, lines } = captureLogger();
     const provider = new ScriptedProvider([
