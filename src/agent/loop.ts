@@ -159,6 +159,8 @@ export class AgentLoop implements AgentRunner {
       return this.runAgentLoop(await this.#request(batch, options.signal), options);
     const key = sessionKeyOf(first);
     const meter = new TurnMeter(key);
+    // A summary finishing after /new would mark the fresh session's first messages as summarised.
+    if (command === 'new') await this.#summaries.get(key);
     const reply = await runSlashCommand(command, {
       sessionKey: key,
       sessions: this.#o.sessions,
@@ -265,7 +267,6 @@ export class AgentLoop implements AgentRunner {
     try {
       if (req.recordChannel) await this.recordLastChannel(req.channel, req.chatId, req.threadId);
       const { ctx, sentToOrigin, sendUserText } = this.updateToolContexts(req, signal, options, log);
-      await this.#summaries.get(req.sessionKey);
       const [history, summary] = req.noHistory
         ? [[], undefined]
         : await Promise.all([

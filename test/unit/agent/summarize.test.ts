@@ -134,10 +134,15 @@ describe('summarizeSession', () => {
     const result = await h.agent.processDirect('one more', 'cli:bg');
     expect(result.reply).toBe('reply');
     expect(await h.sessions.getSummary('cli:bg')).toBeUndefined();
+    const next = await h.agent.processDirect('and another', 'cli:bg');
+    expect(next.reply).toBe('reply');
+    expect(provider.requests.filter(isSummaryCall)).toHaveLength(1);
     release();
     await h.agent.idle();
     expect(await h.sessions.getSummary('cli:bg')).toBe('compact summary');
-    expect(await h.sessions.getContextHistory('cli:bg')).toHaveLength(2);
+    const context = await h.sessions.getContextHistory('cli:bg');
+    expect(context.at(-1)).toMatchObject({ role: 'assistant', content: 'reply' });
+    expect(context.length).toBeLessThan(10);
   });
 });
 
