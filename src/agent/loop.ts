@@ -5,99 +5,39 @@
  * caller (worker or CLI) to deliver. Long sessions are summarised afterwards
  * in the background.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
 import { AppError, CancelledError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
-import type { SessionStore } from '../sessions/types.js';
 import type { ToolContext } from '../tools/types.js';
-import type { OutboundSink, StateStore } from './ports.js';
+import type { AgentLoopOptions, PromptSession } from './loop-options.js';
 import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
-import { chooseCut, estimateTokens, maybeSummarize, summarizeBatch, summarizeSession } from './summarize.js';
-import { type LoopTools, runToolBatch } from './tool-batch.js';
+import { chooseCut, estimateTokens, summarizeBatch } from './summarize.js';
+import { SessionSummarizer } from './summarizer.js';
+import { runToolBatch } from './tool-batch.js';
+import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
+import {
+  directMessage,
+  frameBackgroundResult,
+  inboundIdOf,
+  originOf,
+  type TurnRequest,
+  targetOf,
+  targetOfRequest,
+} from './turn-request.js';
 import type { AgentRunner, TurnOptions, TurnOutcome, TurnResult } from './types.js';
 import { toUserMessages, type UserTurnMessage } from './user-content.js';
 
+export type { AgentLoopOptions, LoopContextBuilder, PromptSession } from './loop-options.js';
 export type { LoopTools } from './tool-batch.js';
-
-/** The session facts the system prompt shows (ContextBuilder's SessionInfoForPrompt). */
-export interface PromptSession {
-  channel: string;
-  chatId: string;
-  sessionKey: string;
-  summary?: string;
-  senderName?: string;
-  isGroup?: boolean;
-}
-
-/** What the loop needs from the ContextBuilder. */
-export interface LoopContextBuilder {
-  buildMessages(args: {
-    history: ChatMessage[];
-    session: PromptSession;
-    current: ChatMessage[];
-  }): Promise<ChatMessage[]>;
-}
-
-export interface AgentLoopOptions {
-  provider: LLMProvider;
-  tools: LoopTools;
-  sessions: SessionStore;
-  context: LoopContextBuilder;
-  logger: Logger;
-  /** Where the message tool sends when the turn brings no sink of its own. */
-  outbound: OutboundSink;
-  /** Records the last user-facing chat (heartbeat replies go there). */
-  state?: StateStore;
-  /** Absolute, real path of the workspace. */
-  workspace: string;
-  /** LLM calls per turn. @defaultValue 20 */
-  maxIterations?: number;
-  /** Overrides the provider's default model. */
-  model?: string;
-  /** The model's context window in tokens. @defaultValue 32_000 */
-  contextTokens?: number;
-  /** Summarise when the context history passes this. @defaultValue 60% of contextTokens */
-  summarizeAtTokens?: number;
-  /** Messages kept verbatim after a summary. @defaultValue 8 */
-  keepLastMessages?: number;
-  /** The reply when the model's final text is empty. */
-  defaultReply?: string;
-  /** Transcribe voice through the provider. @defaultValue false */
-  transcribe?: boolean;
-}
+export type { TurnRequest } from './turn-request.js';
 
 /** Reply sent when a turn is cancelled. */
 export const STOPPED_REPLY = 'Stopped.';
 const DEFAULT_REPLY = 'Done. I have nothing more to add.';
 const MAX_COMPACTIONS = 2;
-
-const OriginSchema = z.object({
-  channel: z.string().min(1),
-  chatId: z.string().min(1),
-  threadId: z.string().min(1).optional(),
-  sessionKey: z.string().min(1).optional(),
-});
-
-/** One turn's request, whatever its source. */
-export interface TurnRequest {
-  sessionKey: string;
-  channel: string;
-  chatId: string;
-  threadId?: string;
-  replyTo?: string;
-  senderName?: string;
-  isGroup?: boolean;
-  user: UserTurnMessage[];
-  /** Ids of the inbound messages (deterministic ids for what the turn sends). */
-  ids: string[];
-  noHistory?: boolean;
-  recordChannel: boolean;
-}
 
 /** The state of one running turn. */
 export interface TurnRun {
@@ -120,7 +60,7 @@ export interface TurnRun {
 export class AgentLoop implements AgentRunner {
   readonly #o: Required<Pick<AgentLoopOptions, 'maxIterations' | 'keepLastMessages' | 'defaultReply'>> &
     AgentLoopOptions & { summarizeAtTokens: number };
-  readonly #summaries = new Map<string, Promise<void>>();
+  readonly #summarizer: SessionSummarizer;
   readonly #usage = new Map<string, SessionUsage>();
 
   constructor(options: AgentLoopOptions) {
@@ -139,6 +79,14 @@ export class AgentLoop implements AgentRunner {
       defaultReply: options.defaultReply ?? DEFAULT_REPLY,
       summarizeAtTokens: options.summarizeAtTokens ?? Math.floor(contextTokens * 0.6),
     };
+    this.#summarizer = new SessionSummarizer({
+      provider: options.provider,
+      sessions: options.sessions,
+      logger: options.logger,
+      budgetTokens: this.#o.summarizeAtTokens,
+      keepLastMessages: this.#o.keepLastMessages,
+      ...(options.model ? { model: options.model } : {}),
+    });
   }
 
   /** The model turns use. */
@@ -160,7 +108,7 @@ export class AgentLoop implements AgentRunner {
     const key = sessionKeyOf(first);
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
-    if (command === 'new') await this.#summaries.get(key);
+    if (command === 'new') await this.#summarizer.settled(key);
     const reply = await runSlashCommand(command, {
       sessionKey: key,
       sessions: this.#o.sessions,
@@ -184,8 +132,8 @@ export class AgentLoop implements AgentRunner {
    */
   async processSystemMessage(batch: InboundMessage[], options: TurnOptions = {}): Promise<TurnResult> {
     const first = batch[0]!;
-    const origin = OriginSchema.safeParse(first.metadata['origin']);
-    if (!origin.success) {
+    const o = originOf(first);
+    if (!o) {
       const key = sessionKeyOf(first);
       this.#o.logger.warn(
         { session: key, id: first.id },
@@ -199,7 +147,6 @@ export class AgentLoop implements AgentRunner {
         metrics,
       };
     }
-    const o = origin.data;
     const user = await this.#userMessages(batch, options.signal);
     return this.runAgentLoop(
       {
@@ -216,22 +163,7 @@ export class AgentLoop implements AgentRunner {
   }
 
   async processDirect(content: string, sessionKey: string, options: TurnOptions = {}): Promise<TurnResult> {
-    const colon = sessionKey.indexOf(':');
-    const channel = colon > 0 ? sessionKey.slice(0, colon) : 'cli';
-    const chatId = colon > 0 ? sessionKey.slice(colon + 1) : sessionKey;
-    const message: InboundMessage = {
-      id: `direct:${randomUUID()}`,
-      channel,
-      chatId: chatId || 'default',
-      senderId: '',
-      content,
-      media: [],
-      sessionKey,
-      isGroup: false,
-      receivedAt: new Date().toISOString(),
-      metadata: {},
-    };
-    return this.processMessage([message], options);
+    return this.processMessage([directMessage(content, sessionKey)], options);
   }
 
   /** A heartbeat turn: session `heartbeat`, no history; its chat is the last active one. */
@@ -382,38 +314,14 @@ export class AgentLoop implements AgentRunner {
     signal: AbortSignal,
     options: TurnOptions,
     log: Logger,
-  ): { ctx: ToolContext; sentToOrigin: () => boolean; sendUserText: (text: string) => Promise<void> } {
-    const sink = options.outbound ?? this.#o.outbound;
-    const idBase = `m-${hashIds(req.ids.length > 0 ? req.ids : [randomUUID()])}`;
-    let sent = 0;
-    let answered = false;
-    const ctx: ToolContext = {
-      channel: req.channel,
-      chatId: req.chatId,
-      ...(req.threadId ? { threadId: req.threadId } : {}),
-      sessionKey: req.sessionKey,
-      workspace: this.#o.workspace,
+  ): TurnToolContext {
+    return createTurnToolContext({
+      req,
       signal,
+      sink: options.outbound ?? this.#o.outbound,
+      workspace: this.#o.workspace,
       logger: log,
-      depth: 0,
-      send: async (message) => {
-        sent += 1;
-        await sink.publish({ ...message, id: `${idBase}-${sent}` });
-        const sameThread = (message.threadId ?? undefined) === req.threadId;
-        if (message.channel === req.channel && message.chatId === req.chatId && sameThread) answered = true;
-      },
-    };
-    let shown = 0;
-    const sendUserText = async (text: string) => {
-      shown += 1;
-      await sink.publish({
-        id: `${idBase}-u${shown}`,
-        ...targetOfRequest(req),
-        content: text,
-        kind: 'message',
-      });
-    };
-    return { ctx, sentToOrigin: () => answered, sendUserText };
+    });
   }
 
   /**
@@ -421,22 +329,12 @@ export class AgentLoop implements AgentRunner {
    * budget; one at a time per session; never blocks the reply.
    */
   maybeSummarize(sessionKey: string): void {
-    if (this.#summaries.has(sessionKey)) return;
-    const task = maybeSummarize({
-      ...this.#summaryOptions(sessionKey),
-      budgetTokens: this.#o.summarizeAtTokens,
-    })
-      .then(() => undefined)
-      .catch((err: unknown) => {
-        this.#o.logger.warn({ session: sessionKey, err: describeError(err) }, 'background summary failed');
-      })
-      .finally(() => this.#summaries.delete(sessionKey));
-    this.#summaries.set(sessionKey, task);
+    this.#summarizer.schedule(sessionKey);
   }
 
   /** Resolves when every background summary has finished (the CLI awaits it before exit). */
   async idle(): Promise<void> {
-    while (this.#summaries.size > 0) await Promise.all(this.#summaries.values());
+    await this.#summarizer.idle();
   }
 
   async #request(batch: InboundMessage[], signal?: AbortSignal): Promise<TurnRequest> {
@@ -458,14 +356,7 @@ export class AgentLoop implements AgentRunner {
 
   /** Converts inbound messages; system ones are framed as background task results. */
   async #userMessages(batch: InboundMessage[], signal?: AbortSignal): Promise<UserTurnMessage[]> {
-    const framed = batch.map((m) =>
-      isInternalChannel(m.channel)
-        ? {
-            ...m,
-            content: `[background task result] ${m.content}\n\nTell the user what came of it, in your own words.`,
-          }
-        : m,
-    );
+    const framed = batch.map((m) => (isInternalChannel(m.channel) ? frameBackgroundResult(m) : m));
     return toUserMessages(framed, {
       provider: this.#o.provider,
       transcribe: this.#o.transcribe ?? false,
@@ -552,12 +443,7 @@ export class AgentLoop implements AgentRunner {
       return true;
     }
     const key = run.req.sessionKey;
-    await this.#summaries.get(key);
-    const done = await summarizeSession({
-      ...this.#summaryOptions(key),
-      keepLastMessages: keep,
-      signal: run.signal,
-    });
+    const done = await this.#summarizer.compact(key, keep, run.signal);
     if (!done) return false;
     [run.history, run.summary] = await Promise.all([
       this.#o.sessions.getContextHistory(key),
@@ -573,18 +459,6 @@ export class AgentLoop implements AgentRunner {
     return estimateTokens(run.history) + estimateTokens(run.turn) + summaryTokens > this.#o.summarizeAtTokens;
   }
 
-  #summaryOptions(key: string) {
-    return {
-      sessions: this.#o.sessions,
-      provider: this.#o.provider,
-      key,
-      logger: this.#o.logger,
-      keepLastMessages: this.#o.keepLastMessages,
-      batchTokens: Math.max(1_000, Math.floor(this.#o.summarizeAtTokens / 2)),
-      ...this.#modelOption(),
-    };
-  }
-
   #modelOption(): { model?: string } {
     return this.#o.model ? { model: this.#o.model } : {};
   }
@@ -596,32 +470,4 @@ export class AgentLoop implements AgentRunner {
     total.completionTokens += usage.completionTokens;
     this.#usage.set(key, total);
   }
-}
-
-function targetOf(m: InboundMessage): TurnResult['target'] {
-  return {
-    channel: m.channel,
-    chatId: m.chatId,
-    ...(m.threadId ? { threadId: m.threadId } : {}),
-    ...(m.platformMessageId ? { replyTo: m.platformMessageId } : {}),
-  };
-}
-
-function targetOfRequest(req: TurnRequest): TurnResult['target'] {
-  return {
-    channel: req.channel,
-    chatId: req.chatId,
-    ...(req.threadId ? { threadId: req.threadId } : {}),
-    ...(req.replyTo ? { replyTo: req.replyTo } : {}),
-  };
-}
-
-/** The inbound message id a stored user message was tagged with. */
-function inboundIdOf(entry: ChatMessage): string | undefined {
-  const id = (entry as { inboundId?: unknown }).inboundId;
-  return typeof id === 'string' ? id : undefined;
-}
-
-function hashIds(ids: string[]): string {
-  return createHash('sha256').update(ids.join('\n')).digest('hex').slice(0, 16);
 }

@@ -1,0 +1,58 @@
+/**
+ * The AgentLoop's options and the narrow ports it needs from the context
+ * builder (ContextBuilder satisfies it) — kept apart so the loop reads as the
+ * turn it runs.
+ */
+import type { Logger } from '../log/index.js';
+import type { ChatMessage, LLMProvider } from '../providers/types.js';
+import type { SessionStore } from '../sessions/types.js';
+import type { OutboundSink, StateStore } from './ports.js';
+import type { LoopTools } from './tool-batch.js';
+
+/** The session facts the system prompt shows (ContextBuilder's SessionInfoForPrompt). */
+export interface PromptSession {
+  channel: string;
+  chatId: string;
+  sessionKey: string;
+  summary?: string;
+  senderName?: string;
+  isGroup?: boolean;
+}
+
+/** What the loop needs from the ContextBuilder. */
+export interface LoopContextBuilder {
+  buildMessages(args: {
+    history: ChatMessage[];
+    session: PromptSession;
+    current: ChatMessage[];
+  }): Promise<ChatMessage[]>;
+}
+
+/** What `new AgentLoop(...)` takes; defaults are merged (and checked) in the constructor. */
+export interface AgentLoopOptions {
+  provider: LLMProvider;
+  tools: LoopTools;
+  sessions: SessionStore;
+  context: LoopContextBuilder;
+  logger: Logger;
+  /** Where the message tool sends when the turn brings no sink of its own. */
+  outbound: OutboundSink;
+  /** Records the last user-facing chat (heartbeat replies go there). */
+  state?: StateStore;
+  /** Absolute, real path of the workspace. */
+  workspace: string;
+  /** LLM calls per turn. @defaultValue 20 */
+  maxIterations?: number;
+  /** Overrides the provider's default model. */
+  model?: string;
+  /** The model's context window in tokens. @defaultValue 32_000 */
+  contextTokens?: number;
+  /** Summarise when the context history passes this. @defaultValue 60% of contextTokens */
+  summarizeAtTokens?: number;
+  /** Messages kept verbatim after a summary. @defaultValue 8 */
+  keepLastMessages?: number;
+  /** The reply when the model's final text is empty. */
+  defaultReply?: string;
+  /** Transcribe voice through the provider. @defaultValue false */
+  transcribe?: boolean;
+}

@@ -1,0 +1,61 @@
+/**
+ * The per-turn ToolContext: the chat the turn belongs to, its signal and a
+ * `send` that gives each message a deterministic id (so a redone turn cannot
+ * post twice) and notes whether the origin chat was already answered.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../log/index.js';
+import type { ToolContext } from '../tools/types.js';
+import type { OutboundSink } from './ports.js';
+import { hashIds, type TurnRequest, targetOfRequest } from './turn-request.js';
+
+export interface TurnToolContext {
+  ctx: ToolContext;
+  /** True once the message tool sent to the chat the turn answers. */
+  sentToOrigin: () => boolean;
+  /** Shows a tool result's `forUser` text in the origin chat. */
+  sendUserText: (text: string) => Promise<void>;
+}
+
+export interface TurnToolContextOptions {
+  req: TurnRequest;
+  signal: AbortSignal;
+  sink: OutboundSink;
+  workspace: string;
+  logger: Logger;
+}
+
+/** Builds the ToolContext of one turn (depth 0: a user's own turn). */
+export function createTurnToolContext(options: TurnToolContextOptions): TurnToolContext {
+  const { req, sink } = options;
+  const idBase = `m-${hashIds(req.ids.length > 0 ? req.ids : [randomUUID()])}`;
+  let sent = 0;
+  let shown = 0;
+  let answered = false;
+  const ctx: ToolContext = {
+    channel: req.channel,
+    chatId: req.chatId,
+    ...(req.threadId ? { threadId: req.threadId } : {}),
+    sessionKey: req.sessionKey,
+    workspace: options.workspace,
+    signal: options.signal,
+    logger: options.logger,
+    depth: 0,
+    send: async (message) => {
+      sent += 1;
+      await sink.publish({ ...message, id: `${idBase}-${sent}` });
+      const sameThread = (message.threadId ?? undefined) === req.threadId;
+      if (message.channel === req.channel && message.chatId === req.chatId && sameThread) answered = true;
+    },
+  };
+  const sendUserText = async (text: string) => {
+    shown += 1;
+    await sink.publish({
+      id: `${idBase}-u${shown}`,
+      ...targetOfRequest(req),
+      content: text,
+      kind: 'message',
+    });
+  };
+  return { ctx, sentToOrigin: () => answered, sendUserText };
+}

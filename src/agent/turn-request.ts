@@ -1,0 +1,103 @@
+/**
+ * What one turn is about, whatever started it (a chat, the CLI, a helper's
+ * result on the `system` channel, the heartbeat), and the small pure helpers
+ * that address its replies and tag what it stores.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { InboundMessage } from '../bus/messages.js';
+import type { ChatMessage } from '../providers/types.js';
+import type { TurnResult } from './types.js';
+import type { UserTurnMessage } from './user-content.js';
+
+/** One turn's request. */
+export interface TurnRequest {
+  sessionKey: string;
+  channel: string;
+  chatId: string;
+  threadId?: string;
+  replyTo?: string;
+  senderName?: string;
+  isGroup?: boolean;
+  user: UserTurnMessage[];
+  /** Ids of the inbound messages, aligned with `user` (deterministic ids for what the turn sends). */
+  ids: string[];
+  /** Heartbeat turns: no earlier messages are sent. */
+  noHistory?: boolean;
+  /** Remember this chat as the last active one. */
+  recordChannel: boolean;
+}
+
+const OriginSchema = z.object({
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  threadId: z.string().min(1).optional(),
+  sessionKey: z.string().min(1).optional(),
+});
+
+/** The chat a `system` message reports to (`metadata.origin`). */
+export type Origin = z.infer<typeof OriginSchema>;
+
+/** The origin named in a system message's metadata, or undefined when missing or malformed. */
+export function originOf(message: InboundMessage): Origin | undefined {
+  const parsed = OriginSchema.safeParse(message.metadata['origin']);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** A system message's content as the model reads it: a background task's result to relay. */
+export function frameBackgroundResult(message: InboundMessage): InboundMessage {
+  return {
+    ...message,
+    content: `[background task result] ${message.content}\n\nTell the user what came of it, in your own words.`,
+  };
+}
+
+/** The inbound message for a direct (CLI) request: `cli:default` → channel `cli`, chat `default`. */
+export function directMessage(content: string, sessionKey: string): InboundMessage {
+  const colon = sessionKey.indexOf(':');
+  const channel = colon > 0 ? sessionKey.slice(0, colon) : 'cli';
+  const chatId = colon > 0 ? sessionKey.slice(colon + 1) : sessionKey;
+  return {
+    id: `direct:${randomUUID()}`,
+    channel,
+    chatId: chatId || 'default',
+    senderId: '',
+    content,
+    media: [],
+    sessionKey,
+    isGroup: false,
+    receivedAt: new Date().toISOString(),
+    metadata: {},
+  };
+}
+
+/** Where a reply to `message` goes. */
+export function targetOf(message: InboundMessage): TurnResult['target'] {
+  return {
+    channel: message.channel,
+    chatId: message.chatId,
+    ...(message.threadId ? { threadId: message.threadId } : {}),
+    ...(message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
+  };
+}
+
+/** Where the reply of a turn goes. */
+export function targetOfRequest(req: TurnRequest): TurnResult['target'] {
+  return {
+    channel: req.channel,
+    chatId: req.chatId,
+    ...(req.threadId ? { threadId: req.threadId } : {}),
+    ...(req.replyTo ? { replyTo: req.replyTo } : {}),
+  };
+}
+
+/** The inbound message id a stored user message was tagged with. */
+export function inboundIdOf(entry: ChatMessage): string | undefined {
+  const id = (entry as { inboundId?: unknown }).inboundId;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/** A short stable hash of message ids (for deterministic outbound ids). */
+export function hashIds(ids: readonly string[]): string {
+  return createHash('sha256').update(ids.join('\n')).digest('hex').slice(0, 16);
+}
