@@ -6,6 +6,7 @@
 import type { Logger } from '../log/index.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
+import type { HookFactory } from './hooks/types.js';
 import type { OutboundSink, StateStore } from './ports.js';
 import type { LoopTools } from './tool-batch.js';
 
@@ -45,7 +46,7 @@ export interface AgentLoopOptions {
   maxIterations?: number;
   /** Overrides the provider's default model. */
   model?: string;
-  /** The model's context window in tokens. @defaultValue 32_000 */
+  /** The model's context window in tokens. @defaultValue the model's entry in the table of model-limits.ts (128k when unknown) */
   contextTokens?: number;
   /** Summarise when the context history passes this. @defaultValue 60% of contextTokens */
   summarizeAtTokens?: number;
@@ -55,4 +56,13 @@ export interface AgentLoopOptions {
   defaultReply?: string;
   /** Transcribe voice through the provider. @defaultValue false */
   transcribe?: boolean;
+  /** Makes each turn's iteration hooks. @defaultValue defaultHooks (trim tool results over 8,000 chars, loop detection) */
+  hooks?: HookFactory;
+  /**
+   * Run a silent memory-flush turn before a session is compacted.
+   * @defaultValue false (buildAgent turns it on)
+   */
+  memoryFlush?: boolean;
+  /** Tools of the memory-flush turn. @defaultValue the loop's tools */
+  flushTools?: LoopTools;
 }

@@ -11,10 +11,15 @@ import { AppError, CancelledError, describeError, hasCode } from '../errors/inde
 import type { Logger } from '../log/index.js';
 import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
 import type { ToolContext } from '../tools/types.js';
+import { defaultHooks } from './hooks/default-hooks.js';
+import { runMemoryFlush } from './hooks/memory-flush.js';
+import type { IterationHook } from './hooks/types.js';
 import type { AgentLoopOptions, PromptSession } from './loop-options.js';
+import { contextLimitFor } from './model-limits.js';
 import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
 import { chooseCut, estimateTokens, summarizeBatch } from './summarize.js';
 import { SessionSummarizer } from './summarizer.js';
+import { budgetLevel, keepWithin, type LastCall, requestTokens, TARGET_FRACTION } from './token-budget.js';
 import { runToolBatch } from './tool-batch.js';
 import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
@@ -39,6 +44,14 @@ export const STOPPED_REPLY = 'Stopped.';
 const DEFAULT_REPLY = 'Done. I have nothing more to add.';
 const MAX_COMPACTIONS = 2;
 
+/** The reply when the conversation does not fit the model's window even after compaction. */
+export function contextFullReply(tokens: number, limit: number): string {
+  return (
+    `This conversation no longer fits in the model's context window (about ${tokens} of ${limit} tokens, ` +
+    'even after compacting older messages). Send /new to start a fresh session.'
+  );
+}
+
 /** The state of one running turn. */
 export interface TurnRun {
   req: TurnRequest;
@@ -58,7 +71,9 @@ export interface TurnRun {
 
 /** The agent core. Shared by every session; all per-turn state lives in the turn. */
 export class AgentLoop implements AgentRunner {
-  readonly #o: Required<Pick<AgentLoopOptions, 'maxIterations' | 'keepLastMessages' | 'defaultReply'>> &
+  readonly #o: Required<
+    Pick<AgentLoopOptions, 'maxIterations' | 'keepLastMessages' | 'defaultReply' | 'hooks' | 'contextTokens'>
+  > &
     AgentLoopOptions & { summarizeAtTokens: number };
   readonly #summarizer: SessionSummarizer;
   readonly #usage = new Map<string, SessionUsage>();
@@ -71,9 +86,11 @@ export class AgentLoop implements AgentRunner {
         `maxIterations must be a positive whole number, not ${maxIterations}`,
       );
     }
-    const contextTokens = options.contextTokens ?? 32_000;
+    const contextTokens = contextLimitFor(options.model ?? options.provider.model, options.contextTokens);
     this.#o = {
       ...options,
+      contextTokens,
+      hooks: options.hooks ?? defaultHooks,
       maxIterations,
       keepLastMessages: options.keepLastMessages ?? 8,
       defaultReply: options.defaultReply ?? DEFAULT_REPLY,
@@ -86,7 +103,13 @@ export class AgentLoop implements AgentRunner {
       budgetTokens: this.#o.summarizeAtTokens,
       keepLastMessages: this.#o.keepLastMessages,
       ...(options.model ? { model: options.model } : {}),
+      ...(options.memoryFlush ? { beforeSummary: (key: string) => this.flushMemory(key) } : {}),
     });
+  }
+
+  /** The context window turns are budgeted against (tokens). */
+  get contextTokens(): number {
+    return this.#o.contextTokens;
   }
 
   /** The model turns use. */
@@ -242,18 +265,43 @@ export class AgentLoop implements AgentRunner {
   async runLLMIteration(run: TurnRun): Promise<{ content: string; outcome: TurnOutcome }> {
     const { req, signal, meter } = run;
     const definitions = this.#o.tools.definitions();
+    const hooks: IterationHook[] = this.#o.hooks();
     let compactions = 0;
     let iteration = 0;
+    let last: LastCall | undefined;
+    let warned = false;
     while (iteration < this.#o.maxIterations) {
       if (signal.aborted) return { content: '', outcome: 'cancelled' };
       if (iteration > 0) await this.#drainPending(run);
       iteration += 1;
       run.options.onIteration?.(iteration);
-      const messages = await this.#o.context.buildMessages({
-        history: run.history,
-        session: this.#promptSession(run),
-        current: run.turn,
-      });
+      let built = await this.#buildRequest(run);
+      let tokens = requestTokens(built, last);
+      if (budgetLevel(tokens, this.#o.contextTokens) === 'over') {
+        const fitted = await this.#compactToBudget(run, built, tokens);
+        last = undefined;
+        built = fitted.messages;
+        tokens = fitted.tokens;
+        if (!fitted.ok) {
+          run.log.warn({ tokens, limit: this.#o.contextTokens }, 'context still over 95% after compaction');
+          return { content: contextFullReply(tokens, this.#o.contextTokens), outcome: 'context_full' };
+        }
+      }
+      if (!warned && budgetLevel(tokens, this.#o.contextTokens) === 'warn') {
+        warned = true;
+        run.log.warn(
+          {
+            tokens,
+            limit: this.#o.contextTokens,
+            percent: Math.round((tokens / this.#o.contextTokens) * 100),
+          },
+          'context window over 80% full',
+        );
+      }
+      let messages = built;
+      for (const hook of hooks) {
+        if (hook.beforeCall) messages = hook.beforeCall({ iteration, messages, log: run.log });
+      }
       let response: Awaited<ReturnType<LLMProvider['chat']>>;
       try {
         response = await this.#o.provider.chat({
@@ -270,6 +318,7 @@ export class AgentLoop implements AgentRunner {
           run.log.warn({ attempt: compactions }, 'context length exceeded; compacting and retrying');
           if (await this.#compact(run, compactions)) {
             iteration -= 1;
+            last = undefined;
             continue;
           }
         }
@@ -277,13 +326,20 @@ export class AgentLoop implements AgentRunner {
       }
       meter.llmCall(response.usage);
       this.#addUsage(req.sessionKey, response.usage);
+      last = response.usage ? { ...response.usage, sentMessages: built.length } : undefined;
       if (response.toolCalls.length === 0) return { content: response.content, outcome: 'ok' };
+      const answered = new Map<string, string>();
+      for (const hook of hooks) {
+        const decision = hook.afterCall?.({ iteration, response, log: run.log }) ?? { action: 'continue' };
+        if (decision.action === 'stop') return { content: decision.reply, outcome: 'loop' };
+        if (decision.action === 'answer') for (const [id, text] of decision.results) answered.set(id, text);
+      }
       await this.#record(run, {
         role: 'assistant',
         content: response.content || null,
         toolCalls: response.toolCalls,
       });
-      await this.#runTools(run, response.toolCalls);
+      await this.#runTools(run, response.toolCalls, answered);
       if (signal.aborted) return { content: '', outcome: 'cancelled' };
     }
     return {
@@ -321,6 +377,7 @@ export class AgentLoop implements AgentRunner {
       sink: options.outbound ?? this.#o.outbound,
       workspace: this.#o.workspace,
       logger: log,
+      depth: options.depth ?? 0,
     });
   }
 
@@ -383,15 +440,88 @@ export class AgentLoop implements AgentRunner {
     await this.#o.sessions.append(run.req.sessionKey, ...messages);
   }
 
-  async #runTools(run: TurnRun, calls: ToolCall[]): Promise<void> {
-    const results = await runToolBatch(calls, {
-      tools: this.#o.tools,
-      ctx: run.toolCtx,
-      meter: run.meter,
-      cancelled: run.cancelled,
-      onUserText: run.sendUserText,
+  /** Runs the calls (those a hook answered get its text instead) and records the results in call order. */
+  async #runTools(run: TurnRun, calls: ToolCall[], answered: ReadonlyMap<string, string>): Promise<void> {
+    const ran = await runToolBatch(
+      calls.filter((c) => !answered.has(c.id)),
+      {
+        tools: this.#o.tools,
+        ctx: run.toolCtx,
+        meter: run.meter,
+        cancelled: run.cancelled,
+        onUserText: run.sendUserText,
+      },
+    );
+    const results = calls.map((call): ChatMessage => {
+      const note = answered.get(call.id);
+      if (note !== undefined) return { role: 'tool', toolCallId: call.id, name: call.name, content: note };
+      return ran.shift()!;
     });
     await this.#record(run, ...results);
+  }
+
+  #buildRequest(run: TurnRun): Promise<ChatMessage[]> {
+    return this.#o.context.buildMessages({
+      history: run.history,
+      session: this.#promptSession(run),
+      current: run.turn,
+    });
+  }
+
+  /**
+   * Before a call over 95% of the window: flush memory (when enabled), then
+   * fold older messages into the summary, keeping what fits in ~80%; once
+   * more keeping a single message if that was not enough.
+   */
+  async #compactToBudget(
+    run: TurnRun,
+    messages: ChatMessage[],
+    tokens: number,
+  ): Promise<{ ok: boolean; messages: ChatMessage[]; tokens: number }> {
+    const limit = this.#o.contextTokens;
+    run.log.warn({ tokens, limit }, 'context over 95% of the window; compacting before the call');
+    if (this.#o.memoryFlush && !run.req.noHistory) await this.flushMemory(run.req.sessionKey, run.signal);
+    let current = { messages, tokens };
+    for (const attempt of [1, 2]) {
+      const tail = [...run.history, ...run.turn];
+      const fixed = current.tokens - estimateTokens(tail);
+      const keep = attempt === 1 ? keepWithin(tail, limit * TARGET_FRACTION - fixed) : 1;
+      const done = await this.#compactKeeping(run, keep);
+      if (!done) break;
+      const rebuilt = await this.#buildRequest(run);
+      current = { messages: rebuilt, tokens: requestTokens(rebuilt) };
+      if (budgetLevel(current.tokens, limit) !== 'over') return { ok: true, ...current };
+    }
+    return { ok: false, ...current };
+  }
+
+  /**
+   * The silent memory-flush turn before a session is compacted: the model
+   * sees the session's context history and the flush prompt; nothing it says
+   * is delivered or stored.
+   */
+  async flushMemory(sessionKey: string, signal?: AbortSignal): Promise<void> {
+    const [history, summary] = await Promise.all([
+      this.#o.sessions.getContextHistory(sessionKey),
+      this.#o.sessions.getSummary(sessionKey),
+    ]);
+    const colon = sessionKey.indexOf(':');
+    await runMemoryFlush({
+      provider: this.#o.provider,
+      tools: this.#o.flushTools ?? this.#o.tools,
+      context: this.#o.context,
+      history,
+      session: {
+        channel: colon > 0 ? sessionKey.slice(0, colon) : 'cli',
+        chatId: colon > 0 ? sessionKey.slice(colon + 1) : sessionKey,
+        sessionKey,
+        ...(summary ? { summary } : {}),
+      },
+      workspace: this.#o.workspace,
+      logger: this.#o.logger.child({ session: sessionKey }),
+      ...(this.#o.model ? { model: this.#o.model } : {}),
+      ...(signal ? { signal } : {}),
+    });
   }
 
   async #drainPending(run: TurnRun): Promise<void> {
@@ -413,6 +543,7 @@ export class AgentLoop implements AgentRunner {
     const fresh = user.flatMap((u, i) => {
       const inboundId = ids[i];
       if (inboundId !== undefined && logged.has(inboundId)) return [];
+      if (inboundId !== undefined) logged.add(inboundId);
       return [
         { forModel: u.forModel, forLog: inboundId === undefined ? u.forLog : { ...u.forLog, inboundId } },
       ];
@@ -430,6 +561,11 @@ export class AgentLoop implements AgentRunner {
    */
   async #compact(run: TurnRun, attempt: number): Promise<boolean> {
     const keep = Math.max(1, Math.floor(Math.min(this.#o.keepLastMessages, 4) / 2 ** (attempt - 1)));
+    return this.#compactKeeping(run, keep);
+  }
+
+  /** Folds all but the last `keep` messages into the summary; false when nothing could be shrunk. */
+  async #compactKeeping(run: TurnRun, keep: number): Promise<boolean> {
     if (run.req.noHistory) {
       const cut = chooseCut(run.turn, keep);
       if (cut === 0) return false;

@@ -131,6 +131,8 @@ export async function summarizeSession(options: SummarizeSessionOptions): Promis
 export interface MaybeSummarizeOptions extends SummarizeSessionOptions {
   /** Summarise when the context history (plus summary) passes this many estimated tokens. */
   budgetTokens: number;
+  /** Runs once the session is known to be over budget, before the summary (the memory flush). */
+  beforeSummary?: () => Promise<void>;
 }
 
 /** Summarises the session when its context history has grown past the budget. */
@@ -141,6 +143,7 @@ export async function maybeSummarize(options: MaybeSummarizeOptions): Promise<bo
   ]);
   const tokens = estimateTokens(context) + Math.ceil((summary?.length ?? 0) / 4);
   if (tokens <= options.budgetTokens) return false;
+  await options.beforeSummary?.();
   return summarizeSession(options);
 }
 

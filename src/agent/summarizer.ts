@@ -19,6 +19,11 @@ export interface SessionSummarizerOptions {
   keepLastMessages: number;
   /** The model for summary requests; the provider's default when unset. */
   model?: string;
+  /**
+   * Runs before a background summary of an over-budget session (the memory
+   * flush turn). Its failure is logged and the summary still runs.
+   */
+  beforeSummary?: (key: string) => Promise<void>;
 }
 
 export class SessionSummarizer {
@@ -32,7 +37,12 @@ export class SessionSummarizer {
   /** Starts a background summary of the session if it is over budget; never throws, never blocks. */
   schedule(key: string): void {
     if (this.#running.has(key)) return;
-    const task = maybeSummarize({ ...this.#base(key), budgetTokens: this.#o.budgetTokens })
+    const before = this.#o.beforeSummary;
+    const task = maybeSummarize({
+      ...this.#base(key),
+      budgetTokens: this.#o.budgetTokens,
+      ...(before ? { beforeSummary: () => before(key) } : {}),
+    })
       .then(() => undefined)
       .catch((err: unknown) => {
         this.#o.logger.warn({ session: key, err: describeError(err) }, 'background summary failed');

@@ -23,9 +23,11 @@ export interface TurnToolContextOptions {
   sink: OutboundSink;
   workspace: string;
   logger: Logger;
+  /** Delegation depth (0: a user's turn). @defaultValue 0 */
+  depth?: number;
 }
 
-/** Builds the ToolContext of one turn (depth 0: a user's own turn). */
+/** Builds the ToolContext of one turn (depth 0 unless a helper runs it). */
 export function createTurnToolContext(options: TurnToolContextOptions): TurnToolContext {
   const { req, sink } = options;
   const idBase = `m-${hashIds(req.ids.length > 0 ? req.ids : [randomUUID()])}`;
@@ -40,7 +42,7 @@ export function createTurnToolContext(options: TurnToolContextOptions): TurnTool
     workspace: options.workspace,
     signal: options.signal,
     logger: options.logger,
-    depth: 0,
+    depth: options.depth ?? 0,
     send: async (message) => {
       sent += 1;
       await sink.publish({ ...message, id: `${idBase}-${sent}` });

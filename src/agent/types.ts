@@ -22,7 +22,19 @@ export interface TurnMetrics {
   outcome: TurnOutcome;
 }
 
-export type TurnOutcome = 'ok' | 'cancelled' | 'error' | 'max_iterations' | 'command' | 'skipped';
+/**
+ * How a turn ended. `loop`: stopped for repeating the same tool call;
+ * `context_full`: the conversation no longer fits the model's window even after compaction.
+ */
+export type TurnOutcome =
+  | 'ok'
+  | 'cancelled'
+  | 'error'
+  | 'max_iterations'
+  | 'command'
+  | 'skipped'
+  | 'loop'
+  | 'context_full';
 
 export interface TurnOptions {
   /** Aborts the turn (LLM request and tools); outstanding tool calls get "operation cancelled by user". */
@@ -36,6 +48,8 @@ export interface TurnOptions {
   outbound?: OutboundSink;
   /** Called once per LLM iteration (status/dashboard: "iteration n"). */
   onIteration?: (iteration: number) => void;
+  /** Delegation depth of the turn: 0 for a user's turn, +1 per helper level. @defaultValue 0 */
+  depth?: number;
 }
 
 export interface TurnResult {
