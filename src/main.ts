@@ -114,12 +114,16 @@ async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
   const state: StateStore = new RedisStateStore(bus.redis, bus.prefix);
   const { buildAgent } = await import('./app/build-agent.js');
   const scheduler = await import('./scheduler/index.js');
+  const helpersModule = await import('./helpers/index.js');
+  const helperQueue = new helpersModule.HelpersQueue(bus, logger);
   const built = await buildAgent({
     config,
     logger,
     outbound: { publish: (message) => bus.publishOutbound(message) },
     state,
     extraTools: [scheduler.createCronTool({ bus, config })],
+    helperQueue,
+    helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
   });
   const agent: AgentRunner = built.agent;
   const worker = new TurnWorker({
@@ -131,11 +135,23 @@ async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
     shutdownTimeoutMs: options.shutdownTimeoutMs,
   });
   await worker.start();
+  // Spawned helpers run as jobs of their own queue, beside the chats (and are redone if this process dies).
+  const helperWorker = new helpersModule.HelperWorker({
+    bus,
+    runner: built.helpers,
+    logger,
+    concurrency: options.concurrency ?? config.redis.concurrency,
+    ...definedOnly(options.tuning ?? {}),
+    shutdownTimeoutMs: options.shutdownTimeoutMs,
+  });
+  await helperWorker.start();
+  parts.push({ name: 'helper queue', close: () => helperQueue.close() });
   // The scheduler plugs in here: heartbeat and cron job schedulers (brief 8).
   const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger });
   // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
   parts.push({ name: 'agent', close: () => built.agent.idle() });
   parts.push({ name: 'turn worker', close: () => worker.close() });
+  parts.push({ name: 'helper worker', close: () => helperWorker.close() });
   parts.push({ name: 'scheduler', close: () => schedule.close() });
   return parts;
 }

@@ -1,6 +1,7 @@
 /**
  * The agent side of the composition root: provider, sessions, memory, skills,
- * tools, context and the AgentLoop, built from one Config. Used by
+ * tools (load_skill, subagent, spawn when a helper queue is given), context,
+ * the helper runner and the AgentLoop, built from one Config. Used by
  * `magpie agent` and by the bus worker, so both run the same turn.
  */
 import { realpath, stat } from 'node:fs/promises';
@@ -10,6 +11,13 @@ import { AgentLoop } from '../agent/loop.js';
 import type { OutboundSink, StateStore } from '../agent/ports.js';
 import type { Config } from '../config/index.js';
 import { AppError, ExitCode } from '../errors/index.js';
+import { HelperRunner } from '../helpers/runner.js';
+import {
+  DEFAULT_MAX_DEPTH,
+  HELPER_MAX_ITERATIONS,
+  type HelperQueue,
+  type HelperTracker,
+} from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
 import { MemoryStore } from '../memory/store.js';
 import type { LLMProvider } from '../providers/types.js';
@@ -17,6 +25,9 @@ import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import type { SessionStore } from '../sessions/types.js';
 import { SkillsLoader } from '../skills/loader.js';
 import { createCoreTools, ToolRegistry } from '../tools/index.js';
+import { createLoadSkillTool } from '../tools/load-skill.js';
+import { createSpawnTool } from '../tools/spawn.js';
+import { createSubagentTool } from '../tools/subagent.js';
 import type { Tool } from '../tools/types.js';
 
 /** Everything buildAgent made, for callers that need more than the loop (status, tools for helpers). */
@@ -28,6 +39,8 @@ export interface AgentParts {
   tools: ToolRegistry;
   context: ContextBuilder;
   skills: SkillsLoader;
+  /** Runs helpers (subagent in a turn; spawned helper jobs in the worker). */
+  helpers: HelperRunner;
 }
 
 export interface BuildAgentOptions {
@@ -41,6 +54,12 @@ export interface BuildAgentOptions {
   extraTools?: Tool[];
   /** A ready provider (tests); by default the OpenAI provider from `config.llm`. */
   provider?: LLMProvider;
+  /** Where `spawn` queues helper jobs (the bus in the daemon). Without it there is no `spawn` tool. */
+  helperQueue?: HelperQueue;
+  /** Records running helpers for `magpie status`. @defaultValue the log only */
+  helperTracker?: HelperTracker;
+  /** Delegation depth limit of helpers. @defaultValue 2 */
+  maxHelperDepth?: number;
 }
 
 /**
@@ -66,7 +85,35 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
   const sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
   const memory = new MemoryStore({ workspace, timezone: config.timezone });
   const skills = new SkillsLoader({ dir: path.join(workspace, 'skills'), logger });
-  const tools = new ToolRegistry(
+  const contextFor = (registry: ToolRegistry) =>
+    new ContextBuilder({
+      workspace,
+      memory,
+      skills,
+      tools: () => registry.summaries(),
+      timezone: config.timezone,
+      logger,
+    });
+  const contextTokens = config.llm.contextTokens ? { contextTokens: config.llm.contextTokens } : {};
+  const helpers = new HelperRunner({
+    tools: () => tools,
+    makeLoop: (helperTools) =>
+      new AgentLoop({
+        provider,
+        tools: helperTools,
+        sessions,
+        context: contextFor(helperTools),
+        logger,
+        outbound: { publish: async () => undefined },
+        workspace,
+        maxIterations: Math.min(HELPER_MAX_ITERATIONS, config.agent.maxIterations),
+        ...contextTokens,
+      }),
+    logger,
+    ...(options.helperTracker ? { tracker: options.helperTracker } : {}),
+    maxDepth: options.maxHelperDepth ?? DEFAULT_MAX_DEPTH,
+  });
+  const tools: ToolRegistry = new ToolRegistry(
     [
       ...createCoreTools({
         workspace,
@@ -74,18 +121,14 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
         webAllowPrivate: config.tools.webAllowPrivate,
         secrets,
       }),
+      createLoadSkillTool(skills),
+      createSubagentTool(helpers),
+      ...(options.helperQueue ? [createSpawnTool(options.helperQueue)] : []),
       ...(options.extraTools ?? []),
     ],
     { secrets },
   );
-  const context = new ContextBuilder({
-    workspace,
-    memory,
-    skills,
-    tools: () => tools.summaries(),
-    timezone: config.timezone,
-    logger,
-  });
+  const context = contextFor(tools);
   const agent = new AgentLoop({
     provider,
     tools,
@@ -96,10 +139,12 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(options.state ? { state: options.state } : {}),
     workspace,
     maxIterations: config.agent.maxIterations,
-    ...(config.llm.contextTokens ? { contextTokens: config.llm.contextTokens } : {}),
+    ...contextTokens,
     transcribe: config.llm.transcribeModel !== undefined,
+    memoryFlush: true,
+    flushTools: tools.without('message', 'spawn', 'subagent', 'cron'),
   });
-  return { agent, provider, sessions, memory, tools, context, skills };
+  return { agent, provider, sessions, memory, tools, context, skills, helpers };
 }
 
 async function existingWorkspace(dir: string): Promise<string> {

@@ -1,0 +1,66 @@
+/**
+ * The `helpers` queue: one BullMQ job per spawned helper (job id = helper
+ * id), so a helper runs beside the chat, in any worker, and is redone if the
+ * worker running it dies. Keys for the running-helpers hash and the
+ * "result published" markers live here too.
+ */
+import { Queue } from 'bullmq';
+import { AppError, describeError } from '../errors/index.js';
+import type { HelperJob, HelperQueue } from '../helpers/types.js';
+import type { Logger } from '../log/index.js';
+import type { Bus } from './bus.js';
+
+/** The queue of helper jobs. */
+export const HELPERS_QUEUE = 'helpers';
+
+/** Redis keys of helpers under a prefix. */
+export const helperKeys = {
+  /** Hash of running helpers: id → HelperRecord JSON (read by `magpie status`). */
+  running: (prefix: string) => `${prefix}:helpers`,
+  /** Set once a helper's result was published, so a redone job does not publish it twice. */
+  published: (prefix: string, id: string) => `${prefix}:helper-published:${id}`,
+};
+
+/** Tunables of helper jobs. */
+export interface HelperJobTuning {
+  /** Tries of a helper whose failure is transient. @defaultValue 3 */
+  attempts?: number;
+  /** First retry delay, doubled each time. @defaultValue 5000 */
+  backoffMs?: number;
+}
+
+/** The producer side: the spawn tool enqueues through it. */
+export class HelpersQueue implements HelperQueue {
+  readonly #queue: Queue;
+  readonly #tuning: HelperJobTuning;
+  #closing: Promise<void> | undefined;
+
+  constructor(bus: Bus, logger: Logger, tuning: HelperJobTuning = {}) {
+    this.#queue = new Queue(HELPERS_QUEUE, { connection: bus.redis, prefix: bus.prefix });
+    this.#queue.on('error', (err) => logger.warn({ err: describeError(err) }, 'helpers queue error'));
+    this.#tuning = tuning;
+  }
+
+  async enqueue(job: HelperJob): Promise<void> {
+    try {
+      await this.#queue.add('helper', job, {
+        jobId: job.id,
+        attempts: this.#tuning.attempts ?? 3,
+        backoff: { type: 'exponential', delay: this.#tuning.backoffMs ?? 5_000 },
+        removeOnComplete: { age: 24 * 3_600 },
+        removeOnFail: { age: 7 * 24 * 3_600 },
+      });
+    } catch (err) {
+      throw new AppError('REDIS_UNAVAILABLE', `could not queue helper ${job.id}: ${describeError(err)}`, {
+        cause: err,
+        transient: true,
+      });
+    }
+  }
+
+  /** Closes the queue (not the bus's connection). Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#queue.close();
+    return this.#closing;
+  }
+}

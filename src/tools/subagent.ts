@@ -1,0 +1,62 @@
+/**
+ * subagent: runs a helper synchronously inside the turn for a sub-task and
+ * returns its final text to the model, whole. The user sees only what the
+ * model makes of it (logs show a truncated preview). Refused at the
+ * delegation depth limit (ToolContext.depth).
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { HelperOutcome, HelperRun } from '../helpers/runner.js';
+import { fail, ok, type Tool } from './types.js';
+
+const parameters = z.object({
+  task: z
+    .string()
+    .min(1)
+    .describe('The sub-task, stated fully: the helper sees nothing of this conversation'),
+  label: z.string().min(1).max(60).optional().describe('A short name for the helper'),
+});
+
+/** What subagent needs from the HelperRunner. */
+export interface SubagentRunner {
+  readonly maxDepth: number;
+  run(run: HelperRun): Promise<HelperOutcome>;
+}
+
+/** The subagent tool. */
+export function createSubagentTool(runner: SubagentRunner): Tool<typeof parameters> {
+  return {
+    name: 'subagent',
+    description:
+      'Run a helper agent now on a self-contained sub-task and get its final answer back (it has your file, ' +
+      'exec and web tools but not this conversation). Use for focused research or work inside this turn.',
+    parameters,
+    async execute({ task, label }, ctx) {
+      const depth = ctx.depth + 1;
+      if (depth > runner.maxDepth) {
+        return fail(
+          `delegation depth limit reached (${runner.maxDepth}): do this sub-task yourself instead of delegating`,
+        );
+      }
+      const id = `sub-${randomUUID().slice(0, 12)}`;
+      const result = await runner.run({
+        id,
+        task,
+        ...(label ? { label } : {}),
+        depth,
+        kind: 'subagent',
+        origin: {
+          channel: ctx.channel,
+          chatId: ctx.chatId,
+          ...(ctx.threadId ? { threadId: ctx.threadId } : {}),
+          sessionKey: ctx.sessionKey,
+        },
+        signal: ctx.signal,
+      });
+      if (result.outcome === 'error' || result.outcome === 'cancelled' || result.outcome === 'skipped') {
+        return fail(`helper ${id} did not finish (${result.outcome}): ${result.text}`);
+      }
+      return ok(`Helper ${id}${label ? ` (${label})` : ''} answered:\n\n${result.text}`);
+    },
+  };
+}
