@@ -70,7 +70,7 @@ describe('the loop keeps within the window', () => {
     const provider = new ScriptedProvider([
       {
         toolCalls: [{ id: 'n1', name: 'noop', arguments: '{}' }],
-        usage: { promptTokens: 850, completionTokens: 10 },
+        usage: { promptTokens: 850, completionTokens: 10, totalTokens: 860 },
       },
       { content: 'fine' },
     ]);
