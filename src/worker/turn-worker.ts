@@ -99,8 +99,7 @@ export class TurnWorker {
     const controller = new AbortController();
     this.running.set(sessionKey, controller);
     let sent = 0;
-    await markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id);
-    await this.activity(origin, true, log);
+    await Promise.all([markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id), this.activity(origin, true, log)]);
     try {
       const result = await this.runTurn(batch, controller.signal, {
         drain: async () => {
@@ -148,10 +147,12 @@ export class TurnWorker {
       await mailbox.trim(taken);
     } finally {
       this.running.delete(sessionKey);
-      await clearRunning(this.bus.redis, this.bus.prefix, sessionKey).catch((err: unknown) =>
-        log.warn({ err: describeError(err) }, 'could not clear the running marker'),
-      );
-      await this.activity(origin, false, log);
+      await Promise.all([
+        clearRunning(this.bus.redis, this.bus.prefix, sessionKey).catch((err: unknown) =>
+          log.warn({ err: describeError(err) }, 'could not clear the running marker'),
+        ),
+        this.activity(origin, false, log),
+      ]);
     }
   }
 

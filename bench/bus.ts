@@ -1,0 +1,238 @@
+/**
+ * Benchmark of the bus (issue 3). Starts its own redis-server, the fake
+ * OpenAI server, and `magpie gateway` + `magpie worker` processes from dist/,
+ * then prints one JSON object:
+ *
+ * - `latency`: `send` → reply with an instant model (p50/p99 ms), beside two
+ *   bare BullMQ add→process hops on the same Redis (target: p50 ratio ≤ 2);
+ * - `throughput`: turns per second across 1,000 chats;
+ * - `slowModel`: 100 chats with a 1 s model, wall time until all answered (target ≤ 2 s);
+ * - `memory`: worker RSS after 10,000 turns across 1,000 sessions (target ≤ 150 MB,
+ *   flat in the number of sessions: RSS after the first and the last rounds).
+ *
+ *   npx tsx bench/bus.ts [--samples 200] [--turns 10000]
+ */
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { AgentRunner, TurnResult } from '../src/agent/types.js';
+import { Bus } from '../src/bus/bus.js';
+import { Delivery } from '../src/bus/delivery.js';
+import { type InboundMessage, sessionKeyOf } from '../src/bus/messages.js';
+import { CliChannel } from '../src/channels/cli/cli-channel.js';
+import { sendAndWait } from '../src/channels/cli/client.js';
+import { parseConfig } from '../src/config/index.js';
+import { silentLogger } from '../src/log/index.js';
+import { TurnWorker } from '../src/worker/turn-worker.js';
+import { daemonEnv, magpie, type Proc, stop, tempWorkspace } from '../test/e2e/daemon-helpers.js';
+import { startFakeOpenAI } from '../test/fakes/openai-server.js';
+import { startRedis } from '../test/fakes/redis-server.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: { samples: { type: 'string', default: '200' }, turns: { type: 'string', default: '10000' } },
+});
+const samples = Number(values.samples);
+const totalTurns = Number(values.turns);
+
+function percentile(sorted: number[], p: number): number {
+  const i = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return Math.round(sorted[Math.max(0, i)]! * 100) / 100;
+}
+function summary(xs: number[]) {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: xs.length };
+}
+function progress(step: string, data: unknown): void {
+  process.stderr.write(`bench: ${step} ${JSON.stringify(data)}\n`);
+}
+function rssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
+}
+
+/** Latency of two bare BullMQ hops: add to q1 → worker adds to q2 → worker resolves. */
+async function bareHops(url: string, n: number): Promise<number[]> {
+  const prefix = `bench-bare-${randomUUID()}`;
+  const producer = new Redis(url, { maxRetriesPerRequest: null });
+  const q1 = new Queue('hop1', { connection: producer, prefix });
+  const q2 = new Queue('hop2', { connection: producer, prefix });
+  const waiting = new Map<string, () => void>();
+  const c1 = new Redis(url, { maxRetriesPerRequest: null });
+  const c2 = new Redis(url, { maxRetriesPerRequest: null });
+  const w1 = new Worker(
+    'hop1',
+    async (job) => void (await q2.add('h', job.data, { removeOnComplete: true })),
+    {
+      connection: c1,
+      prefix,
+      concurrency: 16,
+    },
+  );
+  const w2 = new Worker('hop2', async (job) => waiting.get(job.data.id)?.(), {
+    connection: c2,
+    prefix,
+    concurrency: 16,
+  });
+  await Promise.all([w1.waitUntilReady(), w2.waitUntilReady()]);
+  const out: number[] = [];
+  for (let i = 0; i < n + 10; i++) {
+    const id = randomUUID();
+    const done = new Promise<void>((resolve) => waiting.set(id, resolve));
+    const t = performance.now();
+    await q1.add('h', { id }, { removeOnComplete: true });
+    await done;
+    if (i >= 10) out.push(performance.now() - t);
+  }
+  await Promise.all([w1.close(), w2.close(), q1.close(), q2.close()]);
+  for (const c of [producer, c1, c2]) c.disconnect();
+  return out;
+}
+
+/** An agent that answers at once, to measure the bus alone. */
+const echoAgent: AgentRunner = {
+  async processMessage(messages: InboundMessage | InboundMessage[]): Promise<TurnResult> {
+    const head = (Array.isArray(messages) ? messages : [messages])[0]!;
+    const sessionKey = sessionKeyOf(head);
+    const metrics = {
+      sessionKey,
+      llmCalls: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      toolCalls: [],
+      wallMs: 0,
+      outcome: 'ok' as const,
+    };
+    return { sessionKey, reply: 'echo', target: { channel: head.channel, chatId: head.chatId }, metrics };
+  },
+  processDirect: () => Promise.reject(new Error('not used')),
+  processHeartbeat: () => Promise.reject(new Error('not used')),
+};
+
+/** `send` → reply latency through the real bus, CLI channel and turn worker, with the echo agent, in one process. */
+async function busOnly(url: string, n: number): Promise<number[]> {
+  const config = parseConfig({ REDIS_URL: url, MAGPIE_QUEUE_PREFIX: `bench-bus-${randomUUID()}` });
+  const logger = silentLogger();
+  const client = await Bus.connect({ config, logger });
+  const workerBus = await Bus.connect({ config, logger, patient: true });
+  const worker = new TurnWorker({ bus: workerBus, agent: echoAgent, logger, concurrency: 16 });
+  await worker.start();
+  const delivery = await Delivery.start({
+    bus: client,
+    channel: new CliChannel({ bus: client, logger }),
+    logger,
+  });
+  const out: number[] = [];
+  for (let i = 0; i < n + 10; i++) {
+    const t = performance.now();
+    await sendAndWait(client, { content: 'hi', chatId: `b-${i % 20}`, timeoutMs: 30_000 });
+    if (i >= 10) out.push(performance.now() - t);
+  }
+  await worker.close();
+  await delivery.close();
+  await Promise.all([client.close(), workerBus.close()]);
+  return out;
+}
+
+execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'ignore' });
+const redis = await startRedis();
+const fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
+const workspace = tempWorkspace();
+const env = daemonEnv({
+  REDIS_URL: redis.url,
+  OPENAI_BASE_URL: fake.baseURL,
+  MAGPIE_WORKSPACE: workspace,
+  // Enough turn slots for 100 concurrent 1 s turns; the default (16) suits a personal assistant.
+  MAGPIE_WORKER_CONCURRENCY: '128',
+});
+// A modest heap limit keeps V8 from growing the heap lazily (RSS) long before it must collect.
+const procs: Proc[] = [
+  magpie(['gateway'], env),
+  magpie(['worker'], { ...env, NODE_OPTIONS: '--max-old-space-size=96' }),
+];
+const [gateway, worker] = procs as [Proc, Proc];
+const config = parseConfig({ REDIS_URL: redis.url, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
+const bus = await Bus.connect({ config, logger: silentLogger() });
+try {
+  await Promise.all([
+    gateway.waitFor(/magpie is running/, 30_000),
+    worker.waitFor(/magpie is running/, 30_000),
+  ]);
+
+  // 1. Latency, one message at a time, after a warm-up.
+  const magpieMs: number[] = [];
+  for (let i = 0; i < samples + 10; i++) {
+    const t = performance.now();
+    await sendAndWait(bus, { content: 'hi', chatId: `lat-${i % 20}`, timeoutMs: 30_000 });
+    if (i >= 10) magpieMs.push(performance.now() - t);
+  }
+  const bareMs = await bareHops(redis.url, samples);
+  const busMs = await busOnly(redis.url, samples);
+  const latency = {
+    magpie: summary(magpieMs),
+    busOnlyEchoAgent: summary(busMs),
+    bareTwoHops: summary(bareMs),
+  };
+  progress('latency', latency);
+
+  // 2 and 4. Throughput and memory: rounds of 1,000 chats, one message each, until totalTurns.
+  const rounds = Math.max(1, Math.round(totalTurns / 1000));
+  const rss: number[] = [];
+  let firstRoundTps = 0;
+  const tStart = performance.now();
+  for (let r = 0; r < rounds; r++) {
+    const t = performance.now();
+    await Promise.all(
+      Array.from({ length: 1000 }, (_, c) =>
+        sendAndWait(bus, { content: `round ${r}`, chatId: `chat-${c}`, timeoutMs: 120_000 }),
+      ),
+    );
+    if (r === 0) firstRoundTps = Math.round(1000 / ((performance.now() - t) / 1000));
+    rss.push(rssMb(worker.child.pid!));
+    progress(`round ${r + 1}/${rounds}`, { rssMb: rss.at(-1) });
+  }
+  const throughput = {
+    chats: 1000,
+    firstRoundTurnsPerSecond: firstRoundTps,
+    overallTurnsPerSecond: Math.round((rounds * 1000) / ((performance.now() - tStart) / 1000)),
+  };
+  const memory = { turns: rounds * 1000, sessions: 1000, workerRssMbPerRound: rss };
+
+  // 3. 100 chats with a 1 s model.
+  fake.setResponder(() => ({ content: 'slow ok', delayMs: 1000 }));
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: 100 }, (_, c) =>
+      sendAndWait(bus, { content: 'slow', chatId: `slow-${c}`, timeoutMs: 60_000 }),
+    ),
+  );
+  const slowModel = { chats: 100, modelMs: 1000, allAnsweredMs: Math.round(performance.now() - t) };
+
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        latency,
+        p50Ratio: Math.round((latency.magpie.p50 / latency.bareTwoHops.p50) * 100) / 100,
+        busOnlyP50Ratio: Math.round((latency.busOnlyEchoAgent.p50 / latency.bareTwoHops.p50) * 100) / 100,
+        throughput,
+        slowModel,
+        memory,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+} finally {
+  await bus.close();
+  for (const p of procs) await stop(p);
+  await fake.close();
+  await redis.stop();
+}
+process.exit(0);
