@@ -48,7 +48,7 @@ export interface AgentLoopOptions {
   model?: string;
   /** The model's context window in tokens. @defaultValue the model's entry in the table of model-limits.ts (128k when unknown) */
   contextTokens?: number;
-  /** Summarise when the context history passes this. @defaultValue 60% of contextTokens */
+  /** Summarise (in the background) when the context history passes this. @defaultValue 60% of contextTokens, at most 19_200 */
   summarizeAtTokens?: number;
   /** Messages kept verbatim after a summary. @defaultValue 8 */
   keepLastMessages?: number;

@@ -94,7 +94,8 @@ export class AgentLoop implements AgentRunner {
       maxIterations,
       keepLastMessages: options.keepLastMessages ?? 8,
       defaultReply: options.defaultReply ?? DEFAULT_REPLY,
-      summarizeAtTokens: options.summarizeAtTokens ?? Math.floor(contextTokens * 0.6),
+      // Background summaries keep sessions lean well before a large window fills (cost, latency).
+      summarizeAtTokens: options.summarizeAtTokens ?? Math.floor(Math.min(contextTokens, 32_000) * 0.6),
     };
     this.#summarizer = new SessionSummarizer({
       provider: options.provider,
