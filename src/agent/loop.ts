@@ -11,15 +11,15 @@ import { AppError, CancelledError, describeError, hasCode } from '../errors/inde
 import type { Logger } from '../log/index.js';
 import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
 import type { ToolContext } from '../tools/types.js';
+import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
-import { runMemoryFlush } from './hooks/memory-flush.js';
 import type { IterationHook } from './hooks/types.js';
 import type { AgentLoopOptions, PromptSession } from './loop-options.js';
 import { contextLimitFor } from './model-limits.js';
 import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
-import { chooseCut, estimateTokens, summarizeBatch } from './summarize.js';
+import { estimateTokens } from './summarize.js';
 import { SessionSummarizer } from './summarizer.js';
-import { budgetLevel, keepWithin, type LastCall, requestTokens, TARGET_FRACTION } from './token-budget.js';
+import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
 import { runToolBatch } from './tool-batch.js';
 import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
@@ -76,6 +76,7 @@ export class AgentLoop implements AgentRunner {
   > &
     AgentLoopOptions & { summarizeAtTokens: number };
   readonly #summarizer: SessionSummarizer;
+  readonly #compactor: TurnCompactor;
   readonly #usage = new Map<string, SessionUsage>();
 
   constructor(options: AgentLoopOptions) {
@@ -106,6 +107,28 @@ export class AgentLoop implements AgentRunner {
       ...(options.model ? { model: options.model } : {}),
       ...(options.memoryFlush ? { beforeSummary: (key: string) => this.flushMemory(key) } : {}),
     });
+    this.#compactor = new TurnCompactor({
+      provider: options.provider,
+      sessions: options.sessions,
+      summarizer: this.#summarizer,
+      context: options.context,
+      flushTools: options.flushTools ?? options.tools,
+      workspace: options.workspace,
+      logger: options.logger,
+      contextTokens,
+      keepLastMessages: this.#o.keepLastMessages,
+      memoryFlush: options.memoryFlush ?? false,
+      ...(options.model ? { model: options.model } : {}),
+    });
+  }
+
+  /**
+   * The silent memory-flush turn (runs before a session is compacted): the
+   * model is asked to save durable facts with its file tools; nothing it says
+   * is delivered or stored.
+   */
+  async flushMemory(sessionKey: string, signal?: AbortSignal): Promise<void> {
+    await this.#compactor.flushMemory(sessionKey, signal);
   }
 
   /** The context window turns are budgeted against (tokens). */
@@ -279,7 +302,7 @@ export class AgentLoop implements AgentRunner {
       let built = await this.#buildRequest(run);
       let tokens = requestTokens(built, last);
       if (budgetLevel(tokens, this.#o.contextTokens) === 'over') {
-        const fitted = await this.#compactToBudget(run, built, tokens);
+        const fitted = await this.#compactor.toBudget(run, built, tokens, () => this.#buildRequest(run));
         last = undefined;
         built = fitted.messages;
         tokens = fitted.tokens;
@@ -317,7 +340,7 @@ export class AgentLoop implements AgentRunner {
         if (hasCode(err, 'CONTEXT_LENGTH_EXCEEDED') && compactions < MAX_COMPACTIONS) {
           compactions += 1;
           run.log.warn({ attempt: compactions }, 'context length exceeded; compacting and retrying');
-          if (await this.#compact(run, compactions)) {
+          if (await this.#compactor.afterContextError(run, compactions)) {
             iteration -= 1;
             last = undefined;
             continue;
@@ -469,62 +492,6 @@ export class AgentLoop implements AgentRunner {
     });
   }
 
-  /**
-   * Before a call over 95% of the window: flush memory (when enabled), then
-   * fold older messages into the summary, keeping what fits in ~80%; once
-   * more keeping a single message if that was not enough.
-   */
-  async #compactToBudget(
-    run: TurnRun,
-    messages: ChatMessage[],
-    tokens: number,
-  ): Promise<{ ok: boolean; messages: ChatMessage[]; tokens: number }> {
-    const limit = this.#o.contextTokens;
-    run.log.warn({ tokens, limit }, 'context over 95% of the window; compacting before the call');
-    if (this.#o.memoryFlush && !run.req.noHistory) await this.flushMemory(run.req.sessionKey, run.signal);
-    let current = { messages, tokens };
-    for (const attempt of [1, 2]) {
-      const tail = [...run.history, ...run.turn];
-      const fixed = current.tokens - estimateTokens(tail);
-      const keep = attempt === 1 ? keepWithin(tail, limit * TARGET_FRACTION - fixed) : 1;
-      const done = await this.#compactKeeping(run, keep);
-      if (!done) break;
-      const rebuilt = await this.#buildRequest(run);
-      current = { messages: rebuilt, tokens: requestTokens(rebuilt) };
-      if (budgetLevel(current.tokens, limit) !== 'over') return { ok: true, ...current };
-    }
-    return { ok: false, ...current };
-  }
-
-  /**
-   * The silent memory-flush turn before a session is compacted: the model
-   * sees the session's context history and the flush prompt; nothing it says
-   * is delivered or stored.
-   */
-  async flushMemory(sessionKey: string, signal?: AbortSignal): Promise<void> {
-    const [history, summary] = await Promise.all([
-      this.#o.sessions.getContextHistory(sessionKey),
-      this.#o.sessions.getSummary(sessionKey),
-    ]);
-    const colon = sessionKey.indexOf(':');
-    await runMemoryFlush({
-      provider: this.#o.provider,
-      tools: this.#o.flushTools ?? this.#o.tools,
-      context: this.#o.context,
-      history,
-      session: {
-        channel: colon > 0 ? sessionKey.slice(0, colon) : 'cli',
-        chatId: colon > 0 ? sessionKey.slice(colon + 1) : sessionKey,
-        sessionKey,
-        ...(summary ? { summary } : {}),
-      },
-      workspace: this.#o.workspace,
-      logger: this.#o.logger.child({ session: sessionKey }),
-      ...(this.#o.model ? { model: this.#o.model } : {}),
-      ...(signal ? { signal } : {}),
-    });
-  }
-
   async #drainPending(run: TurnRun): Promise<void> {
     const pending = (await run.options.drainPending?.()) ?? [];
     if (pending.length === 0) return;
@@ -556,48 +523,10 @@ export class AgentLoop implements AgentRunner {
     run.turn.push(...fresh.map((u) => u.forModel));
   }
 
-  /**
-   * Forced compaction after a context-length error, keeping fewer messages on
-   * each attempt (4, then 2). False when nothing could be shrunk.
-   */
-  async #compact(run: TurnRun, attempt: number): Promise<boolean> {
-    const keep = Math.max(1, Math.floor(Math.min(this.#o.keepLastMessages, 4) / 2 ** (attempt - 1)));
-    return this.#compactKeeping(run, keep);
-  }
-
-  /** Folds all but the last `keep` messages into the summary; false when nothing could be shrunk. */
-  async #compactKeeping(run: TurnRun, keep: number): Promise<boolean> {
-    if (run.req.noHistory) {
-      const cut = chooseCut(run.turn, keep);
-      if (cut === 0) return false;
-      run.summary = await summarizeBatch(
-        this.#o.provider,
-        run.turn.slice(0, cut),
-        run.summary,
-        this.#modelOption(),
-      );
-      run.turn = run.turn.slice(cut);
-      return true;
-    }
-    const key = run.req.sessionKey;
-    const done = await this.#summarizer.compact(key, keep, run.signal);
-    if (!done) return false;
-    [run.history, run.summary] = await Promise.all([
-      this.#o.sessions.getContextHistory(key),
-      this.#o.sessions.getSummary(key),
-    ]);
-    run.turn = [];
-    return true;
-  }
-
   /** Whether the session as this turn saw it has passed the summary budget (no re-read needed when not). */
   #overBudget(run: TurnRun): boolean {
     const summaryTokens = Math.ceil((run.summary?.length ?? 0) / 4);
     return estimateTokens(run.history) + estimateTokens(run.turn) + summaryTokens > this.#o.summarizeAtTokens;
-  }
-
-  #modelOption(): { model?: string } {
-    return this.#o.model ? { model: this.#o.model } : {};
   }
 
   #addUsage(key: string, usage: { promptTokens: number; completionTokens: number } | undefined): void {
