@@ -6,11 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
 import { clearRunning, markRunning } from '../bus/cancel.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
-import type { InboundMessage, OutboundMessageInput } from '../bus/messages.js';
+import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -95,11 +96,14 @@ export class TurnWorker {
     const batch = [...first.messages];
     const head = batch[0] as InboundMessage;
     const turn = turnId(sessionKey, head.id);
-    const origin = { channel: head.channel, chatId: head.chatId, threadId: head.threadId };
+    const origin = chatOf(head);
     const controller = new AbortController();
     this.running.set(sessionKey, controller);
     let sent = 0;
-    await Promise.all([markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id), this.activity(origin, true, log)]);
+    await Promise.all([
+      markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id),
+      this.activity(origin, true, log),
+    ]);
     try {
       const result = await this.runTurn(batch, controller.signal, {
         drain: async () => {
@@ -188,4 +192,14 @@ export class TurnWorker {
       log.debug({ err: describeError(err) }, 'activity not published');
     }
   }
+}
+
+/**
+ * The chat a turn's typing and error reply go to: for a `system` message (a
+ * helper's result) the chat named in its `metadata.origin`.
+ */
+function chatOf(head: InboundMessage): { channel: string; chatId: string; threadId?: string } {
+  const origin = isInternalChannel(head.channel) ? originOf(head) : undefined;
+  if (origin) return { channel: origin.channel, chatId: origin.chatId, threadId: origin.threadId };
+  return { channel: head.channel, chatId: head.chatId, threadId: head.threadId };
 }
