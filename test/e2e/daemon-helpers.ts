@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,8 +13,19 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'dist', 'cli', 'bin.js');
 
-/** Builds dist/ (type errors elsewhere in the tree do not stop the emit). */
+/** The newest modification time of any file under `dir`. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(full) : statSync(full).mtimeMs);
+  }
+  return latest;
+}
+
+/** Builds dist/ when it is older than src/ (type errors elsewhere in the tree do not stop the emit). */
 export function build(): void {
+  if (existsSync(BIN) && statSync(BIN).mtimeMs >= newest(path.join(ROOT, 'src'))) return;
   try {
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
   } catch {
@@ -54,9 +65,17 @@ export interface Proc {
   exited: Promise<number | string>;
 }
 
-/** Spawns `node dist/cli/bin.js ...args` in `cwd` (default: a temp dir, so no stray .env is read). */
-export function magpie(args: string[], env: NodeJS.ProcessEnv, cwd = os.tmpdir()): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Spawns `node dist/cli/bin.js ...args` in `cwd` (default: a temp dir, so no stray .env is read);
+ * `input`, when given, is written to stdin, which is then closed.
+ */
+export function magpie(args: string[], env: NodeJS.ProcessEnv, cwd = os.tmpdir(), input?: string): Proc {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env,
+    cwd,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
+  if (input !== undefined) child.stdin?.end(input);
   let out = '';
   let err = '';
   const listeners = new Set<() => void>();

@@ -58,6 +58,24 @@ describe('daemon (gateway + worker processes)', () => {
     expect(last.content).toContain('hi there');
   });
 
+  it('magpie chat answers each line of piped input in order, through the bus', async () => {
+    fake.setResponder((req) => ({ content: `echo: ${req.body.messages.at(-1).content}` }));
+    const env = envFor();
+    await daemon(env);
+    const chat = magpie(
+      ['chat', '--chat', 'e2e-chat', '--timeout', '20s'],
+      env,
+      undefined,
+      'first\nsecond\n',
+    );
+    procs.push(chat);
+    expect(await chat.exited).toBe(0);
+    const replies = chat.stdout().match(/magpie> .*/g) ?? [];
+    expect(replies).toHaveLength(2);
+    expect(replies[0]).toContain('first');
+    expect(replies[1]).toContain('second');
+  });
+
   it('a worker killed with SIGKILL mid-turn, then restarted: answered exactly once', async () => {
     let calls = 0;
     fake.setResponder(() =>

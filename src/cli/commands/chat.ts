@@ -2,7 +2,7 @@
  * `magpie chat`: an interactive prompt through the bus (channel cli). Ctrl-C
  * during a turn sends /stop; Ctrl-C at an empty prompt or Ctrl-D quits.
  */
-import { createInterface } from 'node:readline/promises';
+import { createInterface } from 'node:readline';
 import { Bus } from '../../bus/bus.js';
 import { sendAndWait } from '../../channels/cli/client.js';
 import { loadConfig, parseDuration } from '../../config/index.js';
@@ -49,10 +49,6 @@ export async function run(argv: string[]): Promise<number> {
     terminal: Boolean(process.stdin.isTTY),
   });
   let busy = false;
-  let closed = false;
-  rl.on('close', () => {
-    closed = true;
-  });
   rl.on('SIGINT', () => {
     if (busy) {
       bus
@@ -63,31 +59,29 @@ export async function run(argv: string[]): Promise<number> {
     if (rl.line === '') rl.close();
     else rl.write(null, { ctrl: true, name: 'u' });
   });
+  rl.setPrompt('you> ');
   try {
-    while (!closed) {
-      let line: string;
-      try {
-        line = await rl.question('you> ');
-      } catch (err) {
-        if (closed) break;
-        throw err;
+    rl.prompt();
+    // The async iterator buffers lines that arrive while a reply is awaited (pasted or piped input).
+    for await (const line of rl) {
+      if (line.trim() !== '') {
+        busy = true;
+        try {
+          const reply = await sendAndWait(bus, {
+            content: line,
+            chatId,
+            timeoutMs,
+            onMessage: (m) => process.stdout.write(`magpie> ${m.content}\n`),
+          });
+          process.stdout.write(`magpie> ${reply.content}\n`);
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          process.stderr.write(`magpie: ${describeError(err)}\n`);
+        } finally {
+          busy = false;
+        }
       }
-      if (line.trim() === '') continue;
-      busy = true;
-      try {
-        const reply = await sendAndWait(bus, {
-          content: line,
-          chatId,
-          timeoutMs,
-          onMessage: (m) => process.stdout.write(`magpie> ${m.content}\n`),
-        });
-        process.stdout.write(`magpie> ${reply.content}\n`);
-      } catch (err) {
-        if (!(err instanceof AppError)) throw err;
-        process.stderr.write(`magpie: ${describeError(err)}\n`);
-      } finally {
-        busy = false;
-      }
+      rl.prompt();
     }
     return ExitCode.ok;
   } finally {
