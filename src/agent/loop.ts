@@ -299,12 +299,14 @@ export class AgentLoop implements AgentRunner {
       if (iteration > 0) await this.#drainPending(run);
       iteration += 1;
       run.options.onIteration?.(iteration);
-      let built = await this.#buildRequest(run);
-      let tokens = requestTokens(built, last);
+      // The budget measures what is sent: the request after the hooks (trimmed tool results).
+      const prepare = () => this.#prepareRequest(run, hooks, iteration);
+      let messages = await prepare();
+      let tokens = requestTokens(messages, last);
       if (budgetLevel(tokens, this.#o.contextTokens) === 'over') {
-        const fitted = await this.#compactor.toBudget(run, built, tokens, () => this.#buildRequest(run));
+        const fitted = await this.#compactor.toBudget(run, messages, tokens, prepare);
         last = undefined;
-        built = fitted.messages;
+        messages = fitted.messages;
         tokens = fitted.tokens;
         if (!fitted.ok) {
           run.log.warn({ tokens, limit: this.#o.contextTokens }, 'context still over 95% after compaction');
@@ -321,10 +323,6 @@ export class AgentLoop implements AgentRunner {
           },
           'context window over 80% full',
         );
-      }
-      let messages = built;
-      for (const hook of hooks) {
-        if (hook.beforeCall) messages = hook.beforeCall({ iteration, messages, log: run.log });
       }
       let response: Awaited<ReturnType<LLMProvider['chat']>>;
       try {
@@ -350,7 +348,7 @@ export class AgentLoop implements AgentRunner {
       }
       meter.llmCall(response.usage);
       this.#addUsage(req.sessionKey, response.usage);
-      last = response.usage ? { ...response.usage, sentMessages: built.length } : undefined;
+      last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
       if (response.toolCalls.length === 0) return { content: response.content, outcome: 'ok' };
       const answered = new Map<string, string>();
       for (const hook of hooks) {
@@ -484,12 +482,17 @@ export class AgentLoop implements AgentRunner {
     await this.#record(run, ...results);
   }
 
-  #buildRequest(run: TurnRun): Promise<ChatMessage[]> {
-    return this.#o.context.buildMessages({
+  /** The messages of the next call: context, history and the turn, then each hook's `beforeCall`. */
+  async #prepareRequest(run: TurnRun, hooks: IterationHook[], iteration: number): Promise<ChatMessage[]> {
+    let messages = await this.#o.context.buildMessages({
       history: run.history,
       session: this.#promptSession(run),
       current: run.turn,
     });
+    for (const hook of hooks) {
+      if (hook.beforeCall) messages = hook.beforeCall({ iteration, messages, log: run.log });
+    }
+    return messages;
   }
 
   async #drainPending(run: TurnRun): Promise<void> {

@@ -34,7 +34,7 @@ export type HookDecision =
 
 export interface IterationHook {
   readonly name: string;
-  /** Runs before each LLM call; returns the messages to send. */
+  /** Runs before each LLM call (again if the request is rebuilt after a compaction); returns the messages to send. */
   beforeCall?(ctx: BeforeCallContext): ChatMessage[];
   /** Runs after each response that has tool calls, before they run. */
   afterCall?(ctx: AfterCallContext): HookDecision;

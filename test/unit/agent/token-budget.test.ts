@@ -105,6 +105,27 @@ describe('the loop keeps within the window', () => {
     expect(await h.sessions.getSummary('cli:big')).toBe('Earlier: small talk.');
   });
 
+  it('measures the request as sent: a huge tool result trimmed by the hooks does not force a compaction', async () => {
+    const dump: Tool = {
+      name: 'dump',
+      description: 'returns a lot',
+      parameters: z.object({}),
+      async execute() {
+        return ok('d'.repeat(50_000));
+      },
+    };
+    const provider = new ScriptedProvider([
+      { toolCalls: [{ id: 'd1', name: 'dump', arguments: '{}' }] },
+      { content: 'read it' },
+    ]);
+    h = await harness(provider, [dump], { contextTokens: 10_000 });
+    const result = await h.agent.processDirect('dump', 'cli:dump');
+    expect(result.reply).toBe('read it');
+    expect(provider.requests).toHaveLength(2);
+    expect(provider.requests.some((r) => r.messages[0]!.content === SUMMARY_SYSTEM_PROMPT)).toBe(false);
+    expect(estimateTokens(provider.requests[1]!.messages)).toBeLessThan(3_000);
+  });
+
   it('replies with a clear error when the request is still over the limit after compaction', async () => {
     const provider = new ScriptedProvider([{ content: 'never' }]);
     h = await harness(provider, [], { contextTokens: 1_000 });
