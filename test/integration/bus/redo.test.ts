@@ -1,0 +1,49 @@
+/** Redone turns and long turns: reply ids are stable, and a live turn keeps its lock. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { replyId, turnId } from '../../../src/worker/outbound-ids.js';
+import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+
+describe('redone and long turns', () => {
+  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+
+  it('a turn redone after its reply was already queued does not post a second reply', async () => {
+    const agent = new ScriptedAgent();
+    harness = await startHarness({ agent });
+    const message = inbound('d1', 'hello');
+    // As if an earlier attempt had queued its reply and died before trimming the mailbox.
+    await harness.bus.publishOutbound({
+      id: replyId(turnId('test:d1', message.id)),
+      channel: 'test',
+      chatId: 'd1',
+      content: 'first attempt',
+    });
+    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'earlier reply delivered');
+    await harness.bus.publishInbound(message);
+    await waitFor(() => agent.turns.length === 1, 5_000, 'turn redone');
+    await waitFor(
+      async () => (await harness!.bus.mailbox('test:d1').length()) === 0,
+      5_000,
+      'mailbox trimmed',
+    );
+    await waitFor(
+      async () => (await harness!.bus.pendingJobs('outbound-test')) === 0,
+      5_000,
+      'outbound idle',
+    );
+    expect(harness.channel.sent.map((m) => m.content)).toEqual(['first attempt']);
+  });
+
+  it('a turn longer than the lock keeps its lock (renewed) and runs once', async () => {
+    const agent = new ScriptedAgent({ iterationMs: 3_000 });
+    harness = await startHarness({ agent, tuning: { lockDurationMs: 1_000, stalledIntervalMs: 500 } });
+    await harness.bus.publishInbound(inbound('d2', 'long'));
+    await waitFor(() => harness!.channel.sent.length === 1, 10_000, 'reply');
+    expect(agent.turns).toHaveLength(1);
+    expect(agent.maxConcurrentPerSession).toBe(1);
+    expect(harness.channel.sent[0]!.content).toBe('long');
+  });
+});
