@@ -182,4 +182,28 @@ describe('memory flush before compaction', () => {
     expect(log).not.toContain('[memory flush]');
     expect(await h.sessions.getSummary('cli:flush')).toBe('The user likes tea.');
   });
+
+  it('also flushes before compacting a turn that would pass 95% of the window', async () => {
+    const order: string[] = [];
+    const provider = new ScriptedProvider([], async (req) => {
+      if (req.messages[0]?.content === SUMMARY_SYSTEM_PROMPT) {
+        order.push('summary');
+        return { content: 'Earlier: small talk.' };
+      }
+      if (lastUser(req) === MEMORY_FLUSH_PROMPT) {
+        order.push('flush');
+        return { content: 'nothing to save (flush reply)' };
+      }
+      order.push('turn');
+      return { content: 'answer' };
+    });
+    h = await harness(provider, [], { contextTokens: 1_000, summarizeAtTokens: 100_000, memoryFlush: true });
+    for (let i = 0; i < 3; i += 1)
+      await h.agent.processDirect(`message ${i} ${'a'.repeat(1_100)}`, 'cli:full');
+    expect(order).toEqual(['turn', 'turn', 'turn']);
+    const result = await h.agent.processDirect(`and now? ${'b'.repeat(400)}`, 'cli:full');
+    expect(result.reply).toBe('answer');
+    expect(order.slice(3)).toEqual(['flush', 'summary', 'turn']);
+    expect(JSON.stringify(await h.sessions.getHistory('cli:full'))).not.toContain('flush reply');
+  });
 });
