@@ -58,6 +58,39 @@ describe('daemon (gateway + worker processes)', () => {
     expect(last.content).toContain('hi there');
   });
 
+  it('three quick messages to one chat: one turn at a time, all reach the model in order', async () => {
+    let inFlight = 0;
+    let maxInFlight = 0;
+    fake.setResponder(async () => {
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      inFlight -= 1;
+      return { content: 'got it' };
+    });
+    const env = envFor();
+    await daemon(env);
+    const before = fake.requests.length;
+    const sends = ['one', 'two', 'three'].map((text) =>
+      run(['send', '-m', text, '--chat', 'e2e-three', '--timeout', '20s'], env),
+    );
+    for (const send of sends) expect(await send.exited).toBe(0);
+    expect(maxInFlight).toBe(1);
+    const userTexts = (fake.requests.at(-1)?.body.messages as Array<{ role: string; content: unknown }>)
+      .filter((m) => m.role === 'user')
+      .map((m) => JSON.stringify(m.content));
+    const order = ['one', 'two', 'three'].map((t) => userTexts.findIndex((u) => u.includes(t)));
+    expect(order.every((i) => i >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(fake.requests.length - before).toBeLessThanOrEqual(3);
+    const redis = new Redis(redisUrl);
+    try {
+      expect(await redis.llen(`${env.MAGPIE_QUEUE_PREFIX}:mailbox:cli:e2e-three`)).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('magpie chat answers each line of piped input in order, through the bus', async () => {
     fake.setResponder((req) => ({ content: `echo: ${req.body.messages.at(-1).content}` }));
     const env = envFor();
