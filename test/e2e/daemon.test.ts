@@ -76,7 +76,9 @@ describe('daemon (gateway + worker processes)', () => {
     );
     for (const send of sends) expect(await send.exited).toBe(0);
     expect(maxInFlight).toBe(1);
-    const userTexts = (fake.requests.at(-1)?.body.messages as Array<{ role: string; content: unknown }>)
+    const userTexts = (
+      (fake.requests.at(-1)?.body.messages ?? []) as Array<{ role: string; content: unknown }>
+    )
       .filter((m) => m.role === 'user')
       .map((m) => JSON.stringify(m.content));
     const order = ['one', 'two', 'three'].map((t) => userTexts.findIndex((u) => u.includes(t)));
