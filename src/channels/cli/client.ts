@@ -63,3 +63,11 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     await unsubscribe();
   }
 }
+
+/**
+ * The log level of a CLI client: quiet (`warn`) so stdout stays for replies,
+ * unless LOG_LEVEL asks for more detail (debug, trace).
+ */
+export function clientLogLevel(configured: string): string {
+  return configured === 'debug' || configured === 'trace' ? configured : 'warn';
+}

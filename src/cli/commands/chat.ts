@@ -4,7 +4,7 @@
  */
 import { createInterface } from 'node:readline';
 import { Bus } from '../../bus/bus.js';
-import { sendAndWait } from '../../channels/cli/client.js';
+import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
 import { loadConfig, parseDuration } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
@@ -40,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: config.log.pretty });
+  const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });
   const bus = await Bus.connect({ config, logger });
   const chatId = values.chat ?? 'default';
   const rl = createInterface({

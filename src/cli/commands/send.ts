@@ -1,6 +1,6 @@
 /** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
 import { Bus } from '../../bus/bus.js';
-import { sendAndWait } from '../../channels/cli/client.js';
+import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
 import { loadConfig, parseDuration } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
@@ -42,7 +42,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: config.log.pretty });
+  const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });
   const bus = await Bus.connect({ config, logger });
   try {
     const chatId = values.chat ?? 'default';
