@@ -135,6 +135,16 @@ async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
     shutdownTimeoutMs: options.shutdownTimeoutMs,
   });
   await worker.start();
+  // `<prefix>:workers:<id>` with a TTL: status, doctor and the dashboard see this worker alive.
+  const { WorkerHeartbeat } = await import('./ops/workers.js');
+  const beat = new WorkerHeartbeat({
+    redis: bus.redis,
+    prefix: bus.prefix,
+    id: worker.id,
+    concurrency: options.concurrency ?? config.redis.concurrency,
+    logger,
+  });
+  await beat.start();
   // Spawned helpers run as jobs of their own queue, beside the chats (and are redone if this process dies).
   const helperWorker = new helpersModule.HelperWorker({
     bus,
@@ -149,6 +159,7 @@ async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
   // The scheduler plugs in here: heartbeat and cron job schedulers (brief 8).
   const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger });
   // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
+  parts.push({ name: 'worker heartbeat', close: () => beat.close() });
   parts.push({ name: 'agent', close: () => built.agent.idle() });
   parts.push({ name: 'turn worker', close: () => worker.close() });
   parts.push({ name: 'helper worker', close: () => helperWorker.close() });

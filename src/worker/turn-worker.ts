@@ -15,6 +15,7 @@ import { type InboundMessage, isInternalChannel, type OutboundMessageInput } fro
 import { INBOUND_QUEUE } from '../bus/queues.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { TurnRecorder } from '../ops/turn-recorder.js';
 import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
@@ -35,6 +36,8 @@ export class TurnWorker {
   private readonly logger: Logger;
   private readonly tuning: ConsumerTuning;
   private readonly running = new Map<string, AbortController>();
+  /** Per-turn figures and running turns in Redis, for status and the dashboard. */
+  private readonly recorder: TurnRecorder;
   private consumer: Consumer | undefined;
   private unsubscribe: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
@@ -45,6 +48,12 @@ export class TurnWorker {
     this.logger = options.logger.child({ component: 'turn-worker' });
     const { bus: _bus, agent: _agent, logger: _logger, ...tuning } = options;
     this.tuning = tuning;
+    this.recorder = new TurnRecorder({
+      redis: options.bus.redis,
+      prefix: options.bus.prefix,
+      worker: this.id,
+      logger: this.logger,
+    });
   }
 
   /** Subscribes to cancellations, then starts taking turn jobs. */
@@ -100,12 +109,15 @@ export class TurnWorker {
     const controller = new AbortController();
     this.running.set(sessionKey, controller);
     let sent = 0;
+    const since = new Date();
     await Promise.all([
       markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id),
       this.activity(origin, true, log),
+      this.recorder.started(turn, sessionKey),
     ]);
     try {
       const result = await this.runTurn(batch, controller.signal, {
+        onIteration: this.recorder.onIteration(turn, sessionKey, since.toISOString()),
         drain: async () => {
           const more = await mailbox.read(taken);
           taken += more.count;
@@ -121,6 +133,12 @@ export class TurnWorker {
           });
         },
       });
+      await this.recorder.finished(
+        turn,
+        result.ok
+          ? { metrics: result.value.metrics }
+          : { error: describeError(result.error), wallMs: Date.now() - since.getTime(), session: sessionKey },
+      );
       if (result.ok) {
         if (result.value.reply !== undefined) {
           await this.bus.publishOutbound({
@@ -163,13 +181,18 @@ export class TurnWorker {
   private async runTurn(
     batch: InboundMessage[],
     signal: AbortSignal,
-    io: { drain: () => Promise<InboundMessage[]>; publish: (m: OutboundMessageInput) => Promise<void> },
+    io: {
+      drain: () => Promise<InboundMessage[]>;
+      publish: (m: OutboundMessageInput) => Promise<void>;
+      onIteration: (iteration: number) => void;
+    },
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
     try {
       const value = await this.agent.processMessage([...batch], {
         signal,
         drainPending: io.drain,
         outbound: { publish: io.publish },
+        onIteration: io.onIteration,
       });
       return { ok: true, value };
     } catch (error) {

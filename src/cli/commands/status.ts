@@ -1,5 +1,49 @@
-/** `magpie status` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "status" is not available in this build yet\n');
-  return 1;
+/** `magpie status [--json]`: what is running and queued right now, read from Redis. */
+import { Bus } from '../../bus/bus.js';
+import { loadConfig } from '../../config/index.js';
+import { ExitCode } from '../../errors/index.js';
+import { silentLogger } from '../../log/index.js';
+import { collectStatus } from '../../ops/status.js';
+import { formatStatus } from '../../ops/status-format.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie status [--json]
+
+Shows Redis, live workers, queue depths, running turns and helpers, the heartbeat's
+next run, scheduled tasks, the number of sessions and the last errors.
+
+options:
+  --json           one JSON object (for scripts)
+  --workspace DIR  overrides MAGPIE_WORKSPACE
+  -h, --help       this help
+
+exit codes: 0 shown, 2 bad config, 3 Redis unreachable`;
+
+const FLAGS = {
+  json: { type: 'boolean' },
+  workspace: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseCommandArgs('status', argv, FLAGS);
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
+  const config = loadConfig();
+  const bus = await Bus.connect({ config, logger: silentLogger() });
+  try {
+    const report = await collectStatus({
+      redis: bus.redis,
+      url: bus.url,
+      prefix: bus.prefix,
+      workspace: config.workspace,
+    });
+    process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
+    return ExitCode.ok;
+  } finally {
+    await bus.close();
+  }
 }

@@ -1,0 +1,65 @@
+/** The human form of `magpie status`: short aligned sections, one fact a line. */
+import type { StatusReport } from './status.js';
+
+/** Formats a status report for a terminal. */
+export function formatStatus(report: StatusReport, now = Date.now()): string {
+  const lines: string[] = [];
+  lines.push(
+    `Redis      ${report.redis.url} (version ${report.redis.version ?? '?'}, prefix ${report.prefix})`,
+  );
+  const slots = report.workers.reduce((sum, w) => sum + w.concurrency, 0);
+  lines.push(`Workers    ${report.workers.length} alive, ${slots} turn slots`);
+  for (const w of report.workers) {
+    lines.push(
+      `  ${w.id}  pid ${w.pid} on ${w.host}, concurrency ${w.concurrency}, up ${ago(w.startedAt, now)}`,
+    );
+  }
+  lines.push('Queues     waiting  active  delayed  failed');
+  for (const q of report.queues) {
+    lines.push(
+      `  ${q.name.padEnd(18)}${pad(q.waiting, 7)}${pad(q.active, 8)}${pad(q.delayed, 9)}${pad(q.failed, 8)}`,
+    );
+  }
+  lines.push(`Running    ${report.running.length} turn${report.running.length === 1 ? '' : 's'}`);
+  for (const r of report.running) {
+    lines.push(`  ${r.session}  for ${r.seconds}s, LLM iteration ${r.iteration}, on ${r.worker}`);
+  }
+  if (report.helpers.length > 0) {
+    lines.push(`Helpers    ${report.helpers.length} running`);
+    for (const h of report.helpers) {
+      lines.push(
+        `  ${h.id} (${h.kind}) for ${h.origin.sessionKey}, since ${ago(h.startedAt, now)}: ${cut(h.task, 60)}`,
+      );
+    }
+  }
+  const hb = report.schedules.heartbeat;
+  lines.push(
+    `Heartbeat  ${hb ? `next ${hb.next ?? 'now'}${hb.everyMs ? ` (every ${Math.round(hb.everyMs / 60_000)}m)` : ''}` : 'off'}`,
+  );
+  lines.push(
+    `Scheduled  ${report.schedules.tasks.length} task${report.schedules.tasks.length === 1 ? '' : 's'}`,
+  );
+  for (const t of report.schedules.tasks) {
+    lines.push(`  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}: ${cut(t.message, 50)}`);
+  }
+  lines.push(`Sessions   ${report.sessions}`);
+  lines.push(`Errors     ${report.errors.length === 0 ? 'none recent' : ''}`.trimEnd());
+  for (const e of report.errors) lines.push(`  ${e.at}  ${e.source}: ${cut(e.message, 100)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width);
+}
+
+function cut(text: string, max: number): string {
+  const one = text.replace(/\s+/g, ' ');
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+function ago(iso: string, now: number): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  return `${Math.round(s / 3600)}h`;
+}

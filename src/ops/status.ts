@@ -1,0 +1,114 @@
+/**
+ * `magpie status` as data: everything read from Redis (and a file count of
+ * the sessions folder) in parallel, so it takes well under a second and is
+ * safe while the daemon works. Running turns of workers whose heartbeat is
+ * gone are left out (a crashed worker's entries).
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Redis } from 'ioredis';
+import { displayUrl } from '../bus/redis.js';
+import { AppError, describeError } from '../errors/index.js';
+import { RedisHelperTracker } from '../helpers/tracker.js';
+import type { HelperRecord } from '../helpers/types.js';
+import { isMissing } from '../workspace/cached-file.js';
+import { discoverQueues, lastFailures, type QueueDepth, type QueueFailure, queueDepths } from './queues.js';
+import { listSchedules, type ScheduleView } from './schedules.js';
+import { type RunningTurn, readRunning, readTurns } from './turn-record.js';
+import { listWorkers, type WorkerBeat } from './workers.js';
+
+/** One error worth showing: a failed job or a failed turn. */
+export interface StatusError {
+  at: string;
+  source: string;
+  message: string;
+}
+
+/** Everything `magpie status --json` prints. */
+export interface StatusReport {
+  redis: { url: string; version: string | undefined };
+  prefix: string;
+  workers: WorkerBeat[];
+  queues: QueueDepth[];
+  running: Array<RunningTurn & { seconds: number }>;
+  helpers: HelperRecord[];
+  schedules: ScheduleView;
+  sessions: number;
+  errors: StatusError[];
+  /** Milliseconds the collection took. */
+  tookMs: number;
+}
+
+export interface CollectStatusOptions {
+  redis: Redis;
+  /** The Redis URL (printed with the password hidden). */
+  url: string;
+  prefix: string;
+  workspace: string;
+  /** Errors listed. @defaultValue 5 */
+  errors?: number;
+}
+
+/** Collects the status report. */
+export async function collectStatus(options: CollectStatusOptions): Promise<StatusReport> {
+  const started = performance.now();
+  const { redis, prefix } = options;
+  const queues = await discoverQueues(redis, prefix);
+  const [info, workers, depths, running, helpers, schedules, sessions, failures, turns] = await Promise.all([
+    redis.info('server'),
+    listWorkers(redis, prefix),
+    queueDepths(redis, prefix, queues),
+    readRunning(redis, prefix),
+    new RedisHelperTracker(redis, prefix).list(),
+    listSchedules(redis, prefix),
+    countSessions(options.workspace),
+    lastFailures(redis, prefix, queues, options.errors ?? 5),
+    readTurns(redis, prefix, 100),
+  ]);
+  const alive = new Set(workers.map((w) => w.id));
+  const now = Date.now();
+  return {
+    redis: { url: displayUrl(options.url), version: /redis_version:(\S+)/.exec(info)?.[1] },
+    prefix,
+    workers,
+    queues: depths,
+    running: running
+      .filter((r) => alive.has(r.worker))
+      .map((r) => ({ ...r, seconds: Math.round((now - Date.parse(r.since)) / 1000) })),
+    helpers,
+    schedules,
+    sessions,
+    errors: mergeErrors(failures, turns, options.errors ?? 5),
+    tookMs: Math.round(performance.now() - started),
+  };
+}
+
+function mergeErrors(
+  failures: QueueFailure[],
+  turns: Awaited<ReturnType<typeof readTurns>>,
+  count: number,
+): StatusError[] {
+  const out = [
+    ...failures.map((f) => ({ at: f.at, source: `${f.queue} job ${f.job}`, message: f.reason })),
+    ...turns
+      .filter((t) => t.error !== undefined)
+      .map((t) => ({ at: t.at, source: `turn ${t.session}`, message: t.error ?? '' })),
+  ];
+  return out
+    .sort((a, b) => b.at - a.at)
+    .slice(0, count)
+    .map((e) => ({ ...e, at: new Date(e.at).toISOString() }));
+}
+
+/** Number of session logs (`*.jsonl`) in `<workspace>/sessions`; 0 when there is none. */
+export async function countSessions(workspace: string): Promise<number> {
+  try {
+    const names = await readdir(path.join(workspace, 'sessions'));
+    return names.filter((n) => n.endsWith('.jsonl')).length;
+  } catch (err) {
+    if (isMissing(err)) return 0;
+    throw new AppError('INTERNAL', `the sessions folder is unreadable: ${describeError(err)}`, {
+      cause: err,
+    });
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * What the worker records about turns, and how any process reads it back:
+ * finished turns in a capped stream, running turns in a hash. Readers skip
+ * malformed entries rather than fail (the status view shows what it can).
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { opsKeys } from './keys.js';
+
+export const TurnRecordSchema = z.object({
+  /** The worker's turn id (session + first message). */
+  turn: z.string(),
+  session: z.string(),
+  worker: z.string(),
+  /** When the turn ended (ms since the epoch). */
+  at: z.number(),
+  wallMs: z.number(),
+  llmCalls: z.number(),
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  toolCalls: z.array(z.object({ name: z.string(), ms: z.number(), ok: z.boolean() })),
+  outcome: z.string(),
+  /** One line describing a failed turn (never a secret: the same text the user is told). */
+  error: z.string().optional(),
+});
+
+/** The figures of one finished turn, as stored in `<prefix>:turns`. */
+export type TurnRecord = z.infer<typeof TurnRecordSchema>;
+
+/** A stored turn plus its stream id. */
+export type StoredTurn = TurnRecord & { id: string };
+
+export const RunningTurnSchema = z.object({
+  session: z.string(),
+  /** ISO time the turn started. */
+  since: z.string(),
+  /** The LLM iteration running (0 before the first call). */
+  iteration: z.number(),
+  worker: z.string(),
+});
+
+/** A turn running now, as stored in `<prefix>:running`. */
+export type RunningTurn = z.infer<typeof RunningTurnSchema> & { turn: string };
+
+/** The newest `count` finished turns, newest first. */
+export async function readTurns(redis: Redis, prefix: string, count = 50): Promise<StoredTurn[]> {
+  const entries = await redis.xrevrange(opsKeys.turns(prefix), '+', '-', 'COUNT', count);
+  const out: StoredTurn[] = [];
+  for (const [id, fields] of entries) {
+    const index = fields.indexOf('turn');
+    const parsed = TurnRecordSchema.safeParse(parseJson(fields[index + 1]));
+    if (index >= 0 && parsed.success) out.push({ ...parsed.data, id });
+  }
+  return out;
+}
+
+/** Every running turn, oldest first. */
+export async function readRunning(redis: Redis, prefix: string): Promise<RunningTurn[]> {
+  const all = await redis.hgetall(opsKeys.running(prefix));
+  const out: RunningTurn[] = [];
+  for (const [turn, raw] of Object.entries(all)) {
+    const parsed = RunningTurnSchema.safeParse(parseJson(raw));
+    if (parsed.success) out.push({ ...parsed.data, turn });
+  }
+  return out.sort((a, b) => a.since.localeCompare(b.since));
+}
+
+/** JSON.parse that yields undefined for text that is not JSON. */
+export function parseJson(raw: string | undefined): unknown {
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch (_err) {
+    return undefined; // not JSON: the schema check that follows rejects it
+  }
+}

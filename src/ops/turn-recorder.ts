@@ -1,0 +1,107 @@
+/**
+ * The worker side of the operations view: marks a turn running (with its LLM
+ * iteration) and, when it ends, moves its figures to the capped turns stream.
+ * Recording never fails a turn: a Redis error is logged and dropped.
+ */
+import type { Redis } from 'ioredis';
+import type { TurnMetrics } from '../agent/types.js';
+import { describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { opsKeys, TURNS_STREAM_MAXLEN } from './keys.js';
+import type { TurnRecord } from './turn-record.js';
+
+export interface TurnRecorderOptions {
+  redis: Redis;
+  prefix: string;
+  /** The id of the worker process (as in its heartbeat key). */
+  worker: string;
+  logger: Logger;
+  /** Finished turns kept (approximately). @defaultValue 1000 */
+  maxLen?: number;
+}
+
+/** How a turn ended, as the worker saw it. */
+export type TurnEnd = { metrics: TurnMetrics } | { error: string; wallMs: number; session: string };
+
+export class TurnRecorder {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  private readonly worker: string;
+  private readonly logger: Logger;
+  private readonly maxLen: number;
+
+  constructor(options: TurnRecorderOptions) {
+    this.redis = options.redis;
+    this.prefix = options.prefix;
+    this.worker = options.worker;
+    this.logger = options.logger;
+    this.maxLen = options.maxLen ?? TURNS_STREAM_MAXLEN;
+  }
+
+  /** Marks `turn` of `session` as running at iteration 0. */
+  async started(turn: string, session: string): Promise<void> {
+    await this.setRunning(turn, { session, since: new Date().toISOString(), iteration: 0 });
+  }
+
+  /** Returns the `onIteration` callback of a turn: updates its running entry. */
+  onIteration(turn: string, session: string, since: string): (iteration: number) => void {
+    return (iteration) => {
+      void this.setRunning(turn, { session, since, iteration });
+    };
+  }
+
+  /** Removes the running entry and appends the turn's figures to the stream. */
+  async finished(turn: string, end: TurnEnd): Promise<void> {
+    const record: TurnRecord =
+      'metrics' in end
+        ? {
+            turn,
+            session: end.metrics.sessionKey,
+            worker: this.worker,
+            at: Date.now(),
+            wallMs: end.metrics.wallMs,
+            llmCalls: end.metrics.llmCalls,
+            promptTokens: end.metrics.promptTokens,
+            completionTokens: end.metrics.completionTokens,
+            toolCalls: end.metrics.toolCalls,
+            outcome: end.metrics.outcome,
+          }
+        : {
+            turn,
+            session: end.session,
+            worker: this.worker,
+            at: Date.now(),
+            wallMs: end.wallMs,
+            llmCalls: 0,
+            promptTokens: 0,
+            completionTokens: 0,
+            toolCalls: [],
+            outcome: 'error',
+            error: end.error.slice(0, 500),
+          };
+    try {
+      await this.redis
+        .multi()
+        .hdel(opsKeys.running(this.prefix), turn)
+        .xadd(opsKeys.turns(this.prefix), 'MAXLEN', '~', this.maxLen, '*', 'turn', JSON.stringify(record))
+        .exec();
+    } catch (err) {
+      this.logger.warn({ err: describeError(err), turn }, 'turn figures not recorded');
+    }
+  }
+
+  private async setRunning(
+    turn: string,
+    entry: { session: string; since: string; iteration: number },
+  ): Promise<void> {
+    try {
+      await this.redis.hset(
+        opsKeys.running(this.prefix),
+        turn,
+        JSON.stringify({ ...entry, worker: this.worker }),
+      );
+    } catch (err) {
+      this.logger.debug({ err: describeError(err), turn }, 'running turn not recorded');
+    }
+  }
+}
