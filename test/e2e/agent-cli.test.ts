@@ -76,7 +76,7 @@ async function closedPort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  await exec('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, timeout: 120_000 });
+  await exec('npm', ['run', 'build', '--silent'], { cwd: root, timeout: 120_000 });
   dir = await mkdtemp(path.join(tmpdir(), 'magpie-agent-e2e-'));
   workspace = path.join(dir, 'ws');
   await exec(process.execPath, [bin, 'init', '--workspace', workspace], {

@@ -31,6 +31,8 @@ export function build(): void {
   } catch {
     // tsc exits non-zero on type errors but still emits; the check below decides.
   }
+  // `npm run build` then bundles the CLI: the tests run the bundle users run.
+  execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: ROOT, stdio: 'ignore' });
   if (!existsSync(BIN)) throw new Error('the build produced no dist/cli/bin.js');
 }
 

@@ -37,7 +37,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
   const procs: Proc[] = [];
 
   beforeAll(async () => {
-    await promisify(execFile)('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT });
+    await promisify(execFile)('npm', ['run', 'build', '--silent'], { cwd: ROOT });
     openai = await startFakeOpenAI({ responder: () => ({ content: 'HEARTBEAT_OK' }) });
   }, 180_000);
   afterAll(async () => {

@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+// Bundles the CLI with esbuild after `tsc` has emitted dist/: dist/cli/bin.js becomes one
+// ES module holding the command table, and each command (with the pure-JS packages it uses:
+// zod, openai, yaml…) is a chunk in dist/chunks/ loaded only when that command runs. One
+// file per command instead of hundreds of modules is what makes `magpie agent -m` start
+// quickly (issue 2). Packages that find files next to their own code at run time (bullmq's
+// Lua scripts, pino's transport workers) or load optional native addons stay external.
+//
+//   node scripts/bundle.mjs        (part of `npm run build`)
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+
+/** Pure-JS packages that are safe to inline; every other dependency is imported from node_modules. */
+const INLINE = new Set(['zod', 'openai', 'yaml', 'ipaddr.js', 'marked', 'cron-parser']);
+const external = Object.keys(pkg.dependencies ?? {})
+  .filter((name) => !INLINE.has(name))
+  .flatMap((name) => [name, `${name}/*`]);
+
+// Chunks sit two levels below the package root, like dist/workspace/templates.js did, so
+// `new URL('../../workspace/', import.meta.url)` still finds the workspace templates.
+rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: { 'cli/bin': 'src/cli/bin.ts' },
+  outdir: 'dist',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external,
+  // CommonJS code inlined into an ES module (openai's optional requires) needs a `require`.
+  banner: {
+    js: "import { createRequire as __magpieRequire } from 'node:module';\nconst require = __magpieRequire(import.meta.url);",
+  },
+  legalComments: 'none',
+  logLevel: 'warning',
+});
