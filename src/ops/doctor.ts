@@ -1,0 +1,97 @@
+/**
+ * `magpie doctor` as data: a list of checks, each bounded in time, each
+ * giving ✓ or ✗ with the exact fix. Details pass through redactSecrets, so
+ * no token or key is ever printed (a Telegram URL carries the token).
+ */
+import { describeError } from '../errors/index.js';
+import { redactSecrets } from '../log/index.js';
+
+/** The outcome of one check. `skip`: not configured, nothing to check (does not fail the run). */
+export interface CheckResult {
+  status: 'ok' | 'fail' | 'skip';
+  /** What was found, e.g. "redis 7.2.4 at redis://127.0.0.1:6379". */
+  detail: string;
+  /** The exact fix, for a failed check. */
+  fix?: string;
+}
+
+/** One check: a name and how to run it (aborted when its time is up). */
+export interface Check {
+  name: string;
+  run(signal: AbortSignal): Promise<CheckResult | CheckResult[]>;
+}
+
+/** A finished check, as printed. */
+export interface CheckLine extends CheckResult {
+  name: string;
+}
+
+export interface RunChecksOptions {
+  /** Longest time one check may take. @defaultValue 3000 */
+  timeoutMs?: number;
+  /** Values never to print (API keys, bot tokens, Redis passwords). */
+  secrets?: Iterable<string | undefined>;
+}
+
+/** Passed / failed helpers for checks. */
+export const pass = (detail: string): CheckResult => ({ status: 'ok', detail });
+export const failed = (detail: string, fix: string): CheckResult => ({ status: 'fail', detail, fix });
+export const skipped = (detail: string): CheckResult => ({ status: 'skip', detail });
+
+/** Runs the checks one after another (their order is the reading order), each within the timeout. */
+export async function runChecks(checks: Check[], options: RunChecksOptions = {}): Promise<CheckLine[]> {
+  const timeoutMs = options.timeoutMs ?? 3_000;
+  const secrets = [...(options.secrets ?? [])].filter(
+    (s): s is string => typeof s === 'string' && s.length >= 4,
+  );
+  const lines: CheckLine[] = [];
+  for (const check of checks) {
+    const results = await runOne(check, timeoutMs);
+    for (const r of Array.isArray(results) ? results : [results]) {
+      lines.push({
+        name: check.name,
+        status: r.status,
+        detail: redactSecrets(r.detail, secrets),
+        ...(r.fix ? { fix: redactSecrets(r.fix, secrets) } : {}),
+      });
+    }
+  }
+  return lines;
+}
+
+async function runOne(check: Check, timeoutMs: number): Promise<CheckResult | CheckResult[]> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<CheckResult>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      resolve(
+        failed(
+          `no answer within ${timeoutMs / 1000}s`,
+          'check that the service is up and reachable from here',
+        ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([check.run(controller.signal), timeout]);
+  } catch (err) {
+    return failed(describeError(err), 'see the error above');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** One line per check: `✓ name  detail`, and for ✗ the fix on the next line. */
+export function formatChecks(lines: CheckLine[]): string {
+  const width = Math.max(...lines.map((l) => l.name.length));
+  const out: string[] = [];
+  for (const l of lines) {
+    const mark = l.status === 'ok' ? '✓' : l.status === 'fail' ? '✗' : '–';
+    out.push(`${mark} ${l.name.padEnd(width)}  ${l.detail}`);
+    if (l.status === 'fail' && l.fix) out.push(`  ${' '.repeat(width)}  fix: ${l.fix}`);
+  }
+  const failures = lines.filter((l) => l.status === 'fail').length;
+  out.push(failures === 0 ? 'All checks passed.' : `${failures} check${failures === 1 ? '' : 's'} failed.`);
+  return `${out.join('\n')}\n`;
+}
