@@ -5,10 +5,10 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { type Logger, silentLogger } from '../log/index.js';
 import { isMissing } from '../workspace/cached-file.js';
+import { readFrontMatter } from './front-matter.js';
 
 /** A skill the agent can follow. */
 export interface Skill {
@@ -103,7 +103,7 @@ export class SkillsLoader {
       if (!entry || entry.mtimeMs !== info.mtimeMs || entry.size !== info.size) {
         const text = await readFile(file, 'utf8');
         this.parses += 1;
-        entry = { mtimeMs: info.mtimeMs, size: info.size, result: parseSkill(file, folder, text) };
+        entry = { mtimeMs: info.mtimeMs, size: info.size, result: await parseSkill(file, folder, text) };
         if ('error' in entry.result) {
           this.logger.warn(
             { path: file, reason: entry.result.error.message },
@@ -131,7 +131,7 @@ export class SkillsLoader {
  * Parses one SKILL.md. `folder` is the name of the folder holding it, which
  * the skill's `name` must equal (so `load_skill(name)` and the folder agree).
  */
-export function parseSkill(file: string, folder: string, text: string): Parsed {
+export async function parseSkill(file: string, folder: string, text: string): Promise<Parsed> {
   const fail = (message: string): Parsed => ({ error: { path: file, message } });
   const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
   if (!match) {
@@ -139,7 +139,7 @@ export function parseSkill(file: string, folder: string, text: string): Parsed {
   }
   let data: unknown;
   try {
-    data = parseYaml(match[1]!);
+    data = await readFrontMatter(match[1]!);
   } catch (err) {
     return fail(`front matter is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }

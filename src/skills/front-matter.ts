@@ -1,0 +1,57 @@
+/**
+ * Reads a SKILL.md front matter block. The usual block is a few `key: plain text`
+ * lines, read here directly with the YAML 1.2 core schema's meaning (text, or
+ * true/false); anything else (quotes, lists, numbers, comments, multi-line values)
+ * goes to the `yaml` package, loaded only then, so `magpie agent` does not pay
+ * for a YAML parser to read `name:` and `description:`.
+ */
+
+/** A line the fast path understands: a simple key, `:`, spaces, then a value. */
+const SIMPLE_LINE = /^([A-Za-z][A-Za-z0-9_]*): +(.*?)[ \t]*$/;
+/** Plain values that mean something other than text in YAML, or that YAML reads differently. */
+const NOT_PLAIN_TEXT = /^[-?:,[\]{}#&*!|>'"%@`~+.0-9]|^(?:null|Null|NULL)$|:(?:[ \t]|$)|[ \t]#/;
+const BOOLEANS: Record<string, boolean> = {
+  true: true,
+  True: true,
+  TRUE: true,
+  false: false,
+  False: false,
+  FALSE: false,
+};
+
+/**
+ * The front matter's value (as `yaml`'s `parse` gives it).
+ *
+ * @throws Error from the `yaml` package when the block is not valid YAML.
+ */
+export async function readFrontMatter(block: string): Promise<unknown> {
+  const simple = simpleMapping(block);
+  if (simple !== undefined) return simple;
+  const { parse } = await import('yaml');
+  return parse(block);
+}
+
+/** The mapping when every line is `key: plain value` with distinct keys, else undefined. */
+export function simpleMapping(block: string): Record<string, string | boolean> | undefined {
+  const out: Record<string, string | boolean> = {};
+  const lines = block.split('\n');
+  for (const line of lines) {
+    const match = SIMPLE_LINE.exec(line);
+    if (!match) return undefined;
+    const [, key, value] = match as unknown as [string, string, string];
+    if (value === '' || Object.hasOwn(out, key) || NOT_PLAIN_TEXT.test(value) || hasControl(value)) {
+      return undefined;
+    }
+    out[key] = BOOLEANS[value] ?? value;
+  }
+  return lines.length > 0 ? out : undefined;
+}
+
+/** Control characters (other than tab), which YAML restricts: left to the real parser. */
+function hasControl(value: string): boolean {
+  for (let i = 0; i < value.length; i += 1) {
+    const code = value.charCodeAt(i);
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return true;
+  }
+  return false;
+}
