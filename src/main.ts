@@ -66,6 +66,8 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
     // Gateway first, so closing (in reverse) stops the worker's intake and turns before delivery drains.
     if (role !== 'worker') parts.push(...(await startGateway(buses[0] as Bus, options)));
     if (role !== 'gateway') parts.push(...(await startWorker(buses[buses.length - 1] as Bus, options)));
+    if (role !== 'worker' && config.dashboard.port)
+      parts.push(await startDashboardPart(buses[0] as Bus, options));
   } catch (err) {
     await closeAll(parts, logger);
     await closeBuses();
@@ -194,6 +196,22 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
     });
   }
   return parts;
+}
+
+/** The dashboard inside `start`/`gateway` when MAGPIE_DASHBOARD_PORT is set; logs its login URL. */
+async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part> {
+  const { startDashboard } = await import('./ops/dashboard-server.js');
+  const dashboard = await startDashboard({
+    redis: bus.redis,
+    url: bus.url,
+    prefix: bus.prefix,
+    workspace: options.config.workspace,
+    logger: options.logger,
+    port: options.config.dashboard.port,
+    token: options.config.dashboard.token,
+  });
+  options.logger.info(`dashboard at ${dashboard.loginUrl}`);
+  return { name: 'dashboard', close: () => dashboard.close() };
 }
 
 /** Waits (bounded) until a queue has nothing waiting or active, so replies of finished turns go out. */

@@ -9,6 +9,8 @@ export const opsKeys = {
   turns: (prefix: string) => `${prefix}:turns`,
   /** Hash of running turns: turn id → RunningTurn JSON. */
   running: (prefix: string) => `${prefix}:running`,
+  /** Hash of running totals since the first turn (counters for /metrics): see {@link totalsFields}. */
+  totals: (prefix: string) => `${prefix}:turn-totals`,
   /** One key per live worker process, with a TTL: WorkerBeat JSON. */
   worker: (prefix: string, id: string) => `${prefix}:workers:${id}`,
   /** The pattern matching every worker heartbeat key. */
@@ -17,3 +19,19 @@ export const opsKeys = {
 
 /** Finished turns kept in the stream (approximately). */
 export const TURNS_STREAM_MAXLEN = 1000;
+
+/** Upper bounds (seconds) of the turn latency histogram's buckets. */
+export const LATENCY_BUCKETS_S = [0.5, 1, 2, 5, 10, 30, 60, 120, 300] as const;
+
+/** Field names of the totals hash. */
+export const totalsFields = {
+  outcome: (outcome: string) => `outcome:${outcome}`,
+  promptTokens: 'tokens:prompt',
+  completionTokens: 'tokens:completion',
+  toolCalls: 'tools:calls',
+  toolFailures: 'tools:failed',
+  llmCalls: 'llm:calls',
+  latencyCount: 'latency:count',
+  latencySumMs: 'latency:sum_ms',
+  latencyBucket: (le: number) => `latency:le:${le}`,
+};

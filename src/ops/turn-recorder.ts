@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import type { TurnMetrics } from '../agent/types.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { opsKeys, TURNS_STREAM_MAXLEN } from './keys.js';
+import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
 import type { TurnRecord } from './turn-record.js';
 
 export interface TurnRecorderOptions {
@@ -80,11 +80,12 @@ export class TurnRecorder {
             error: end.error.slice(0, 500),
           };
     try {
-      await this.redis
+      const tx = this.redis
         .multi()
         .hdel(opsKeys.running(this.prefix), turn)
-        .xadd(opsKeys.turns(this.prefix), 'MAXLEN', '~', this.maxLen, '*', 'turn', JSON.stringify(record))
-        .exec();
+        .xadd(opsKeys.turns(this.prefix), 'MAXLEN', '~', this.maxLen, '*', 'turn', JSON.stringify(record));
+      for (const [field, by] of totalsOf(record)) tx.hincrby(opsKeys.totals(this.prefix), field, by);
+      await tx.exec();
     } catch (err) {
       this.logger.warn({ err: describeError(err), turn }, 'turn figures not recorded');
     }
@@ -104,4 +105,22 @@ export class TurnRecorder {
       this.logger.debug({ err: describeError(err), turn }, 'running turn not recorded');
     }
   }
+}
+
+/** The increments a finished turn adds to the totals hash. */
+export function totalsOf(record: TurnRecord): Array<[string, number]> {
+  const out: Array<[string, number]> = [
+    [totalsFields.outcome(record.outcome), 1],
+    [totalsFields.promptTokens, record.promptTokens],
+    [totalsFields.completionTokens, record.completionTokens],
+    [totalsFields.llmCalls, record.llmCalls],
+    [totalsFields.toolCalls, record.toolCalls.length],
+    [totalsFields.toolFailures, record.toolCalls.filter((t) => !t.ok).length],
+    [totalsFields.latencyCount, 1],
+    [totalsFields.latencySumMs, Math.round(record.wallMs)],
+  ];
+  for (const le of LATENCY_BUCKETS_S) {
+    if (record.wallMs <= le * 1000) out.push([totalsFields.latencyBucket(le), 1]);
+  }
+  return out;
 }

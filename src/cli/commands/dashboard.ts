@@ -1,5 +1,63 @@
-/** `magpie dashboard` (not built yet). */
-export async function run(_argv: string[]): Promise<number> {
-  process.stderr.write('magpie: "dashboard" is not available in this build yet\n');
-  return 1;
+/** `magpie dashboard`: serves the local web dashboard until Ctrl-C. */
+import { Bus } from '../../bus/bus.js';
+import { loadConfig } from '../../config/index.js';
+import { ConfigError, ExitCode } from '../../errors/index.js';
+import { createLogger } from '../../log/index.js';
+import { startDashboard } from '../../ops/dashboard-server.js';
+import { parseCommandArgs } from '../args.js';
+
+const HELP = `usage: magpie dashboard [--port N]
+
+Serves the dashboard on 127.0.0.1: queues (Bull Board), live turns, sessions and
+transcripts, schedules, and Prometheus /metrics. Prints the URL with its token
+(MAGPIE_DASHBOARD_TOKEN, or a random one).
+
+options:
+  --port N         port (default MAGPIE_DASHBOARD_PORT, else 8790; 0 = any free port)
+  --workspace DIR  overrides MAGPIE_WORKSPACE
+  -h, --help       this help`;
+
+const FLAGS = {
+  port: { type: 'string' },
+  workspace: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The port used when neither --port nor MAGPIE_DASHBOARD_PORT is given. */
+export const DEFAULT_DASHBOARD_PORT = 8790;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseCommandArgs('dashboard', argv, FLAGS);
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return ExitCode.ok;
+  }
+  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
+  const config = loadConfig();
+  let port = config.dashboard.port ?? DEFAULT_DASHBOARD_PORT;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw new ConfigError(`magpie dashboard: --port "${values.port}" is not a port number`);
+    }
+  }
+  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  const bus = await Bus.connect({ config, logger });
+  const dashboard = await startDashboard({
+    redis: bus.redis,
+    url: bus.url,
+    prefix: bus.prefix,
+    workspace: config.workspace,
+    logger,
+    port,
+    token: config.dashboard.token,
+  });
+  process.stdout.write(`magpie dashboard: ${dashboard.loginUrl}\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  await dashboard.close();
+  await bus.close();
+  return ExitCode.ok;
 }

@@ -1,0 +1,113 @@
+/**
+ * The dashboard's own HTML pages. Server-rendered pages escape every value
+ * with `escapeHtml`; the live overview fills itself in the browser from
+ * `/api/overview` using textContent only, so nothing from a chat is ever
+ * parsed as HTML.
+ */
+import type { SessionEntry, SessionInfo } from '../sessions/types.js';
+
+/** Escapes text for HTML content and attribute values. */
+export function escapeHtml(text: string): string {
+  return text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&#39;');
+}
+
+const STYLE = `
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
+header{background:#1d2330;color:#fff;padding:10px 24px;display:flex;gap:24px;align-items:center}
+header b{font-size:17px;letter-spacing:.3px}header a{color:#c9d3e6;text-decoration:none}header a:hover{color:#fff}
+main{padding:16px 24px;display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:16px}
+section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.08);padding:12px 16px;overflow:auto}
+section.wide{grid-column:1/-1}h2{font-size:15px;margin:0 0 8px}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eceef2;white-space:nowrap}
+th{color:#5b6477;font-weight:600;font-size:12px;text-transform:uppercase}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#1a7f37}.error,.fail{color:#c62828}.muted{color:#7a8294}.pill{padding:1px 8px;border-radius:10px;background:#eef1f6}
+pre{white-space:pre-wrap;word-break:break-word;margin:0;font:13px/1.4 ui-monospace,Menlo,monospace}
+.msg{border-left:3px solid #c9d3e6;padding:4px 10px;margin:8px 0}.msg.user{border-color:#3b82f6}.msg.assistant{border-color:#1a7f37}.msg.tool{border-color:#9aa3b5}
+`;
+
+/** The page frame: header with navigation, then `body`. */
+export function page(title: string, body: string, script = ''): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · magpie</title>
+<meta name="viewport" content="width=device-width,initial-scale=1"><style>${STYLE}</style></head>
+<body><header><b>magpie</b><a href="/">Overview</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a></header>
+${body}${script ? `<script>${script}</script>` : ''}</body></html>`;
+}
+
+/** The live overview: workers, queues, running turns, recent turns, schedules (polls every 2 s). */
+export function overviewPage(): string {
+  const body = `<main>
+<section><h2>Workers</h2><table id="workers"><thead><tr><th>id</th><th>pid</th><th>host</th><th>concurrency</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>active</th><th>delayed</th><th>failed</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Running turns</h2><table id="running"><thead><tr><th>session</th><th>for</th><th>iteration</th><th>worker</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>tokens out</th><th>tools</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Schedules</h2><table id="schedules"><thead><tr><th>what</th><th>when</th><th>next run</th></tr></thead><tbody></tbody></table></section>
+<section><h2>Errors</h2><table id="errors"><thead><tr><th>at</th><th>where</th><th>message</th></tr></thead><tbody></tbody></table></section>
+</main>`;
+  return page('Overview', body, OVERVIEW_SCRIPT);
+}
+
+// Browser code: builds rows with textContent only (no innerHTML of data).
+const OVERVIEW_SCRIPT = `
+function row(cells){const tr=document.createElement('tr');for(const c of cells){const td=document.createElement('td');
+const v=typeof c==='object'&&c!==null?c:{text:c};td.textContent=v.text==null?'':String(v.text);if(v.cls)td.className=v.cls;tr.appendChild(td);}return tr;}
+function fill(id,rows,empty){const tb=document.querySelector('#'+id+' tbody');tb.replaceChildren(...rows);
+if(rows.length===0){const r=row([{text:empty,cls:'muted'}]);r.firstChild.colSpan=9;tb.appendChild(r);}}
+function t(iso){return iso?new Date(iso).toLocaleTimeString():'now';}
+function n(x){return {text:x,cls:'num'};}
+async function tick(){try{const r=await fetch('/api/overview',{credentials:'same-origin'});if(!r.ok)return;const d=await r.json();
+fill('workers',d.status.workers.map(w=>row([w.id,n(w.pid),w.host,n(w.concurrency)])),'no worker alive');
+fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.delayed),{text:q.failed,cls:q.failed?'num fail':'num'}])),'no queues');
+fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
+fill('turns',d.turns.map(x=>row([new Date(x.at).toLocaleTimeString(),x.session,{text:x.outcome,cls:x.outcome==='ok'?'ok':(x.outcome==='error'?'error':'')},
+ n((x.wallMs/1000).toFixed(2)+' s'),n(x.llmCalls),n(x.promptTokens),n(x.completionTokens),
+ x.toolCalls.map(c=>c.name+' '+c.ms+'ms'+(c.ok?'':' ✗')).join(', ')||'–'])),'no turns yet');
+const s=d.status.schedules;const rows=[];if(s.heartbeat)rows.push(row(['heartbeat',s.heartbeat.everyMs?'every '+Math.round(s.heartbeat.everyMs/60000)+' min':'',t(s.heartbeat.next)]));
+for(const k of s.tasks)rows.push(row([k.id+' → '+k.session+': '+k.message,k.schedule,t(k.next)]));fill('schedules',rows,'heartbeat off, no tasks');
+fill('errors',d.status.errors.map(e=>row([t(e.at),e.source,e.message])),'none');
+}catch(e){console.warn(e);}}
+tick();setInterval(tick,2000);
+`;
+
+/** The sessions list, newest first. */
+export function sessionsPage(sessions: SessionInfo[]): string {
+  const rows = sessions
+    .map(
+      (s) =>
+        `<tr><td><a href="/sessions/${encodeURIComponent(s.key)}">${escapeHtml(s.key)}</a></td><td>${escapeHtml(s.updatedAt.toISOString())}</td><td class="num">${s.messages}</td><td class="num">${(s.bytes / 1024).toFixed(1)} KiB</td></tr>`,
+    )
+    .join('');
+  return page(
+    'Sessions',
+    `<main><section class="wide"><h2>Sessions (${sessions.length})</h2><table><thead><tr><th>session</th><th>last activity</th><th>messages</th><th>size</th></tr></thead><tbody>${rows || '<tr><td class="muted">no sessions yet</td></tr>'}</tbody></table></section></main>`,
+  );
+}
+
+/** One session's transcript; every message's text escaped. */
+export function transcriptPage(key: string, entries: SessionEntry[]): string {
+  const items = entries
+    .map((e) => {
+      const text = contentText(e);
+      const calls =
+        e.role === 'assistant' && e.toolCalls?.length
+          ? `<pre class="muted">${escapeHtml(e.toolCalls.map((c) => `→ ${c.name}(${c.arguments})`).join('\n'))}</pre>`
+          : '';
+      const who = e.role === 'tool' ? `tool ${e.name ?? ''}` : e.role;
+      return `<div class="msg ${escapeHtml(e.role)}"><div class="muted">${escapeHtml(who)}${e.ts ? ` · ${escapeHtml(e.ts)}` : ''}</div><pre>${escapeHtml(text)}</pre>${calls}</div>`;
+    })
+    .join('');
+  return page(
+    key,
+    `<main><section class="wide"><h2>${escapeHtml(key)} <span class="pill">${entries.length} messages</span></h2>${items || '<p class="muted">empty</p>'}</section></main>`,
+  );
+}
+
+function contentText(e: SessionEntry): string {
+  if (typeof e.content === 'string') return e.content;
+  if (e.content === null) return '';
+  return e.content.map((p) => (p.type === 'text' ? p.text : `[${p.type}]`)).join('\n');
+}

@@ -1,0 +1,213 @@
+/**
+ * The local web dashboard: Bull Board for the queues, our own pages for live
+ * turns, sessions and schedules, and Prometheus `/metrics`. Bound to
+ * 127.0.0.1 only; every route needs the token (`?token=` once, which sets an
+ * HttpOnly cookie, or `Authorization: Bearer <token>`).
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import { Queue } from 'bullmq';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Redis } from 'ioredis';
+import { AppError, describeError, hasCode } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import { JsonlSessionStore } from '../sessions/jsonl-store.js';
+import { overviewPage, sessionsPage, transcriptPage } from './dashboard-pages.js';
+import { createMetrics } from './metrics.js';
+import { discoverQueues } from './queues.js';
+import { collectStatus } from './status.js';
+import { readTurns } from './turn-record.js';
+
+export interface DashboardOptions {
+  /** A connection the dashboard borrows (not closed by it). */
+  redis: Redis;
+  /** The Redis URL (shown with the password hidden). */
+  url: string;
+  prefix: string;
+  workspace: string;
+  logger: Logger;
+  /** Port on 127.0.0.1; 0 picks a free one. @defaultValue 0 */
+  port?: number;
+  /** The access token. @defaultValue 32 random hex characters */
+  token?: string;
+  /** How often the queue list of Bull Board is refreshed. @defaultValue 30000 */
+  queueRefreshMs?: number;
+}
+
+export interface Dashboard {
+  /** `http://127.0.0.1:<port>/` */
+  readonly url: string;
+  readonly port: number;
+  readonly token: string;
+  /** The URL that logs a browser in (`?token=`). */
+  readonly loginUrl: string;
+  close(): Promise<void>;
+}
+
+const COOKIE = 'magpie_dashboard';
+
+/** Starts the dashboard server. */
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const { redis, prefix, logger } = options;
+  const token = options.token ?? randomBytes(16).toString('hex');
+  const sessions = new JsonlSessionStore({ dir: path.join(options.workspace, 'sessions'), logger });
+  const metrics = createMetrics(redis, prefix);
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(authenticate(token));
+
+  const board = new ExpressAdapter();
+  board.setBasePath('/queues');
+  const queues = new Map<string, Queue>();
+  // @bull-board/express 9.10.1 pins its own copy of @bull-board/api 9.10.1: the same API at run time,
+  // but TypeScript sees two declarations of the adapter types.
+  const serverAdapter = board as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'];
+  const bull = createBullBoard({
+    queues: [],
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'magpie' } },
+  });
+  const syncQueues = async () => {
+    for (const name of await discoverQueues(redis, prefix)) {
+      if (queues.has(name)) continue;
+      const queue = new Queue(name, { connection: redis, prefix });
+      queues.set(name, queue);
+      bull.addQueue(new BullMQAdapter(queue));
+    }
+  };
+  await syncQueues();
+  const refresh = setInterval(() => {
+    syncQueues().catch((err: unknown) =>
+      logger.debug({ err: describeError(err) }, 'queue list not refreshed'),
+    );
+  }, options.queueRefreshMs ?? 30_000);
+  refresh.unref();
+  app.use('/queues', board.getRouter());
+
+  app.get('/', (_req, res) => {
+    res.type('html').send(overviewPage());
+  });
+  app.get('/api/overview', async (_req, res, next) => {
+    try {
+      const [status, turns] = await Promise.all([
+        collectStatus({ redis, url: options.url, prefix, workspace: options.workspace }),
+        readTurns(redis, prefix, 30),
+      ]);
+      res.json({ status, turns });
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/api/turns', async (req, res, next) => {
+    try {
+      const count = Math.min(500, Math.max(1, Number(req.query.count) || 50));
+      res.json(await readTurns(redis, prefix, count));
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/sessions', async (_req, res, next) => {
+    try {
+      res.type('html').send(sessionsPage(await sessions.list()));
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/sessions/:key', async (req, res, next) => {
+    try {
+      const key = String(req.params.key);
+      res.type('html').send(transcriptPage(key, await sessions.getHistory(key)));
+    } catch (err) {
+      if (hasCode(err, 'INVALID_SESSION_KEY')) res.status(404).type('text').send('no such session');
+      else next(err);
+    }
+  });
+  app.get('/metrics', async (_req, res, next) => {
+    try {
+      const text = await metrics.render();
+      res.type(metrics.contentType).send(text);
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    logger.warn({ err: describeError(err) }, 'dashboard request failed');
+    res.status(500).type('text').send('internal error (see the log)');
+  });
+
+  const server = await listen(app, options.port ?? 0);
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}/`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    token,
+    loginUrl: `${url}?token=${encodeURIComponent(token)}`,
+    close() {
+      closing ??= (async () => {
+        clearInterval(refresh);
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
+      })();
+      return closing;
+    },
+  };
+}
+
+function listen(app: express.Express, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, '127.0.0.1', (err?: Error) => {
+      if (err)
+        reject(
+          new AppError('INTERNAL', `the dashboard cannot listen on 127.0.0.1:${port}: ${err.message}`, {
+            cause: err,
+          }),
+        );
+      else resolve(server);
+    });
+  });
+}
+
+/**
+ * Token check for every request: the `?token=` query (sets the cookie and
+ * redirects to the same path without it), the cookie, or a bearer header.
+ */
+function authenticate(token: string) {
+  const expected = Buffer.from(token);
+  const matches = (given: string | undefined) => {
+    if (!given) return false;
+    const buf = Buffer.from(given);
+    return buf.length === expected.length && timingSafeEqual(buf, expected);
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    const query = typeof req.query.token === 'string' ? req.query.token : undefined;
+    if (matches(query)) {
+      res.cookie(COOKIE, token, { httpOnly: true, sameSite: 'strict', path: '/' });
+      const url = new URL(req.originalUrl, 'http://x');
+      url.searchParams.delete('token');
+      res.redirect(303, `${url.pathname}${url.search}`);
+      return;
+    }
+    const bearer = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1];
+    if (matches(bearer) || matches(cookieValue(req.get('cookie'), COOKIE))) {
+      next();
+      return;
+    }
+    res.status(401).type('text').send('magpie dashboard: token required (open the URL printed at start)');
+  };
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return decodeURIComponent(v.join('='));
+  }
+  return undefined;
+}

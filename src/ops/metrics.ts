@@ -1,0 +1,145 @@
+/**
+ * Prometheus metrics for `/metrics`, computed at scrape time from Redis (the
+ * totals hash the workers keep, queue depths, heartbeats), so any process can
+ * serve them. Each call builds its own prom-client Registry: nothing touches
+ * the global default registry.
+ */
+import type { Redis } from 'ioredis';
+import { Counter, Gauge, type Metric, Registry } from 'prom-client';
+import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from './keys.js';
+import { discoverQueues, queueDepths } from './queues.js';
+import { readRunning } from './turn-record.js';
+import { listWorkers } from './workers.js';
+
+export interface MagpieMetrics {
+  registry: Registry;
+  /** The text exposition format. */
+  render(): Promise<string>;
+  contentType: string;
+}
+
+/** Builds a registry whose metrics read `<prefix>:*` on each scrape. */
+export function createMetrics(redis: Redis, prefix: string): MagpieMetrics {
+  const registry = new Registry();
+  let totals: Record<string, string> = {};
+  const total = (field: string) => Number(totals[field] ?? 0);
+  // Read once per scrape, before the collectors run (see render()).
+  const refresh = async () => {
+    totals = await redis.hgetall(opsKeys.totals(prefix));
+  };
+  new Counter({
+    name: 'magpie_turns_total',
+    help: 'Finished turns by outcome (ok, error, cancelled, ...)',
+    labelNames: ['outcome'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [field, value] of Object.entries(totals)) {
+        if (field.startsWith('outcome:'))
+          this.inc({ outcome: field.slice('outcome:'.length) }, Number(value));
+      }
+    },
+  });
+  const counter = (name: string, help: string, field: string) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(total(field));
+      },
+    });
+  counter('magpie_turn_errors_total', 'Turns that ended in an error', totalsFields.outcome('error'));
+  counter(
+    'magpie_llm_prompt_tokens_total',
+    'Tokens sent to the model (prompt, as reported)',
+    totalsFields.promptTokens,
+  );
+  counter(
+    'magpie_llm_completion_tokens_total',
+    'Tokens received from the model',
+    totalsFields.completionTokens,
+  );
+  counter('magpie_llm_calls_total', 'Calls to the main model', totalsFields.llmCalls);
+  counter('magpie_tool_calls_total', 'Tool calls', totalsFields.toolCalls);
+  counter('magpie_tool_failures_total', 'Tool calls that failed', totalsFields.toolFailures);
+  registry.registerMetric(latencyHistogram(() => totals) as unknown as Metric);
+  new Gauge({
+    name: 'magpie_queue_jobs',
+    help: 'Jobs per queue and state',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const depths = await queueDepths(redis, prefix, await discoverQueues(redis, prefix));
+      for (const d of depths) {
+        for (const state of ['waiting', 'active', 'delayed', 'failed'] as const) {
+          this.set({ queue: d.name, state }, d[state]);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'magpie_workers_alive',
+    help: 'Worker processes with a live heartbeat',
+    registers: [registry],
+    async collect() {
+      this.set((await listWorkers(redis, prefix)).length);
+    },
+  });
+  new Gauge({
+    name: 'magpie_turns_running',
+    help: 'Turns running now',
+    registers: [registry],
+    async collect() {
+      this.set((await readRunning(redis, prefix)).length);
+    },
+  });
+  return {
+    registry,
+    contentType: registry.contentType,
+    async render() {
+      await refresh();
+      return registry.metrics();
+    },
+  };
+}
+
+/**
+ * The turn latency histogram from the cumulative bucket counts in the totals
+ * hash: prom-client's Histogram only counts observations made in this
+ * process, so this metric hands the registry its values directly.
+ */
+function latencyHistogram(totals: () => Record<string, string>) {
+  const name = 'magpie_turn_duration_seconds';
+  const help = 'Wall time of turns';
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    async get() {
+      const t = totals();
+      const n = (field: string) => Number(t[field] ?? 0);
+      const count = n(totalsFields.latencyCount);
+      return {
+        name,
+        help,
+        type: 'histogram',
+        aggregator: 'sum',
+        values: [
+          ...LATENCY_BUCKETS_S.map((le) => ({
+            metricName: `${name}_bucket`,
+            labels: { le },
+            value: n(totalsFields.latencyBucket(le)),
+          })),
+          { metricName: `${name}_bucket`, labels: { le: '+Inf' }, value: count },
+          { metricName: `${name}_sum`, labels: {}, value: n(totalsFields.latencySumMs) / 1000 },
+          { metricName: `${name}_count`, labels: {}, value: count },
+        ],
+      };
+    },
+    reset() {},
+  };
+}
