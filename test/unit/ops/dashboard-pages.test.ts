@@ -1,0 +1,39 @@
+/** The dashboard's server-rendered pages escape everything that comes from a chat. */
+import { describe, expect, it } from 'vitest';
+import { escapeHtml, sessionsPage, transcriptPage } from '../../../src/ops/dashboard-pages.js';
+
+const EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>';
+
+describe('dashboard pages', () => {
+  it('escapes the five HTML characters', () => {
+    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
+      '&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
+  });
+
+  it('shows a transcript with message text, tool calls and names escaped', () => {
+    const html = transcriptPage(`cli:${EVIL}`, [
+      { role: 'user', content: EVIL },
+      {
+        role: 'assistant',
+        content: null,
+        toolCalls: [{ id: '1', name: 'exec', arguments: `{"cmd":"${EVIL}"}` }],
+      },
+      { role: 'tool', toolCallId: '1', name: EVIL, content: EVIL },
+      { role: 'user', content: [{ type: 'text', text: EVIL }] },
+    ]);
+    expect(html).not.toContain('<script>alert');
+    expect(html).not.toContain('<img src=x');
+    expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
+    expect(html).toContain('4 messages');
+  });
+
+  it('lists sessions with escaped keys and URL-encoded links', () => {
+    const html = sessionsPage([
+      { key: `telegram:${EVIL}`, messages: 3, bytes: 2048, updatedAt: new Date(0) },
+    ]);
+    expect(html).not.toContain('<script>alert');
+    expect(html).toContain(`href="/sessions/${encodeURIComponent(`telegram:${EVIL}`)}"`);
+    expect(html).toContain('2.0 KiB');
+  });
+});
