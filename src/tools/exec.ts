@@ -4,7 +4,6 @@
  * own process group, which is killed (SIGTERM, then SIGKILL) on timeout or
  * cancellation; output is capped, keeping its start and its end.
  */
-import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { redactSecrets } from '../log/index.js';
 import { denyReason, scrubEnv } from './exec-policy.js';
@@ -93,6 +92,8 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
         maxTimeoutMs,
       );
       const capture = new OutputCapture(maxOutputChars);
+      // Loaded at the first command, not at start-up (most turns run none).
+      const { spawn } = await import('node:child_process');
       const child = spawn('/bin/sh', ['-c', command], {
         cwd,
         env,

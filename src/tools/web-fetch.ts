@@ -4,10 +4,8 @@
  * allowed; redirects are followed by hand (at most 5), each target checked;
  * bytes and time are capped; HTML is turned into readable text.
  */
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
 import { htmlToText } from './html-text.js';
@@ -48,24 +46,30 @@ interface Fetched {
 const TEXT_TYPE =
   /^(text\/|application\/(?:json|xml|xhtml\+xml|javascript|ld\+json|rss\+xml|atom\+xml)|[^;]*\+(?:json|xml))/i;
 
-function decoded(res: IncomingMessage): Readable {
+function decoded(res: IncomingMessage, zlib: typeof import('node:zlib')): Readable {
   switch ((res.headers['content-encoding'] ?? '').toLowerCase()) {
     case 'gzip':
     case 'x-gzip':
-      return res.pipe(createGunzip());
+      return res.pipe(zlib.createGunzip());
     case 'deflate':
-      return res.pipe(createInflate());
+      return res.pipe(zlib.createInflate());
     case 'br':
-      return res.pipe(createBrotliDecompress());
+      return res.pipe(zlib.createBrotliDecompress());
     default:
       return res;
   }
 }
 
-/** One GET, body capped at `maxBytes`; rejects on network errors, a blocked target or abort. */
-function getOnce(url: URL, policy: NetPolicy, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
+/**
+ * One GET, body capped at `maxBytes`; rejects on network errors, a blocked target or abort.
+ * node:http(s) and node:zlib are loaded at the first fetch, not when the tool is built.
+ */
+async function getOnce(url: URL, policy: NetPolicy, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
+  const [{ request: send }, zlib] = await Promise.all([
+    url.protocol === 'https:' ? import('node:https') : import('node:http'),
+    import('node:zlib'),
+  ]);
   return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(url, {
       method: 'GET',
       signal,
@@ -89,7 +93,7 @@ function getOnce(url: URL, policy: NetPolicy, maxBytes: number, signal: AbortSig
       let size = 0;
       let done = false;
       res.once('error', reject);
-      const stream = decoded(res);
+      const stream = decoded(res, zlib);
       const finish = (truncated: boolean): void => {
         if (done) return;
         done = true;
