@@ -71,9 +71,28 @@ describe('daemon (gateway + worker processes)', () => {
     const env = envFor();
     await daemon(env);
     const before = fake.requests.length;
-    const sends = ['one', 'two', 'three'].map((text) =>
-      run(['send', '-m', text, '--chat', 'e2e-three', '--timeout', '20s'], env),
-    );
+    const mailbox = `${env.MAGPIE_QUEUE_PREFIX}:mailbox:cli:e2e-three`;
+    const watcher = new Redis(redisUrl);
+    // Three separate processes race to Redis, so each send starts once the previous
+    // message is seen on the bus (in the mailbox, or already taken by a turn).
+    const seen = async (text: string) => {
+      for (let i = 0; i < 500; i += 1) {
+        const entries = await watcher.lrange(mailbox, 0, -1);
+        const sentToModel = fake.requests.slice(before).some((r) => JSON.stringify(r.body).includes(text));
+        if (sentToModel || entries.some((e) => e.includes(`"content":"${text}"`))) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      throw new Error(`message "${text}" never reached the bus`);
+    };
+    const sends: Proc[] = [];
+    try {
+      for (const text of ['one', 'two', 'three']) {
+        sends.push(run(['send', '-m', text, '--chat', 'e2e-three', '--timeout', '20s'], env));
+        await seen(text);
+      }
+    } finally {
+      watcher.disconnect();
+    }
     for (const send of sends) expect(await send.exited).toBe(0);
     expect(maxInFlight).toBe(1);
     const userTexts = (
