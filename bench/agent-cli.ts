@@ -3,9 +3,12 @@
  * answers at once, next to `node -e ''` on the same machine in the same run
  * (run alternately, so drift hits both). Prints one JSON object.
  *
- *   npx tsx bench/agent-cli.ts [--runs 15] [--bin path/to/bin.js]
+ *   npx tsx bench/agent-cli.ts [--runs 15] [--bin path/to/bin.js] [--baseline path/to/old/bin.js]
  *
- * Target (issue 2): median ratio ≤ 4. Builds dist/ first when it is missing.
+ * `--baseline` times a second build of the CLI (e.g. an older commit's) in the
+ * same loop, so before and after come from one run. Target (issue 2): median
+ * ratio ≤ 4. Builds dist/ (`npm run build`: tsc, then the esbuild bundle) first
+ * when it is missing.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -19,10 +22,15 @@ import { startFakeOpenAI } from '../test/fakes/openai-server.js';
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '15' }, bin: { type: 'string' } },
+  options: {
+    runs: { type: 'string', default: '15' },
+    bin: { type: 'string' },
+    baseline: { type: 'string' },
+  },
 });
 /** `--bin` measures another build of the CLI (e.g. a bundle) against the same endpoint. */
 const bin = path.resolve(values.bin ?? path.join(root, 'dist', 'cli', 'bin.js'));
+const baseline = values.baseline === undefined ? undefined : path.resolve(values.baseline);
 const runs = Number(values.runs);
 if (!Number.isInteger(runs) || runs < 1) throw new RangeError('--runs must be a positive whole number');
 
@@ -41,7 +49,7 @@ function stats(samples: number[]): { min: number; median: number; max: number } 
   return { min: round(sorted[0]!), median: round(median), max: round(sorted.at(-1)!) };
 }
 
-if (!existsSync(bin)) await run('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root });
+if (!existsSync(bin)) await run('npm', ['run', 'build', '--silent'], { cwd: root });
 
 const fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
 const dir = await mkdtemp(path.join(os.tmpdir(), 'magpie-bench-'));
@@ -57,21 +65,26 @@ try {
   await run(process.execPath, [bin, 'init'], { env, cwd: dir });
   const magpie = [bin, 'agent', '-m', 'hi'];
   const node = ['-e', ''];
+  const old = baseline ? [baseline, 'agent', '-m', 'hi'] : undefined;
   // Warm-up: file cache and the session file exist before timing.
   await timed(magpie, env, dir);
   await timed(node, env, dir);
+  if (old) await timed(old, env, dir);
   const magpieMs: number[] = [];
   const nodeMs: number[] = [];
+  const oldMs: number[] = [];
   const ratios: number[] = [];
   for (let i = 0; i < runs; i += 1) {
     const a = await timed(magpie, env, dir);
     const b = await timed(node, env, dir);
+    if (old) oldMs.push(await timed(old, env, dir));
     magpieMs.push(a);
     nodeMs.push(b);
     ratios.push(a / b);
   }
   const m = stats(magpieMs);
   const n = stats(nodeMs);
+  const o = old ? stats(oldMs) : undefined;
   process.stdout.write(
     `${JSON.stringify({
       bench: 'agent-cli',
@@ -82,6 +95,15 @@ try {
       ratio: Math.round((m.median / n.median) * 100) / 100,
       pairwise_ratio: stats(ratios),
       target_ratio: 4,
+      ...(o && baseline
+        ? {
+            baseline: {
+              bin: path.relative(root, baseline),
+              magpie_ms: o,
+              ratio: Math.round((o.median / n.median) * 100) / 100,
+            },
+          }
+        : {}),
       node: process.version,
       cpus: os.cpus().length,
       loadavg: os.loadavg().map((l) => Math.round(l * 100) / 100),

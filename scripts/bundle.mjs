@@ -21,6 +21,27 @@ const external = Object.keys(pkg.dependencies ?? {})
   .filter((name) => !INLINE.has(name))
   .flatMap((name) => [name, `${name}/*`]);
 
+/**
+ * zod's classic API re-exports every error-message locale as `z.locales` (about 360 kB that
+ * each start would parse); magpie only uses the English one zod installs by default, so the
+ * bundle's `z.locales` holds `en` only.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${path.sep}zod${path.sep}`)
+        ? { path: args.importer, namespace: 'zod-locales' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: "export { default as en } from '../locales/en.js';",
+      resolveDir: path.dirname(args.path),
+      loader: 'js',
+    }));
+  },
+};
+
 // Chunks sit two levels below the package root, like dist/workspace/templates.js did, so
 // `new URL('../../workspace/', import.meta.url)` still finds the workspace templates.
 rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
@@ -35,7 +56,9 @@ await build({
   platform: 'node',
   target: 'node20',
   external,
-  // CommonJS code inlined into an ES module (openai's optional requires) needs a `require`.
+  plugins: [zodEnglishOnly],
+  // CommonJS code inlined into an ES module (yaml's and cron-parser's requires of Node
+  // built-ins) needs a `require`.
   banner: {
     js: "import { createRequire as __magpieRequire } from 'node:module';\nconst require = __magpieRequire(import.meta.url);",
   },
