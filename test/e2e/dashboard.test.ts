@@ -1,0 +1,147 @@
+/**
+ * The dashboard in headless Chromium (Debian's /usr/bin/chromium through
+ * playwright-core): refused without the token, loads with it, shows a turn
+ * that just ran, Bull Board lists the queues, a transcript shows hostile text
+ * as text; /metrics parses as Prometheus text. Saves a screenshot to
+ * test-artifacts/dashboard.png.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { freePort } from '../fakes/redis-server.js';
+import { build, daemonEnv, magpie, type Proc, ROOT, stop, tempWorkspace } from './daemon-helpers.js';
+
+const HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">';
+
+describe('dashboard', () => {
+  let fake: FakeOpenAI;
+  let env: NodeJS.ProcessEnv;
+  let daemon: Proc | undefined;
+  let dashboard: Proc | undefined;
+  let browser: Browser | undefined;
+  let loginUrl: string;
+  let daemonPort: number;
+
+  beforeAll(async () => {
+    build();
+    fake = await startFakeOpenAI({
+      responder: (_req, i) => ({
+        content: i === 0 ? 'the dashboard answer' : HOSTILE,
+        usage: { prompt_tokens: 321, completion_tokens: 12 },
+      }),
+    });
+    daemonPort = await freePort();
+    env = daemonEnv({
+      REDIS_URL: inject('redisUrl'),
+      OPENAI_BASE_URL: fake.baseURL,
+      MAGPIE_WORKSPACE: tempWorkspace(),
+      MAGPIE_HEARTBEAT_INTERVAL: '30m',
+    });
+    daemon = magpie(['start'], {
+      ...env,
+      MAGPIE_DASHBOARD_PORT: String(daemonPort),
+      MAGPIE_DASHBOARD_TOKEN: 'in-daemon-token',
+    });
+    await daemon.waitFor(/magpie is running/, 20_000);
+    for (const [chat, text] of [
+      ['dash-e2e', 'hello dashboard'],
+      ['notes', HOSTILE],
+    ]) {
+      const send = magpie(['send', '-m', text as string, '--chat', chat as string, '--timeout', '20s'], env);
+      expect(await send.exited).toBe(0);
+    }
+    dashboard = magpie(['dashboard', '--port', '0'], env);
+    await dashboard.waitFor(/magpie dashboard: http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/, 15_000);
+    loginUrl = /(http:\/\/127\.0\.0\.1:\d+\/\?token=\w+)/.exec(dashboard.stdout())?.[1] as string;
+    // playwright gives each launch a fresh temporary profile (its own --user-data-dir).
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stop(dashboard);
+    await stop(daemon);
+    await fake?.close();
+  });
+
+  it('refuses a browser without the token', async () => {
+    const page = await (browser as Browser).newPage();
+    const response = await page.goto(new URL('/', loginUrl).toString());
+    expect(response?.status()).toBe(401);
+    expect(await page.textContent('body')).toContain('token required');
+    await page.close();
+  }, 30_000);
+
+  it('loads with the token and shows the turn that just ran; screenshot saved', async () => {
+    const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 860 } });
+    const page = await context.newPage();
+    const response = await page.goto(loginUrl);
+    expect(response?.status()).toBe(200);
+    expect(new URL(page.url()).search).toBe(''); // the token left the address bar for an HttpOnly cookie
+    const cookies = await context.cookies();
+    expect(cookies.find((c) => c.name === 'magpie_dashboard')?.httpOnly).toBe(true);
+    const row = page.locator('#turns tbody tr', { hasText: 'cli:dash-e2e' });
+    await row.waitFor({ timeout: 10_000 });
+    expect(await row.textContent()).toMatch(/ok.*321.*12/);
+    await page.locator('#workers tbody tr', { hasText: 'worker-' }).first().waitFor({ timeout: 10_000 });
+    await page.locator('#queues tbody tr', { hasText: 'inbound' }).waitFor({ timeout: 10_000 });
+    await page.locator('#schedules tbody tr', { hasText: 'heartbeat' }).waitFor({ timeout: 10_000 });
+    mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });
+    await page.screenshot({ path: path.join(ROOT, 'test-artifacts', 'dashboard.png'), fullPage: true });
+
+    await page.goto(new URL('/queues', loginUrl).toString());
+    await page.getByText('inbound', { exact: false }).first().waitFor({ timeout: 15_000 });
+    await context.close();
+  }, 45_000);
+
+  it('shows a transcript with hostile text as text, never as markup', async () => {
+    const context = await (browser as Browser).newContext();
+    const page = await context.newPage();
+    await page.goto(loginUrl);
+    await page.goto(new URL('/sessions', loginUrl).toString());
+    await page.getByRole('link', { name: 'cli:notes' }).click();
+    await page
+      .locator('pre', { hasText: '<script>window.__pwned=1</script>' })
+      .first()
+      .waitFor({ timeout: 10_000 });
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator('.msg img').count()).toBe(0);
+    await context.close();
+  }, 30_000);
+
+  it('serves /metrics as Prometheus text with the turns, and the daemon-hosted dashboard wants its token', async () => {
+    const base = new URL('/metrics', loginUrl);
+    const token = new URL(loginUrl).searchParams.get('token') as string;
+    expect((await fetch(base)).status).toBe(401);
+    const res = await fetch(base, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/plain');
+    const text = await res.text();
+    for (const line of text.split('\n')) {
+      if (line === '' || line.startsWith('#')) continue;
+      expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?([0-9.]+(e[+-]?\d+)?|\+Inf|NaN)$/);
+    }
+    expect(text).toMatch(/^magpie_turns_total\{outcome="ok"\} 2$/m);
+    expect(text).toMatch(/^magpie_llm_prompt_tokens_total 642$/m);
+    expect(text).toMatch(/^magpie_turn_duration_seconds_count 2$/m);
+
+    const inDaemon = `http://127.0.0.1:${daemonPort}/api/turns`;
+    expect((await fetch(inDaemon)).status).toBe(401);
+    const turns = await fetch(inDaemon, { headers: { authorization: 'Bearer in-daemon-token' } });
+    expect(((await turns.json()) as unknown[]).length).toBe(2);
+  }, 30_000);
+});
