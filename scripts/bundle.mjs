@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync, rmSync } from 'node:fs';
 // Bundles the CLI with esbuild after `tsc` has emitted dist/: dist/cli/bin.js becomes one
 // ES module holding the command table, and each command (with the pure-JS packages it uses:
 // zod, openai, yaml…) is a chunk in dist/chunks/ loaded only when that command runs. One
@@ -7,7 +8,7 @@
 // Lua scripts, pino's transport workers) or load optional native addons stay external.
 //
 //   node scripts/bundle.mjs        (part of `npm run build`)
-import { readFileSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -16,7 +17,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 
 /** Pure-JS packages that are safe to inline; every other dependency is imported from node_modules. */
-const INLINE = new Set(['zod', 'openai', 'yaml', 'ipaddr.js', 'marked', 'cron-parser']);
+const INLINE = new Set(['zod', 'openai', 'yaml', 'pino', 'ipaddr.js', 'marked', 'cron-parser']);
 const external = Object.keys(pkg.dependencies ?? {})
   .filter((name) => !INLINE.has(name))
   .flatMap((name) => [name, `${name}/*`]);
@@ -42,6 +43,38 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * pino (inlined: its ~20 CommonJS files cost more to resolve and load one by one) starts
+ * its transport workers (pino-pretty) from files next to its own code, found through
+ * `__dirname`. In the bundle that folder is pino's and thread-stream's real one in
+ * node_modules, looked up only when a transport starts.
+ */
+const pinoWorkersFromNodeModules = {
+  name: 'pino-workers-from-node-modules',
+  setup(b) {
+    const folders = {
+      'pino/lib/transport.js':
+        "require('node:path').join(require('node:path').dirname(require.resolve('pino')), 'lib')",
+      'thread-stream/index.js':
+        "require('node:path').dirname(require('node:module').createRequire(require.resolve('pino')).resolve('thread-stream'))",
+    };
+    b.onLoad(
+      { filter: /[\\/]node_modules[\\/](pino[\\/]lib[\\/]transport|thread-stream[\\/]index)\.js$/ },
+      async (args) => {
+        const key = Object.keys(folders).find((k) =>
+          args.path.split(path.sep).join('/').endsWith(`node_modules/${k}`),
+        );
+        if (!key) return undefined;
+        const source = await readFile(args.path, 'utf8');
+        return {
+          contents: `${source.replaceAll('__dirname', '__magpiePackageDir()')}\nfunction __magpiePackageDir() { return ${folders[key]}; }\n`,
+          loader: 'js',
+        };
+      },
+    );
+  },
+};
+
 // Chunks sit two levels below the package root, like dist/workspace/templates.js did, so
 // `new URL('../../workspace/', import.meta.url)` still finds the workspace templates.
 rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
@@ -56,7 +89,7 @@ await build({
   platform: 'node',
   target: 'node20',
   external,
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, pinoWorkersFromNodeModules],
   // CommonJS code inlined into an ES module (yaml's and cron-parser's requires of Node
   // built-ins) needs a `require`.
   banner: {
