@@ -118,7 +118,7 @@ describe('dashboard', () => {
       .locator('pre', { hasText: '<script>window.__pwned=1</script>' })
       .first()
       .waitFor({ timeout: 10_000 });
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate('globalThis.__pwned')).toBeUndefined();
     expect(await page.locator('.msg img').count()).toBe(0);
     await context.close();
   }, 30_000);
