@@ -90,10 +90,12 @@ export function createMetrics(redis: Redis, prefix: string): MagpieMetrics {
   });
   new Gauge({
     name: 'magpie_turns_running',
-    help: 'Turns running now',
+    help: 'Turns running now (in workers that are alive)',
     registers: [registry],
     async collect() {
-      this.set((await readRunning(redis, prefix)).length);
+      const [running, workers] = await Promise.all([readRunning(redis, prefix), listWorkers(redis, prefix)]);
+      const alive = new Set(workers.map((w) => w.id));
+      this.set(running.filter((r) => alive.has(r.worker)).length);
     },
   });
   return {
