@@ -1,13 +1,19 @@
 #!/usr/bin/env node
-import { readFileSync, rmSync } from 'node:fs';
-// Bundles the CLI with esbuild after `tsc` has emitted dist/: dist/cli/bin.js becomes one
-// ES module holding the command table, and each command (with the pure-JS packages it uses:
-// zod, openai, yaml…) is a chunk in dist/chunks/ loaded only when that command runs. One
-// file per command instead of hundreds of modules is what makes `magpie agent -m` start
-// quickly (issue 2). Packages that find files next to their own code at run time (bullmq's
-// Lua scripts, pino's transport workers) or load optional native addons stay external.
-//
-//   node scripts/bundle.mjs        (part of `npm run build`)
+/**
+ * Bundles the CLI with esbuild after `tsc` has emitted dist/: dist/cli/bin.js becomes one
+ * ES module holding the command table, and each command (with the pure-JS packages it uses:
+ * zod, openai, pino, yaml…) is in chunks in dist/chunks/, loaded only when that command
+ * runs. A few files instead of hundreds of modules is what makes `magpie agent -m` start
+ * quickly (issue 2). Packages that find files next to their own code at run time (bullmq's
+ * Lua scripts, bull-board's UI) or load optional native addons stay external; pino is
+ * inlined and its transport workers still start from node_modules.
+ *
+ * Files are only rewritten when their content changed (atomically, by rename), so tests
+ * that rebuild while another test runs `node dist/cli/bin.js` never see a half-written chunk.
+ *
+ *   node scripts/bundle.mjs        (part of `npm run build`)
+ */
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,8 +83,7 @@ const pinoWorkersFromNodeModules = {
 
 // Chunks sit two levels below the package root, like dist/workspace/templates.js did, so
 // `new URL('../../workspace/', import.meta.url)` still finds the workspace templates.
-rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
-await build({
+const result = await build({
   absWorkingDir: root,
   entryPoints: { 'cli/bin': 'src/cli/bin.ts' },
   outdir: 'dist',
@@ -97,4 +102,26 @@ await build({
   },
   legalComments: 'none',
   logLevel: 'warning',
+  write: false,
 });
+
+const written = new Set();
+for (const file of result.outputFiles) {
+  written.add(file.path);
+  let current;
+  try {
+    current = readFileSync(file.path);
+  } catch {
+    current = undefined; // a new file
+  }
+  if (current?.equals(file.contents)) continue;
+  mkdirSync(path.dirname(file.path), { recursive: true });
+  const temp = `${file.path}.${process.pid}.tmp`;
+  writeFileSync(temp, file.contents, { mode: file.path.endsWith(`${path.sep}bin.js`) ? 0o755 : 0o644 });
+  renameSync(temp, file.path);
+}
+// Chunks of earlier builds (their names carry a content hash) are no longer referenced.
+const chunks = path.join(root, 'dist', 'chunks');
+for (const name of readdirSync(chunks)) {
+  if (!written.has(path.join(chunks, name))) rmSync(path.join(chunks, name), { force: true });
+}
