@@ -15,6 +15,7 @@ import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
 import type { IterationHook } from './hooks/types.js';
 import type { AgentLoopOptions, PromptSession } from './loop-options.js';
+import { LruMap } from './lru-map.js';
 import { contextLimitFor } from './model-limits.js';
 import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
 import { estimateTokens } from './summarize.js';
@@ -43,6 +44,8 @@ export type { TurnRequest } from './turn-request.js';
 export const STOPPED_REPLY = 'Stopped.';
 const DEFAULT_REPLY = 'Done. I have nothing more to add.';
 const MAX_COMPACTIONS = 2;
+/** How many sessions' token totals (/status) a long-running worker keeps. */
+const USAGE_SESSIONS = 1000;
 
 /** The reply when the conversation does not fit the model's window even after compaction. */
 export function contextFullReply(tokens: number, limit: number): string {
@@ -77,7 +80,8 @@ export class AgentLoop implements AgentRunner {
     AgentLoopOptions & { summarizeAtTokens: number };
   readonly #summarizer: SessionSummarizer;
   readonly #compactor: TurnCompactor;
-  readonly #usage = new Map<string, SessionUsage>();
+  /** Token totals per session for /status, for the most recent sessions only (bounded). */
+  readonly #usage = new LruMap<string, SessionUsage>(USAGE_SESSIONS);
 
   constructor(options: AgentLoopOptions) {
     const maxIterations = options.maxIterations ?? 20;

@@ -40,6 +40,10 @@ export class JsonlSessionStore implements SessionStore {
   readonly dir: string;
   private readonly logger: Logger;
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** Summary reads in flight per session: a turn asks for the summary twice at once (history and prompt). */
+  private readonly summaryReads = new Map<string, Promise<SummaryFile | undefined>>();
+  /** Whether `dir` was made (or found) once; a missing folder later is made again on ENOENT. */
+  private dirReady = false;
 
   constructor(options: JsonlSessionStoreOptions) {
     if (!options.dir) throw new AppError('INTERNAL', 'JsonlSessionStore needs a dir');
@@ -86,8 +90,7 @@ export class JsonlSessionStore implements SessionStore {
     const ts = new Date().toISOString();
     const data = messages.map((m) => `${JSON.stringify({ ...m, ts })}\n`).join('');
     await this.serialise(key, async () => {
-      await mkdir(this.dir, { recursive: true });
-      const handle = await open(file, 'a+');
+      const handle = await this.openForAppend(file);
       try {
         const { size } = await handle.stat();
         let prefix = '';
@@ -179,7 +182,33 @@ export class JsonlSessionStore implements SessionStore {
     return out;
   }
 
-  private async readSummary(key: string): Promise<SummaryFile | undefined> {
+  /** Opens a session log for appending; the folder is made on first use (and again if it went away). */
+  private async openForAppend(file: string): Promise<Awaited<ReturnType<typeof open>>> {
+    if (!this.dirReady) {
+      await mkdir(this.dir, { recursive: true });
+      this.dirReady = true;
+    }
+    try {
+      return await open(file, 'a+');
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      await mkdir(this.dir, { recursive: true });
+      return open(file, 'a+');
+    }
+  }
+
+  /** The summary file; reads of one session already in flight are shared (writes wait in `settled`). */
+  private readSummary(key: string): Promise<SummaryFile | undefined> {
+    const running = this.summaryReads.get(key);
+    if (running) return running;
+    const read = this.readSummaryFile(key).finally(() => {
+      if (this.summaryReads.get(key) === read) this.summaryReads.delete(key);
+    });
+    this.summaryReads.set(key, read);
+    return read;
+  }
+
+  private async readSummaryFile(key: string): Promise<SummaryFile | undefined> {
     const file = this.summaryPath(key);
     await this.settled(key);
     let text: string;
@@ -204,6 +233,8 @@ export class JsonlSessionStore implements SessionStore {
 
   /** Runs `work` after every earlier write to the same session. */
   private serialise<T>(key: string, work: () => Promise<T>): Promise<T> {
+    // A summary read that started before this write must not be shared with readers after it.
+    this.summaryReads.delete(key);
     const previous = this.chains.get(key) ?? Promise.resolve();
     const next = previous.then(work, work);
     const tail = next.then(

@@ -68,6 +68,8 @@ function whenAborted(signal: AbortSignal): { promise: Promise<ToolResult>; dispo
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly secrets: string[];
+  /** Each tool's definition, made once: a tool's schema does not change, and zod's JSON Schema output is costly per turn. */
+  private readonly defs = new WeakMap<Tool, ToolDefinition>();
 
   constructor(tools: Tool[] = [], options: ToolRegistryOptions = {}) {
     this.secrets = [...(options.secrets ?? [])].filter(
@@ -94,13 +96,16 @@ export class ToolRegistry {
     return [...this.tools.keys()];
   }
 
-  /** Definitions for the provider, parameters as JSON Schema. */
+  /** Definitions for the provider, parameters as JSON Schema (made once per tool; treat as read-only). */
   definitions(): ToolDefinition[] {
-    return [...this.tools.values()].map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      parameters: toJsonSchema(tool.parameters),
-    }));
+    return [...this.tools.values()].map((tool) => {
+      let def = this.defs.get(tool);
+      if (!def) {
+        def = { name: tool.name, description: tool.description, parameters: toJsonSchema(tool.parameters) };
+        this.defs.set(tool, def);
+      }
+      return def;
+    });
   }
 
   /** Name and description of each tool, for the system prompt. */
