@@ -248,7 +248,10 @@ export class AgentLoop implements AgentRunner {
       stopWaiting.signal.addEventListener('abort', () => signal.removeEventListener('abort', onAbort));
     });
     try {
-      if (req.recordChannel) await this.recordLastChannel(req.channel, req.chatId, req.threadId);
+      // Recorded while the history loads (it never throws: a failure is logged).
+      const recording = req.recordChannel
+        ? this.recordLastChannel(req.channel, req.chatId, req.threadId)
+        : undefined;
       const { ctx, sentToOrigin, sendUserText } = this.updateToolContexts(req, signal, options, log);
       const [history, summary] = req.noHistory
         ? [[], undefined]
@@ -256,6 +259,7 @@ export class AgentLoop implements AgentRunner {
             this.#o.sessions.getContextHistory(req.sessionKey),
             this.#o.sessions.getSummary(req.sessionKey),
           ]);
+      await recording;
       const run: TurnRun = {
         ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText },
         ...{ history, summary, turn: [] },

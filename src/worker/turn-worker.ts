@@ -133,12 +133,15 @@ export class TurnWorker {
           });
         },
       });
-      await this.recorder.finished(
+      // Sent first on the shared connection, so Redis records the figures before the reply is queued;
+      // awaited after, so the reply does not wait for a round trip of its own.
+      const recorded = this.recorder.finished(
         turn,
         result.ok
           ? { metrics: result.value.metrics }
           : { error: describeError(result.error), wallMs: Date.now() - since.getTime(), session: sessionKey },
       );
+      if (!result.ok) await recorded;
       if (result.ok) {
         if (result.value.reply !== undefined) {
           await this.bus.publishOutbound({
@@ -149,6 +152,7 @@ export class TurnWorker {
             metadata: routingMetadata(batch),
           });
         }
+        await recorded;
       } else {
         const err = result.error;
         const transient = err instanceof AppError ? err.transient : true;
