@@ -10,7 +10,9 @@
  * - `memory`: worker RSS after 10,000 turns across 1,000 sessions (target ≤ 150 MB,
  *   flat in the number of sessions: RSS after the first and the last rounds).
  *
- *   npx tsx bench/bus.ts [--samples 200] [--turns 10000]
+ * Each worker figure also has the worker's idle RSS (started, no turn yet).
+ *
+ *   npx tsx bench/bus.ts [--samples 200] [--turns 10000] [--worker-node-options "--max-old-space-size=96"]
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -35,8 +37,14 @@ import { startRedis } from '../test/fakes/redis-server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { samples: { type: 'string', default: '200' }, turns: { type: 'string', default: '10000' } },
+  options: {
+    samples: { type: 'string', default: '200' },
+    turns: { type: 'string', default: '10000' },
+    // A modest heap limit keeps V8 from growing the heap lazily (RSS) long before it must collect.
+    'worker-node-options': { type: 'string', default: '--max-old-space-size=96' },
+  },
 });
+const workerNodeOptions = values['worker-node-options'];
 const samples = Number(values.samples);
 const totalTurns = Number(values.turns);
 
@@ -150,10 +158,9 @@ const env = daemonEnv({
   OPENAI_BASE_URL: fake.baseURL,
   MAGPIE_WORKSPACE: workspace,
 });
-// A modest heap limit keeps V8 from growing the heap lazily (RSS) long before it must collect.
 const procs: Proc[] = [
   magpie(['gateway'], env),
-  magpie(['worker'], { ...env, NODE_OPTIONS: '--max-old-space-size=96' }),
+  magpie(['worker'], { ...env, NODE_OPTIONS: workerNodeOptions }),
 ];
 const [gateway, worker] = procs as [Proc, Proc];
 const config = parseConfig({ REDIS_URL: redis.url, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
@@ -163,6 +170,7 @@ try {
     gateway.waitFor(/magpie is running/, 30_000),
     worker.waitFor(/magpie is running/, 30_000),
   ]);
+  const idleRssMb = rssMb(worker.child.pid!);
 
   // 1. Latency, one message at a time, after a warm-up.
   const magpieMs: number[] = [];
@@ -201,16 +209,21 @@ try {
     firstRoundTurnsPerSecond: firstRoundTps,
     overallTurnsPerSecond: Math.round((rounds * 1000) / ((performance.now() - tStart) / 1000)),
   };
-  const memory = { turns: rounds * 1000, sessions: 1000, workerConcurrency: 16, workerRssMbPerRound: rss };
+  const memory = {
+    turns: rounds * 1000,
+    sessions: 1000,
+    workerConcurrency: 16,
+    workerNodeOptions,
+    idleRssMb,
+    workerRssMbPerRound: rss,
+  };
 
   // 3. 100 chats with a 1 s model: a worker with enough turn slots (the default, 16, suits one person).
   await stop(worker);
-  const wide = magpie(['worker', '--concurrency', '128'], {
-    ...env,
-    NODE_OPTIONS: '--max-old-space-size=96',
-  });
+  const wide = magpie(['worker', '--concurrency', '128'], { ...env, NODE_OPTIONS: workerNodeOptions });
   procs.push(wide);
   await wide.waitFor(/magpie is running/, 30_000);
+  const wideIdleRssMb = rssMb(wide.child.pid!);
   fake.setResponder(() => ({ content: 'slow ok', delayMs: 1000 }));
   const t = performance.now();
   await Promise.all(
@@ -223,6 +236,8 @@ try {
     modelMs: 1000,
     workerConcurrency: 128,
     allAnsweredMs: Math.round(performance.now() - t),
+    idleRssMb: wideIdleRssMb,
+    rssMbAfter: rssMb(wide.child.pid!),
   };
 
   process.stdout.write(
