@@ -148,6 +148,26 @@ describe('JsonlSessionStore', () => {
     expect((await readdir(path.join(dir, 'sessions'))).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   });
 
+  it('makes the sessions folder again when it was removed after the first append', async () => {
+    await store.append('cli:f', user('one'));
+    await rm(path.join(dir, 'sessions'), { recursive: true });
+    await store.append('cli:f', user('two'));
+    expect(strip(await store.getHistory('cli:f'))).toEqual([user('two')]);
+  });
+
+  it('a summary read asked for after setSummary sees the new summary, even with an older read in flight', async () => {
+    await store.setSummary('cli:g', 'old', 0);
+    const before = store.getSummary('cli:g');
+    const write = store.setSummary('cli:g', 'new', 0);
+    const after = store.getSummary('cli:g');
+    await write;
+    expect(['old', 'new']).toContain(await before); // raced the write, as before sharing existed
+    expect(await after).toBe('new');
+    const [a, b] = await Promise.all([store.getSummary('cli:g'), store.getContextHistory('cli:g')]);
+    expect(a).toBe('new');
+    expect(b).toEqual([]);
+  });
+
   it('reset renames the log and summary and starts fresh', async () => {
     await store.append('cli:e', user('old'));
     await store.setSummary('cli:e', 'old summary', 1);

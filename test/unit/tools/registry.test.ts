@@ -40,6 +40,15 @@ describe('ToolRegistry', () => {
   });
   afterEach(() => cleanup());
 
+  it('makes each definition once (the schema is not regenerated per turn) and keeps new tools in order', () => {
+    const registry = new ToolRegistry([echo]);
+    const first = registry.definitions();
+    expect(registry.definitions()[0]).toBe(first[0]);
+    registry.register(thrower);
+    expect(registry.definitions().map((d) => d.name)).toEqual(['echo', 'thrower']);
+    expect(registry.definitions()[0]).toBe(first[0]);
+  });
+
   it('lists names, definitions with JSON Schema parameters (no $schema) and summaries', () => {
     const registry = new ToolRegistry([echo, thrower]);
     expect(registry.names()).toEqual(['echo', 'thrower']);
