@@ -6,6 +6,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { waitFor } from '../fakes/wait-for.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 describe('daemon (gateway + worker processes)', () => {
@@ -75,15 +76,17 @@ describe('daemon (gateway + worker processes)', () => {
     const watcher = new Redis(redisUrl);
     // Three separate processes race to Redis, so each send starts once the previous
     // message is seen on the bus (in the mailbox, or already taken by a turn).
-    const seen = async (text: string) => {
-      for (let i = 0; i < 500; i += 1) {
-        const entries = await watcher.lrange(mailbox, 0, -1);
-        const sentToModel = fake.requests.slice(before).some((r) => JSON.stringify(r.body).includes(text));
-        if (sentToModel || entries.some((e) => e.includes(`"content":"${text}"`))) return;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      throw new Error(`message "${text}" never reached the bus`);
-    };
+    const seen = (text: string) =>
+      waitFor(
+        async () => {
+          const entries = await watcher.lrange(mailbox, 0, -1);
+          const sentToModel = fake.requests.slice(before).some((r) => JSON.stringify(r.body).includes(text));
+          return sentToModel || entries.some((e) => e.includes(`"content":"${text}"`));
+        },
+        10_000,
+        `message "${text}" on the bus`,
+        10,
+      );
     const sends: Proc[] = [];
     try {
       for (const text of ['one', 'two', 'three']) {

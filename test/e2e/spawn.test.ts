@@ -14,16 +14,8 @@ import { INBOUND_QUEUE } from '../../src/bus/queues.js';
 import { parseConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../fakes/openai-server.js';
+import { waitFor } from '../fakes/wait-for.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
-
-/** Polls `check` every 50 ms until it holds; fails after `timeoutMs`. */
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function lastMessage(req: RecordedRequest): { role: string; content: string } {
   const m = req.body.messages.at(-1);
@@ -113,15 +105,15 @@ describe('spawn through the bus', () => {
         content: 'research the answer to everything in the background and tell me when you are done',
       });
       // The immediate answer arrives while the helper's LLM call is still pending.
-      await until(async () => (await replies()).length === 1, 20_000, 'the immediate answer');
+      await waitFor(async () => (await replies()).length === 1, 20_000, 'the immediate answer');
       expect((await replies())[0]).toMatchObject({
         content: 'I started a helper on it; I will tell you when it is done.',
         chatId: 'spawn-chat',
       });
-      await until(async () => helperCalls === 1, 20_000, 'the helper’s first LLM call');
+      await waitFor(async () => helperCalls === 1, 20_000, 'the helper’s first LLM call');
       const running = await connection.hgetall(helperKeys.running(prefix));
       expect(Object.values(running).map((r) => JSON.parse(r).label)).toEqual(['answer']);
-      await until(
+      await waitFor(
         async () => (await bus.pendingJobs(INBOUND_QUEUE)) === 0,
         10_000,
         'the first turn to finish',
@@ -133,9 +125,9 @@ describe('spawn through the bus', () => {
       procs.push(second);
       await second.waitFor(/magpie is running/);
 
-      await until(async () => (await replies()).length >= 2, 30_000, 'the helper’s result message');
+      await waitFor(async () => (await replies()).length >= 2, 30_000, 'the helper’s result message');
       expect(helperCalls).toBe(2);
-      await until(
+      await waitFor(
         async () =>
           (await bus.pendingJobs(INBOUND_QUEUE)) === 0 &&
           (await connection.hlen(helperKeys.running(prefix))) === 0,

@@ -26,18 +26,7 @@ export function testConfig(url = inject('redisUrl'), extra: Record<string, strin
   });
 }
 
-/** Polls `check` every 20 ms until it holds; fails after `timeoutMs`. */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+export { waitFor } from '../../fakes/wait-for.js';
 
 /** One recorded turn of the fake agent. */
 export interface RecordedTurn {
