@@ -1,8 +1,12 @@
 /**
  * Reads workspace files through a small cache keyed by path, mtime, size and
  * inode, so the system prompt re-reads a file only when it has changed.
+ * The freshness check is a synchronous stat: on a local file it costs a few
+ * microseconds, where the promise form costs a thread-pool round trip and
+ * far more CPU, about ten times a turn.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { type Stats, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 
 interface Entry {
   mtimeMs: number;
@@ -22,9 +26,9 @@ export class CachedFileReader {
 
   /** The file's text, or undefined when it does not exist. Other errors are thrown. */
   async read(file: string): Promise<string | undefined> {
-    let info: Awaited<ReturnType<typeof stat>>;
+    let info: Stats;
     try {
-      info = await stat(file);
+      info = statSync(file);
     } catch (err) {
       if (isMissing(err)) {
         this.entries.delete(file);
