@@ -67,17 +67,25 @@ export interface Proc {
   exited: Promise<number | string>;
 }
 
+/** Pass as `input` to keep the child's stdin an open pipe (write to `child.stdin`, end it to finish). */
+export const OPEN_STDIN = Symbol('open stdin');
+
 /**
  * Spawns `node dist/cli/bin.js ...args` in `cwd` (default: a temp dir, so no stray .env is read);
- * `input`, when given, is written to stdin, which is then closed.
+ * `input`, when a string, is written to stdin, which is then closed.
  */
-export function magpie(args: string[], env: NodeJS.ProcessEnv, cwd = os.tmpdir(), input?: string): Proc {
+export function magpie(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd = os.tmpdir(),
+  input?: string | typeof OPEN_STDIN,
+): Proc {
   const child = spawn(process.execPath, [BIN, ...args], {
     env,
     cwd,
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
-  if (input !== undefined) child.stdin?.end(input);
+  if (typeof input === 'string') child.stdin?.end(input);
   let out = '';
   let err = '';
   const listeners = new Set<() => void>();

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { build, daemonEnv, magpie, OPEN_STDIN, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 describe('daemon (gateway + worker processes)', () => {
   let fake: FakeOpenAI;
@@ -131,6 +131,26 @@ describe('daemon (gateway + worker processes)', () => {
     expect(replies).toHaveLength(2);
     expect(replies[0]).toContain('first');
     expect(replies[1]).toContain('second');
+  });
+
+  it('an open magpie chat shows a message nobody asked for (a reminder) as it arrives', async () => {
+    const env = envFor();
+    await daemon(env);
+    const chat = magpie(['chat', '--chat', 'e2e-reminder'], env, undefined, OPEN_STDIN);
+    procs.push(chat);
+    await chat.waitFor(/you> /);
+    const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    const outbound = new Queue('outbound-cli', { connection, prefix: env.MAGPIE_QUEUE_PREFIX });
+    try {
+      const reminder = { id: 'cron-e2e-1', channel: 'cli', chatId: 'e2e-reminder', content: '⏰ call Ana' };
+      await outbound.add('send', { ...reminder, kind: 'message', metadata: {} }, { jobId: reminder.id });
+      await chat.waitFor(/magpie> ⏰ call Ana/);
+    } finally {
+      await outbound.close();
+      connection.disconnect();
+    }
+    chat.child.stdin?.end();
+    expect(await chat.exited).toBe(0);
   });
 
   it('a worker killed with SIGKILL mid-turn, then restarted: answered exactly once', async () => {

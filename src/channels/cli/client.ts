@@ -8,7 +8,7 @@ import { safeJson } from '../../bus/activity.js';
 import type { Bus } from '../../bus/bus.js';
 import { type OutboundMessage, OutboundMessageSchema } from '../../bus/messages.js';
 import { AppError, ExitCode } from '../../errors/index.js';
-import { cliReplyChannel } from './cli-channel.js';
+import { cliChatChannel, cliReplyChannel, replyAddresses } from './cli-channel.js';
 
 export interface SendOptions {
   content: string;
@@ -62,6 +62,22 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     clearTimeout(timer);
     await unsubscribe();
   }
+}
+
+/**
+ * Calls `handler` for each message to the chat that answers no request —
+ * reminders, helper results, heartbeat news. Replies to requests carry a
+ * reply address and reach their asker directly. Resolves with an unsubscribe.
+ */
+export function onUnsolicited(
+  bus: Bus,
+  chatId: string,
+  handler: (message: OutboundMessage) => void,
+): Promise<() => Promise<void>> {
+  return bus.subscribe(cliChatChannel(chatId), (payload) => {
+    const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+    if (parsed.success && replyAddresses(parsed.data).length === 0) handler(parsed.data);
+  });
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { createInterface } from 'node:readline';
 import { Bus } from '../../bus/bus.js';
-import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
+import { clientLogLevel, onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
 import { loadConfig, parseDuration } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
@@ -43,6 +43,13 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });
   const bus = await Bus.connect({ config, logger });
   const chatId = values.chat ?? 'default';
+  // Reminders and helper results arrive on their own, between or during prompts. Subscribed
+  // before readline starts, which would otherwise read piped lines before the loop below.
+  let prompt = () => {};
+  const stopListening = await onUnsolicited(bus, chatId, (m) => {
+    process.stdout.write(`\nmagpie> ${m.content}\n`);
+    prompt();
+  });
   const rl = createInterface({
     input: process.stdin,
     output: process.stdout,
@@ -60,6 +67,7 @@ export async function run(argv: string[]): Promise<number> {
     else rl.write(null, { ctrl: true, name: 'u' });
   });
   rl.setPrompt('you> ');
+  prompt = () => rl.prompt(true);
   try {
     rl.prompt();
     // The async iterator buffers lines that arrive while a reply is awaited (pasted or piped input).
@@ -86,6 +94,7 @@ export async function run(argv: string[]): Promise<number> {
     return ExitCode.ok;
   } finally {
     rl.close();
+    await stopListening();
     await bus.close();
   }
 }
