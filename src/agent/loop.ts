@@ -3,74 +3,53 @@
  * One turn builds the context, calls the model, runs tools until a plain
  * answer, persists every message as it happens and returns the reply for the
  * caller (worker or CLI) to deliver. Long sessions are summarised afterwards
- * in the background.
+ * in the background. The iterations live in llm-iteration.ts, the turn's
+ * state in turn-run.ts, the requests each entry point builds in turn-request.ts.
  */
 import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
-import { AppError, CancelledError, describeError, hasCode } from '../errors/index.js';
+import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
-import type { ToolContext } from '../tools/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
-import type { IterationHook } from './hooks/types.js';
-import type { AgentLoopOptions, PromptSession } from './loop-options.js';
+import { type IterationDeps, runIterations } from './llm-iteration.js';
+import type { AgentLoopOptions } from './loop-options.js';
 import { LruMap } from './lru-map.js';
 import { contextLimitFor } from './model-limits.js';
 import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
-import { estimateTokens } from './summarize.js';
 import { SessionSummarizer } from './summarizer.js';
-import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
-import { runToolBatch } from './tool-batch.js';
 import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
 import {
   directMessage,
   frameBackgroundResult,
-  inboundIdOf,
+  heartbeatRequest,
+  inboundRequest,
   originOf,
+  originRequest,
   type TurnRequest,
   targetOf,
   targetOfRequest,
 } from './turn-request.js';
+import {
+  addUserToTurn,
+  overSummaryBudget,
+  recordInTurn,
+  STOPPED_REPLY,
+  type TurnRun,
+  whenAborted,
+} from './turn-run.js';
 import type { AgentRunner, TurnOptions, TurnOutcome, TurnResult } from './types.js';
 import { toUserMessages, type UserTurnMessage } from './user-content.js';
 
 export type { AgentLoopOptions, LoopContextBuilder, PromptSession } from './loop-options.js';
 export type { LoopTools } from './tool-batch.js';
 export type { TurnRequest } from './turn-request.js';
+export { contextFullReply, STOPPED_REPLY, type TurnRun } from './turn-run.js';
 
-/** Reply sent when a turn is cancelled. */
-export const STOPPED_REPLY = 'Stopped.';
 const DEFAULT_REPLY = 'Done. I have nothing more to add.';
-const MAX_COMPACTIONS = 2;
 /** How many sessions' token totals (/status) a long-running worker keeps. */
 const USAGE_SESSIONS = 1000;
-
-/** The reply when the conversation does not fit the model's window even after compaction. */
-export function contextFullReply(tokens: number, limit: number): string {
-  return (
-    `This conversation no longer fits in the model's context window (about ${tokens} of ${limit} tokens, ` +
-    'even after compacting older messages). Send /new to start a fresh session.'
-  );
-}
-
-/** The state of one running turn. */
-export interface TurnRun {
-  req: TurnRequest;
-  options: TurnOptions;
-  signal: AbortSignal;
-  cancelled: Promise<void>;
-  meter: TurnMeter;
-  log: Logger;
-  toolCtx: ToolContext;
-  /** Shows a tool result's `forUser` text in the origin chat. */
-  sendUserText: (text: string) => Promise<void>;
-  /** Prior history (may include this turn's messages after a compaction), summary, this turn's messages. */
-  history: ChatMessage[];
-  summary: string | undefined;
-  turn: ChatMessage[];
-}
 
 /** The agent core. Shared by every session; all per-turn state lives in the turn. */
 export class AgentLoop implements AgentRunner {
@@ -80,6 +59,7 @@ export class AgentLoop implements AgentRunner {
     AgentLoopOptions & { summarizeAtTokens: number };
   readonly #summarizer: SessionSummarizer;
   readonly #compactor: TurnCompactor;
+  readonly #iteration: IterationDeps;
   /** Token totals per session for /status, for the most recent sessions only (bounded). */
   readonly #usage = new LruMap<string, SessionUsage>(USAGE_SESSIONS);
 
@@ -124,6 +104,19 @@ export class AgentLoop implements AgentRunner {
       memoryFlush: options.memoryFlush ?? false,
       ...(options.model ? { model: options.model } : {}),
     });
+    this.#iteration = {
+      provider: options.provider,
+      tools: options.tools,
+      sessions: options.sessions,
+      context: options.context,
+      hooks: this.#o.hooks,
+      compactor: this.#compactor,
+      maxIterations,
+      contextTokens,
+      ...(options.model ? { model: options.model } : {}),
+      userMessages: (batch, signal) => this.#userMessages(batch, signal),
+      addUsage: (key, usage) => this.#addUsage(key, usage),
+    };
   }
 
   /**
@@ -154,8 +147,10 @@ export class AgentLoop implements AgentRunner {
     if (!first) throw new AppError('INVALID_MESSAGE', 'processMessage needs at least one message');
     if (batch.every((m) => isInternalChannel(m.channel))) return this.processSystemMessage(batch, options);
     const command = first.media.length === 0 ? parseSlashCommand(first.content) : undefined;
-    if (!command || isInternalChannel(first.channel))
-      return this.runAgentLoop(await this.#request(batch, options.signal), options);
+    if (!command || isInternalChannel(first.channel)) {
+      const user = await this.#userMessages(batch, options.signal);
+      return this.runAgentLoop(inboundRequest(batch, user), options);
+    }
     const key = sessionKeyOf(first);
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
@@ -199,18 +194,7 @@ export class AgentLoop implements AgentRunner {
       };
     }
     const user = await this.#userMessages(batch, options.signal);
-    return this.runAgentLoop(
-      {
-        sessionKey: o.sessionKey ?? sessionKeyOf(o),
-        channel: o.channel,
-        chatId: o.chatId,
-        ...(o.threadId ? { threadId: o.threadId } : {}),
-        user,
-        ids: batch.map((m) => m.id),
-        recordChannel: false,
-      },
-      options,
-    );
+    return this.runAgentLoop(originRequest(o, batch, user), options);
   }
 
   async processDirect(content: string, sessionKey: string, options: TurnOptions = {}): Promise<TurnResult> {
@@ -220,19 +204,7 @@ export class AgentLoop implements AgentRunner {
   /** A heartbeat turn: session `heartbeat`, no history; its chat is the last active one. */
   async processHeartbeat(prompt: string, options: TurnOptions = {}): Promise<TurnResult> {
     const last = await this.#o.state?.getLastChannel();
-    return this.runAgentLoop(
-      {
-        sessionKey: 'heartbeat',
-        channel: last?.channel ?? 'system',
-        chatId: last?.chatId ?? 'heartbeat',
-        ...(last?.threadId ? { threadId: last.threadId } : {}),
-        user: [{ forModel: { role: 'user', content: prompt }, forLog: { role: 'user', content: prompt } }],
-        ids: [],
-        noHistory: true,
-        recordChannel: false,
-      },
-      options,
-    );
+    return this.runAgentLoop(heartbeatRequest(prompt, last), options);
   }
 
   /** One full turn: context, the model and tools, persistence, metrics. */
@@ -240,13 +212,7 @@ export class AgentLoop implements AgentRunner {
     const meter = new TurnMeter(req.sessionKey);
     const log = this.#o.logger.child({ session: req.sessionKey });
     const signal = options.signal ?? new AbortController().signal;
-    const stopWaiting = new AbortController();
-    const cancelled = new Promise<void>((resolve) => {
-      if (signal.aborted) return resolve();
-      const onAbort = () => resolve();
-      signal.addEventListener('abort', onAbort, { once: true });
-      stopWaiting.signal.addEventListener('abort', () => signal.removeEventListener('abort', onAbort));
-    });
+    const { cancelled, stop } = whenAborted(signal);
     try {
       // Recorded while the history loads (it never throws: a failure is logged).
       const recording = req.recordChannel
@@ -264,15 +230,15 @@ export class AgentLoop implements AgentRunner {
         ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText },
         ...{ history, summary, turn: [] },
       };
-      await this.#addUser(run, req.user, req.ids);
+      await addUserToTurn(this.#o.sessions, run, req.user, req.ids);
 
       const { content, outcome } = await this.runLLMIteration(run);
       const text =
         outcome === 'cancelled' ? STOPPED_REPLY : content.trim() === '' ? this.#o.defaultReply : content;
-      await this.#record(run, { role: 'assistant', content: text });
+      await recordInTurn(this.#o.sessions, run, { role: 'assistant', content: text });
       const metrics = meter.finish(outcome);
       logTurn(log, metrics);
-      if (!req.noHistory && outcome !== 'cancelled' && this.#overBudget(run))
+      if (!req.noHistory && outcome !== 'cancelled' && overSummaryBudget(run, this.#o.summarizeAtTokens))
         this.maybeSummarize(req.sessionKey);
       const silent = outcome === 'ok' && sentToOrigin();
       return {
@@ -285,7 +251,7 @@ export class AgentLoop implements AgentRunner {
       logTurn(log, meter.finish('error'));
       throw err;
     } finally {
-      stopWaiting.abort();
+      stop();
     }
   }
 
@@ -295,89 +261,7 @@ export class AgentLoop implements AgentRunner {
    * iterations; a context-length error compacts and retries (at most twice).
    */
   async runLLMIteration(run: TurnRun): Promise<{ content: string; outcome: TurnOutcome }> {
-    const { req, signal, meter } = run;
-    const definitions = this.#o.tools.definitions();
-    const hooks: IterationHook[] = this.#o.hooks();
-    let compactions = 0;
-    let iteration = 0;
-    let last: LastCall | undefined;
-    let warned = false;
-    while (iteration < this.#o.maxIterations) {
-      if (signal.aborted) return { content: '', outcome: 'cancelled' };
-      if (iteration > 0) await this.#drainPending(run);
-      iteration += 1;
-      run.options.onIteration?.(iteration);
-      // The budget measures what is sent: the request after the hooks (trimmed tool results).
-      const prepare = () => this.#prepareRequest(run, hooks, iteration);
-      let messages = await prepare();
-      let tokens = requestTokens(messages, last);
-      if (budgetLevel(tokens, this.#o.contextTokens) === 'over') {
-        const fitted = await this.#compactor.toBudget(run, messages, tokens, prepare);
-        last = undefined;
-        messages = fitted.messages;
-        tokens = fitted.tokens;
-        if (!fitted.ok) {
-          run.log.warn({ tokens, limit: this.#o.contextTokens }, 'context still over 95% after compaction');
-          return { content: contextFullReply(tokens, this.#o.contextTokens), outcome: 'context_full' };
-        }
-      }
-      if (!warned && budgetLevel(tokens, this.#o.contextTokens) === 'warn') {
-        warned = true;
-        run.log.warn(
-          {
-            tokens,
-            limit: this.#o.contextTokens,
-            percent: Math.round((tokens / this.#o.contextTokens) * 100),
-          },
-          'context window over 80% full',
-        );
-      }
-      let response: Awaited<ReturnType<LLMProvider['chat']>>;
-      try {
-        response = await this.#o.provider.chat({
-          messages,
-          ...(definitions.length > 0 ? { tools: definitions } : {}),
-          ...(this.#o.model ? { model: this.#o.model } : {}),
-          signal,
-        });
-      } catch (err) {
-        meter.llmCall(undefined);
-        if (err instanceof CancelledError || signal.aborted) return { content: '', outcome: 'cancelled' };
-        if (hasCode(err, 'CONTEXT_LENGTH_EXCEEDED') && compactions < MAX_COMPACTIONS) {
-          compactions += 1;
-          run.log.warn({ attempt: compactions }, 'context length exceeded; compacting and retrying');
-          if (await this.#compactor.afterContextError(run, compactions)) {
-            iteration -= 1;
-            last = undefined;
-            continue;
-          }
-        }
-        throw err;
-      }
-      meter.llmCall(response.usage);
-      this.#addUsage(req.sessionKey, response.usage);
-      last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
-      if (response.toolCalls.length === 0) return { content: response.content, outcome: 'ok' };
-      const answered = new Map<string, string>();
-      for (const hook of hooks) {
-        const decision = hook.afterCall?.({ iteration, response, log: run.log }) ?? { action: 'continue' };
-        if (decision.action === 'stop') return { content: decision.reply, outcome: 'loop' };
-        if (decision.action === 'answer') for (const [id, text] of decision.results) answered.set(id, text);
-      }
-      await this.#record(run, {
-        role: 'assistant',
-        content: response.content || null,
-        toolCalls: response.toolCalls,
-      });
-      await this.#runTools(run, response.toolCalls, answered);
-      if (signal.aborted) return { content: '', outcome: 'cancelled' };
-    }
-    return {
-      content:
-        `I stopped after ${this.#o.maxIterations} steps without finishing. ` +
-        'Tell me to continue if you want me to keep going.',
-      outcome: 'max_iterations',
-    };
+    return runIterations(run, this.#iteration);
   }
 
   /** Remembers the last user-facing chat (external channels only; not `system` or `cli`). */
@@ -424,23 +308,6 @@ export class AgentLoop implements AgentRunner {
     await this.#summarizer.idle();
   }
 
-  async #request(batch: InboundMessage[], signal?: AbortSignal): Promise<TurnRequest> {
-    const lead = batch.find((m) => !isInternalChannel(m.channel))!;
-    const last = batch.at(-1)!;
-    return {
-      sessionKey: sessionKeyOf(lead),
-      channel: lead.channel,
-      chatId: lead.chatId,
-      ...(lead.threadId ? { threadId: lead.threadId } : {}),
-      ...(last.platformMessageId ? { replyTo: last.platformMessageId } : {}),
-      ...(lead.senderName ? { senderName: lead.senderName } : {}),
-      isGroup: lead.isGroup,
-      user: await this.#userMessages(batch, signal),
-      ids: batch.map((m) => m.id),
-      recordChannel: true,
-    };
-  }
-
   /** Converts inbound messages; system ones are framed as background task results. */
   async #userMessages(batch: InboundMessage[], signal?: AbortSignal): Promise<UserTurnMessage[]> {
     const framed = batch.map((m) => (isInternalChannel(m.channel) ? frameBackgroundResult(m) : m));
@@ -450,94 +317,6 @@ export class AgentLoop implements AgentRunner {
       logger: this.#o.logger,
       ...(signal ? { signal } : {}),
     });
-  }
-
-  #promptSession(run: TurnRun): PromptSession {
-    const { req } = run;
-    return {
-      channel: req.channel,
-      chatId: req.chatId,
-      sessionKey: req.sessionKey,
-      ...(run.summary ? { summary: run.summary } : {}),
-      ...(req.senderName ? { senderName: req.senderName } : {}),
-      ...(req.isGroup ? { isGroup: true } : {}),
-    };
-  }
-
-  /** Appends messages to the turn and (as they happen) to the session. */
-  async #record(run: TurnRun, ...messages: ChatMessage[]): Promise<void> {
-    run.turn.push(...messages);
-    await this.#o.sessions.append(run.req.sessionKey, ...messages);
-  }
-
-  /** Runs the calls (those a hook answered get its text instead) and records the results in call order. */
-  async #runTools(run: TurnRun, calls: ToolCall[], answered: ReadonlyMap<string, string>): Promise<void> {
-    const ran = await runToolBatch(
-      calls.filter((c) => !answered.has(c.id)),
-      {
-        tools: this.#o.tools,
-        ctx: run.toolCtx,
-        meter: run.meter,
-        cancelled: run.cancelled,
-        onUserText: run.sendUserText,
-      },
-    );
-    const results = calls.map((call): ChatMessage => {
-      const note = answered.get(call.id);
-      if (note !== undefined) return { role: 'tool', toolCallId: call.id, name: call.name, content: note };
-      return ran.shift()!;
-    });
-    await this.#record(run, ...results);
-  }
-
-  /** The messages of the next call: context, history and the turn, then each hook's `beforeCall`. */
-  async #prepareRequest(run: TurnRun, hooks: IterationHook[], iteration: number): Promise<ChatMessage[]> {
-    let messages = await this.#o.context.buildMessages({
-      history: run.history,
-      session: this.#promptSession(run),
-      current: run.turn,
-    });
-    for (const hook of hooks) {
-      if (hook.beforeCall) messages = hook.beforeCall({ iteration, messages, log: run.log });
-    }
-    return messages;
-  }
-
-  async #drainPending(run: TurnRun): Promise<void> {
-    const pending = (await run.options.drainPending?.()) ?? [];
-    if (pending.length === 0) return;
-    const user = await this.#userMessages(pending, run.signal);
-    const ids = pending.map((m) => m.id);
-    run.req.ids.push(...ids);
-    await this.#addUser(run, user, ids);
-  }
-
-  /**
-   * Appends user messages to the session (tagged with their inbound ids) and to
-   * the turn. A redone turn (a retried or crashed job) finds its messages
-   * already in the history: they are not stored or sent twice.
-   */
-  async #addUser(run: TurnRun, user: UserTurnMessage[], ids: readonly string[]): Promise<void> {
-    const logged = new Set(run.history.map(inboundIdOf).filter((id) => id !== undefined));
-    const fresh = user.flatMap((u, i) => {
-      const inboundId = ids[i];
-      if (inboundId !== undefined && logged.has(inboundId)) return [];
-      if (inboundId !== undefined) logged.add(inboundId);
-      return [
-        { forModel: u.forModel, forLog: inboundId === undefined ? u.forLog : { ...u.forLog, inboundId } },
-      ];
-    });
-    if (fresh.length < user.length)
-      run.log.info({ redone: user.length - fresh.length }, 'redone turn: messages already stored');
-    if (fresh.length === 0) return;
-    await this.#o.sessions.append(run.req.sessionKey, ...fresh.map((u) => u.forLog));
-    run.turn.push(...fresh.map((u) => u.forModel));
-  }
-
-  /** Whether the session as this turn saw it has passed the summary budget (no re-read needed when not). */
-  #overBudget(run: TurnRun): boolean {
-    const summaryTokens = Math.ceil((run.summary?.length ?? 0) / 4);
-    return estimateTokens(run.history) + estimateTokens(run.turn) + summaryTokens > this.#o.summarizeAtTokens;
   }
 
   #addUsage(key: string, usage: { promptTokens: number; completionTokens: number } | undefined): void {

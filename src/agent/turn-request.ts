@@ -5,7 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { InboundMessage } from '../bus/messages.js';
+import { type InboundMessage, isInternalChannel, sessionKeyOf } from '../bus/messages.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { TurnResult } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
@@ -49,6 +49,57 @@ export function frameBackgroundResult(message: InboundMessage): InboundMessage {
   return {
     ...message,
     content: `[background task result] ${message.content}\n\nTell the user what came of it, in your own words.`,
+  };
+}
+
+/**
+ * The request of a chat turn: the session, chat and sender of the first
+ * message not on the `system` channel; replies answer the last message.
+ */
+export function inboundRequest(batch: InboundMessage[], user: UserTurnMessage[]): TurnRequest {
+  const lead = batch.find((m) => !isInternalChannel(m.channel))!;
+  const last = batch.at(-1)!;
+  return {
+    sessionKey: sessionKeyOf(lead),
+    channel: lead.channel,
+    chatId: lead.chatId,
+    ...(lead.threadId ? { threadId: lead.threadId } : {}),
+    ...(last.platformMessageId ? { replyTo: last.platformMessageId } : {}),
+    ...(lead.senderName ? { senderName: lead.senderName } : {}),
+    isGroup: lead.isGroup,
+    user,
+    ids: batch.map((m) => m.id),
+    recordChannel: true,
+  };
+}
+
+/** The request of a helper's result: a turn of the origin chat's session, replying there. */
+export function originRequest(origin: Origin, batch: InboundMessage[], user: UserTurnMessage[]): TurnRequest {
+  return {
+    sessionKey: origin.sessionKey ?? sessionKeyOf(origin),
+    channel: origin.channel,
+    chatId: origin.chatId,
+    ...(origin.threadId ? { threadId: origin.threadId } : {}),
+    user,
+    ids: batch.map((m) => m.id),
+    recordChannel: false,
+  };
+}
+
+/** The request of a heartbeat turn: session `heartbeat`, no history, replying to the last active chat. */
+export function heartbeatRequest(
+  prompt: string,
+  last: { channel: string; chatId: string; threadId?: string } | undefined,
+): TurnRequest {
+  return {
+    sessionKey: 'heartbeat',
+    channel: last?.channel ?? 'system',
+    chatId: last?.chatId ?? 'heartbeat',
+    ...(last?.threadId ? { threadId: last.threadId } : {}),
+    user: [{ forModel: { role: 'user', content: prompt }, forLog: { role: 'user', content: prompt } }],
+    ids: [],
+    noHistory: true,
+    recordChannel: false,
   };
 }
 

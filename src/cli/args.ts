@@ -1,5 +1,6 @@
 /** Shared argument parsing for subcommands (node:util parseArgs), with one-line errors. */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { parseDuration } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -19,4 +20,21 @@ export function parseCommandArgs<O extends Options>(
   } catch (err) {
     throw new ConfigError(`magpie ${command}: ${(err as Error).message}; see "magpie ${command} --help"`);
   }
+}
+
+/** How long `send` and `chat` wait for a reply when `--timeout` is not given. */
+export const DEFAULT_REPLY_TIMEOUT_MS = 120_000;
+
+/**
+ * The `--timeout` of a subcommand in milliseconds (120 s when absent); a value
+ * that is not a positive duration becomes a ConfigError naming the command.
+ *
+ * @example parseTimeoutFlag('send', '30s') // 30_000
+ */
+export function parseTimeoutFlag(command: string, value: string | undefined): number {
+  const ms = value === undefined ? DEFAULT_REPLY_TIMEOUT_MS : parseDuration(value);
+  if (ms === undefined || ms <= 0) {
+    throw new ConfigError(`magpie ${command}: --timeout "${value}" is not a duration (e.g. 30s)`);
+  }
+  return ms;
 }

@@ -5,10 +5,10 @@
 import { createInterface } from 'node:readline';
 import { Bus } from '../../bus/bus.js';
 import { clientLogLevel, onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
-import { loadConfig, parseDuration } from '../../config/index.js';
-import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
+import { loadConfig } from '../../config/index.js';
+import { AppError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
-import { parseCommandArgs } from '../args.js';
+import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
 
 const HELP = `usage: magpie chat [options]
 
@@ -34,10 +34,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return ExitCode.ok;
   }
-  const timeoutMs = values.timeout === undefined ? 120_000 : parseDuration(values.timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0) {
-    throw new ConfigError(`magpie chat: --timeout "${values.timeout}" is not a duration (e.g. 30s)`);
-  }
+  const timeoutMs = parseTimeoutFlag('chat', values.timeout);
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
   const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });

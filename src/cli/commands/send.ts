@@ -1,10 +1,10 @@
 /** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
 import { Bus } from '../../bus/bus.js';
 import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
-import { loadConfig, parseDuration } from '../../config/index.js';
+import { loadConfig } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
-import { parseCommandArgs } from '../args.js';
+import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
 
 const HELP = `usage: magpie send -m "text" [options]
 
@@ -36,10 +36,7 @@ export async function run(argv: string[]): Promise<number> {
   if (values.message === undefined || values.message.trim() === '') {
     throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
   }
-  const timeoutMs = values.timeout === undefined ? 120_000 : parseDuration(values.timeout);
-  if (timeoutMs === undefined || timeoutMs <= 0) {
-    throw new ConfigError(`magpie send: --timeout "${values.timeout}" is not a duration (e.g. 30s)`);
-  }
+  const timeoutMs = parseTimeoutFlag('send', values.timeout);
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
   const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });

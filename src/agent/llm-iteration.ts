@@ -1,0 +1,186 @@
+/**
+ * The back-and-forth with the model inside one turn (AgentLoop.runLLMIteration):
+ * build the request, keep it within the context window, call the model, run
+ * the tools it asks for, take in messages that arrived meanwhile, and stop at
+ * a plain answer, a hook's stop, a cancellation or the iteration limit.
+ */
+import type { InboundMessage } from '../bus/messages.js';
+import { CancelledError, hasCode } from '../errors/index.js';
+import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
+import type { SessionStore } from '../sessions/types.js';
+import type { TurnCompactor } from './compactor.js';
+import type { HookFactory, IterationHook } from './hooks/types.js';
+import type { LoopContextBuilder } from './loop-options.js';
+import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
+import { type LoopTools, runToolBatch } from './tool-batch.js';
+import { addUserToTurn, contextFullReply, promptSessionOf, recordInTurn, type TurnRun } from './turn-run.js';
+import type { TurnOutcome } from './types.js';
+import type { UserTurnMessage } from './user-content.js';
+
+/** Compactions after a context-length error, per turn. */
+const MAX_COMPACTIONS = 2;
+
+/** What the iterations need from the AgentLoop (its merged options and parts). */
+export interface IterationDeps {
+  provider: LLMProvider;
+  tools: LoopTools;
+  sessions: SessionStore;
+  context: LoopContextBuilder;
+  hooks: HookFactory;
+  compactor: TurnCompactor;
+  maxIterations: number;
+  contextTokens: number;
+  /** Overrides the provider's default model. */
+  model?: string;
+  /** Converts messages that arrived during the turn into user messages. */
+  userMessages: (batch: InboundMessage[], signal?: AbortSignal) => Promise<UserTurnMessage[]>;
+  /** Adds a call's token usage to the session's totals (/status). */
+  addUsage: (
+    sessionKey: string,
+    usage: { promptTokens: number; completionTokens: number } | undefined,
+  ) => void;
+}
+
+/**
+ * Up to maxIterations LLM calls; tool calls run and their results go back;
+ * pending messages join between iterations; a context-length error compacts
+ * and retries (at most twice).
+ */
+export async function runIterations(
+  run: TurnRun,
+  deps: IterationDeps,
+): Promise<{ content: string; outcome: TurnOutcome }> {
+  const { req, signal, meter } = run;
+  const { contextTokens } = deps;
+  const definitions = deps.tools.definitions();
+  const hooks: IterationHook[] = deps.hooks();
+  let compactions = 0;
+  let iteration = 0;
+  let last: LastCall | undefined;
+  let warned = false;
+  while (iteration < deps.maxIterations) {
+    if (signal.aborted) return { content: '', outcome: 'cancelled' };
+    if (iteration > 0) await drainPending(run, deps);
+    iteration += 1;
+    run.options.onIteration?.(iteration);
+    // The budget measures what is sent: the request after the hooks (trimmed tool results).
+    const prepare = () => prepareRequest(run, deps.context, hooks, iteration);
+    let messages = await prepare();
+    let tokens = requestTokens(messages, last);
+    if (budgetLevel(tokens, contextTokens) === 'over') {
+      const fitted = await deps.compactor.toBudget(run, messages, tokens, prepare);
+      last = undefined;
+      messages = fitted.messages;
+      tokens = fitted.tokens;
+      if (!fitted.ok) {
+        run.log.warn({ tokens, limit: contextTokens }, 'context still over 95% after compaction');
+        return { content: contextFullReply(tokens, contextTokens), outcome: 'context_full' };
+      }
+    }
+    if (!warned && budgetLevel(tokens, contextTokens) === 'warn') {
+      warned = true;
+      run.log.warn(
+        { tokens, limit: contextTokens, percent: Math.round((tokens / contextTokens) * 100) },
+        'context window over 80% full',
+      );
+    }
+    let response: Awaited<ReturnType<LLMProvider['chat']>>;
+    try {
+      response = await deps.provider.chat({
+        messages,
+        ...(definitions.length > 0 ? { tools: definitions } : {}),
+        ...(deps.model ? { model: deps.model } : {}),
+        signal,
+      });
+    } catch (err) {
+      meter.llmCall(undefined);
+      if (err instanceof CancelledError || signal.aborted) return { content: '', outcome: 'cancelled' };
+      if (hasCode(err, 'CONTEXT_LENGTH_EXCEEDED') && compactions < MAX_COMPACTIONS) {
+        compactions += 1;
+        run.log.warn({ attempt: compactions }, 'context length exceeded; compacting and retrying');
+        if (await deps.compactor.afterContextError(run, compactions)) {
+          iteration -= 1;
+          last = undefined;
+          continue;
+        }
+      }
+      throw err;
+    }
+    meter.llmCall(response.usage);
+    deps.addUsage(req.sessionKey, response.usage);
+    last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
+    if (response.toolCalls.length === 0) return { content: response.content, outcome: 'ok' };
+    const answered = new Map<string, string>();
+    for (const hook of hooks) {
+      const decision = hook.afterCall?.({ iteration, response, log: run.log }) ?? { action: 'continue' };
+      if (decision.action === 'stop') return { content: decision.reply, outcome: 'loop' };
+      if (decision.action === 'answer') for (const [id, text] of decision.results) answered.set(id, text);
+    }
+    await recordInTurn(deps.sessions, run, {
+      role: 'assistant',
+      content: response.content || null,
+      toolCalls: response.toolCalls,
+    });
+    await runTools(run, deps, response.toolCalls, answered);
+    if (signal.aborted) return { content: '', outcome: 'cancelled' };
+  }
+  return {
+    content:
+      `I stopped after ${deps.maxIterations} steps without finishing. ` +
+      'Tell me to continue if you want me to keep going.',
+    outcome: 'max_iterations',
+  };
+}
+
+/** The messages of the next call: context, history and the turn, then each hook's `beforeCall`. */
+async function prepareRequest(
+  run: TurnRun,
+  context: LoopContextBuilder,
+  hooks: IterationHook[],
+  iteration: number,
+): Promise<ChatMessage[]> {
+  let messages = await context.buildMessages({
+    history: run.history,
+    session: promptSessionOf(run),
+    current: run.turn,
+  });
+  for (const hook of hooks) {
+    if (hook.beforeCall) messages = hook.beforeCall({ iteration, messages, log: run.log });
+  }
+  return messages;
+}
+
+/** Runs the calls (those a hook answered get its text instead) and records the results in call order. */
+async function runTools(
+  run: TurnRun,
+  deps: IterationDeps,
+  calls: ToolCall[],
+  answered: ReadonlyMap<string, string>,
+): Promise<void> {
+  const ran = await runToolBatch(
+    calls.filter((c) => !answered.has(c.id)),
+    {
+      tools: deps.tools,
+      ctx: run.toolCtx,
+      meter: run.meter,
+      cancelled: run.cancelled,
+      onUserText: run.sendUserText,
+    },
+  );
+  const results = calls.map((call): ChatMessage => {
+    const note = answered.get(call.id);
+    if (note !== undefined) return { role: 'tool', toolCallId: call.id, name: call.name, content: note };
+    return ran.shift()!;
+  });
+  await recordInTurn(deps.sessions, run, ...results);
+}
+
+/** Adds messages that arrived for the session while the turn ran. */
+async function drainPending(run: TurnRun, deps: IterationDeps): Promise<void> {
+  const pending = (await run.options.drainPending?.()) ?? [];
+  if (pending.length === 0) return;
+  const user = await deps.userMessages(pending, run.signal);
+  const ids = pending.map((m) => m.id);
+  run.req.ids.push(...ids);
+  await addUserToTurn(deps.sessions, run, user, ids);
+}
