@@ -35,22 +35,26 @@ if (!existsSync(distEntry) || statSync(distEntry).mtimeMs < newestSource(path.jo
   installed.push('a fresh build');
 }
 
-if ((purpose === 'test' || !envHasRedisUrl()) && !has('redis-server')) {
+// System packages: redis-server (unless REDIS_URL names another Redis), and for the tests
+// Debian's Chromium at /usr/bin/chromium (the dashboard's browser test drives it).
+const system = [];
+if ((purpose === 'test' || !envHasRedisUrl()) && !has('redis-server')) system.push('redis-server');
+if (purpose === 'test' && !existsSync('/usr/bin/chromium')) system.push('chromium');
+if (system.length > 0) {
   const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
   const run = (args) =>
     execFileSync(sudo[0] ?? args[0], sudo.length ? args : args.slice(1), { stdio: 'inherit' });
   if (has('apt-get')) {
     run(['apt-get', 'update', '-qq']);
-    run(['apt-get', 'install', '-y', '-qq', 'redis-server']);
-  } else if (has('dnf')) run(['dnf', 'install', '-y', 'redis']);
-  else if (has('brew')) execFileSync('brew', ['install', 'redis'], { stdio: 'inherit' });
-  else {
+    run(['apt-get', 'install', '-y', '-qq', ...system]);
+  } else {
     console.error(
-      'magpie: redis-server is not installed: install Redis (e.g. apt-get install redis-server) or set REDIS_URL',
+      `magpie: ${system.join(' and ')} not installed and no apt-get here: install ${system.join(', ')}` +
+        (system.includes('redis-server') ? ' (or set REDIS_URL)' : ''),
     );
     process.exit(2);
   }
-  installed.push('redis-server');
+  installed.push(...system);
 }
 
 if (installed.length > 0) console.error(`magpie: installed ${installed.join(', ')}`);
