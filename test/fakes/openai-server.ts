@@ -377,3 +377,12 @@ async function sendChat(res: ServerResponse, body: any, reply: FakeReply, abort:
   }
   res.end('data: [DONE]\n\n');
 }
+
+/** The text of the last user message the model was sent. */
+export function lastUserText(req: RecordedRequest): string {
+  const messages = req.body.messages as Array<{ role: string; content: unknown }>;
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  if (!last) return '';
+  if (typeof last.content === 'string') return last.content;
+  return (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join(' ');
+}

@@ -13,21 +13,12 @@ import { parseConfig } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RunningRole, startRole } from '../../../src/main.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
-import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 
 const LONG_CODE = Array.from({ length: 120 }, (_, i) => `fn step_${i}() -> u32 { ${i} } // step ${i}`).join(
   '\n',
 );
 const LONG_REPLY = `${'Intro words. '.repeat(150)}\n\n\`\`\`rust\n${LONG_CODE}\n\`\`\`\n\n${'Outro words. '.repeat(150)}`;
-
-/** The text of the last user message the model was sent. */
-function lastUserText(req: RecordedRequest): string {
-  const messages = req.body.messages as Array<{ role: string; content: unknown }>;
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  if (!last) return '';
-  if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join(' ');
-}
 
 let fake: FakeDiscord;
 let openai: FakeOpenAI;

@@ -12,7 +12,7 @@ import { approvePairing } from '../../../src/channels/access.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RunningRole, startRole } from '../../../src/main.js';
-import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import {
   dmUpdate,
   type FakeTelegram,
@@ -25,15 +25,6 @@ const CODE = Array.from({ length: 110 }, (_, i) => `let value${i} = ${i} < 50 &&
   '\n',
 );
 const LONG_REPLY = `${'Intro **words** here. '.repeat(120)}\n\n\`\`\`js\n${CODE}\n\`\`\`\n\n${'Outro words. '.repeat(100)}`;
-
-/** The text of the last user message the model was sent. */
-function lastUserText(req: RecordedRequest): string {
-  const messages = req.body.messages as Array<{ role: string; content: unknown }>;
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  if (!last) return '';
-  if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join(' ');
-}
 
 let fake: FakeTelegram;
 let openai: FakeOpenAI;
