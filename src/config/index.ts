@@ -2,7 +2,9 @@
  * The only reader of process.env: a zod schema for the environment, turned into
  * one frozen Config. A bad value becomes a ConfigError naming the variable and the fix.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
@@ -108,6 +110,7 @@ export const EnvSchema = z.object({
   OPENAI_BASE_URL: urlWithDefault('https://api.openai.com/v1'),
   MAGPIE_MODEL: z.string().min(1).default('gpt-4o-mini'),
   MAGPIE_WORKSPACE: z.string().min(1).default('./workspace'),
+  MAGPIE_STATE_DIR: optionalText,
   MAGPIE_MAX_ITERATIONS: positiveInt(20),
   MAGPIE_LLM_TIMEOUT: duration('120s'),
   MAGPIE_LLM_MAX_RETRIES: z
@@ -162,6 +165,11 @@ export interface Config {
   };
   /** Absolute path of the workspace folder. */
   workspace: string;
+  /**
+   * Absolute path of magpie's own data (private Redis and its password, indexes):
+   * outside the workspace, never visible to the tools.
+   */
+  stateDir: string;
   agent: { maxIterations: number };
   tools: { execTimeoutMs: number; webAllowPrivate: boolean };
   media: { maxBytes: number };
@@ -210,6 +218,9 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       transcribeModel: e.MAGPIE_TRANSCRIBE_MODEL,
     },
     workspace: path.resolve(e.MAGPIE_WORKSPACE),
+    stateDir: e.MAGPIE_STATE_DIR
+      ? path.resolve(e.MAGPIE_STATE_DIR)
+      : defaultStateDir(path.resolve(e.MAGPIE_WORKSPACE), env),
     agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },
     tools: { execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT, webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE },
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
@@ -237,6 +248,17 @@ export function loadConfig(needs: ConfigNeeds = {}, envFile = '.env'): Config {
     }
   }
   return parseConfig(process.env, needs);
+}
+
+/**
+ * `$XDG_STATE_HOME/magpie/<workspace name>-<hash of its path>` (XDG_STATE_HOME defaults
+ * to ~/.local/state): one folder per workspace, outside it, so tools cannot reach it.
+ */
+export function defaultStateDir(workspace: string, env: NodeJS.ProcessEnv): string {
+  const home = env.HOME && env.HOME.trim() !== '' ? env.HOME : os.homedir();
+  const stateHome = env.XDG_STATE_HOME?.trim() ? env.XDG_STATE_HOME : path.join(home, '.local', 'state');
+  const id = createHash('sha256').update(workspace).digest('hex').slice(0, 10);
+  return path.join(stateHome, 'magpie', `${path.basename(workspace) || 'workspace'}-${id}`);
 }
 
 function deepFreeze<T>(value: T): T {
