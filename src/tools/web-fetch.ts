@@ -9,13 +9,13 @@ import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
 import { htmlToText } from './html-text.js';
-import { assertFetchableUrl, guardedLookup, type NetPolicy } from './net-guard.js';
+import { assertFetchableUrl, guardedLookup, type NetPolicy, type Resolver } from './net-guard.js';
 import { looksBinary } from './read-file.js';
 import { CANCELLED_RESULT } from './registry.js';
 import { fail, type Tool, type ToolResult } from './types.js';
 
 export interface WebFetchOptions {
-  /** Fetch private, loopback and link-local addresses too. @defaultValue false */
+  /** Fetch private, loopback and link-local addresses too (never cloud metadata services). @defaultValue false */
   allowPrivate?: boolean;
   /** Addresses allowed even though private (a trusted LAN service). @defaultValue [] */
   allowAddresses?: string[];
@@ -29,6 +29,8 @@ export interface WebFetchOptions {
   maxChars?: number;
   /** @defaultValue 5 */
   maxRedirects?: number;
+  /** Where host names are resolved (every answer is checked). @defaultValue the system resolver (`dns.lookup`) */
+  resolve?: Resolver;
 }
 
 const parameters = z.object({
@@ -64,7 +66,12 @@ function decoded(res: IncomingMessage, zlib: typeof import('node:zlib')): Readab
  * One GET, body capped at `maxBytes`; rejects on network errors, a blocked target or abort.
  * node:http(s) and node:zlib are loaded at the first fetch, not when the tool is built.
  */
-async function getOnce(url: URL, policy: NetPolicy, maxBytes: number, signal: AbortSignal): Promise<Fetched> {
+async function getOnce(
+  url: URL,
+  lookup: ReturnType<typeof guardedLookup>,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<Fetched> {
   const [{ request: send }, zlib] = await Promise.all([
     url.protocol === 'https:' ? import('node:https') : import('node:http'),
     import('node:zlib'),
@@ -73,7 +80,7 @@ async function getOnce(url: URL, policy: NetPolicy, maxBytes: number, signal: Ab
     const req = send(url, {
       method: 'GET',
       signal,
-      lookup: guardedLookup(policy),
+      lookup,
       headers: {
         'user-agent': 'magpie/0.1 (+web_fetch)',
         accept: 'text/html,application/xhtml+xml,text/plain,application/json;q=0.9,*/*;q=0.5',
@@ -150,12 +157,13 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof p
   const maxChars = options.maxChars ?? 50_000;
   const defaultMaxChars = Math.min(options.defaultMaxChars ?? 20_000, maxChars);
   const maxRedirects = options.maxRedirects ?? 5;
+  const lookup = guardedLookup(policy, options.resolve);
 
   async function fetchText(start: URL, signal: AbortSignal): Promise<{ url: URL; fetched: Fetched }> {
     let url = start;
     for (let hop = 0; ; hop++) {
       assertFetchableUrl(url, policy);
-      const fetched = await getOnce(url, policy, maxBytes, signal);
+      const fetched = await getOnce(url, lookup, maxBytes, signal);
       const location = fetched.headers.location;
       if (fetched.status < 300 || fetched.status >= 400 || !location) return { url, fetched };
       if (hop >= maxRedirects)

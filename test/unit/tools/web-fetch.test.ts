@@ -2,12 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  BlockedTargetError,
-  blockedRange,
-  forbiddenRange,
-  guardedLookup,
-} from '../../../src/tools/net-guard.js';
+import type { Resolver } from '../../../src/tools/net-guard.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { createWebFetchTool, type WebFetchOptions, wrapUntrusted } from '../../../src/tools/web-fetch.js';
 import { toolContext } from './helpers.js';
@@ -21,6 +16,7 @@ describe('web_fetch against a local server', () => {
   let server: Server;
   let base: string;
   let hits: string[] = [];
+  const port = () => (server.address() as AddressInfo).port;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -47,6 +43,18 @@ describe('web_fetch against a local server', () => {
           return;
         case '/redirect-mapped-metadata':
           res.writeHead(302, { location: 'http://[::ffff:a9fe:a9fe]/latest/meta-data/' }).end();
+          return;
+        case '/redirect-compatible-loopback':
+          res.writeHead(302, { location: `http://[::127.0.0.2]:${port()}/page` }).end();
+          return;
+        case '/redirect-metadata-decimal':
+          res.writeHead(302, { location: 'http://2852039166/latest/meta-data/' }).end();
+          return;
+        case '/redirect-metadata-v6':
+          res.writeHead(302, { location: 'http://[fd00:ec2::254]/latest/meta-data/' }).end();
+          return;
+        case '/redirect-metadata-name':
+          res.writeHead(302, { location: 'http://metadata.test/computeMetadata/v1/' }).end();
           return;
         case '/redirect-ftp':
           res.writeHead(302, { location: 'ftp://127.0.0.1/file' }).end();
@@ -107,7 +115,7 @@ describe('web_fetch against a local server', () => {
     for (const [url, range] of [
       ['http://10.1.2.3/', 'private'],
       ['http://192.168.1.1/', 'private'],
-      ['http://169.254.169.254/latest/meta-data/', 'linkLocal'],
+      ['http://169.254.1.1/', 'linkLocal'],
       ['http://100.64.0.1/', 'carrierGradeNat'],
       ['http://[fd00::1]/', 'uniqueLocal'],
       ['http://0.0.0.0/', 'unspecified'],
@@ -115,6 +123,85 @@ describe('web_fetch against a local server', () => {
       const result = await fetchWith({ timeoutMs: 2000 }, url);
       expect(result.forLLM, url).toContain(`${range} addresses are not allowed`);
     }
+  });
+
+  it.each([
+    'http://2130706433/',
+    'http://0177.0.0.1/',
+    'http://0x7f.0.0.1/',
+    'http://0x7f000001/',
+    'http://017700000001/',
+    'http://127.1/',
+    'http://0x7f.1/',
+    'http://[::127.0.0.1]/',
+    'http://[::7f00:1]/',
+    'http://[0:0:0:0:0:0:7f00:1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[::ffff:7f00:1]/',
+    'http://[64:ff9b::127.0.0.1]/',
+    'http://[64:ff9b::7f00:1]/',
+  ])('refuses the loopback spelling %s without connecting', async (spelling) => {
+    const url = new URL(spelling);
+    url.port = String(port());
+    url.pathname = '/page';
+    const result = await fetchWith({}, url.href);
+    expect(result.isError).toBe(true);
+    expect(result.forLLM).toMatch(/^Error: refused to fetch \S+: loopback addresses are not allowed/);
+    expect(hits).toEqual([]);
+  });
+
+  it.each([
+    'http://169.254.169.254/latest/meta-data/',
+    'http://2852039166/latest/meta-data/',
+    'http://0xa9fea9fe/',
+    'http://0251.0376.0251.0376/',
+    'http://169.254.43518/',
+    'http://[::ffff:169.254.169.254]/',
+    'http://[::a9fe:a9fe]/',
+    'http://[64:ff9b::a9fe:a9fe]/',
+    'http://[fd00:ec2::254]/latest/meta-data/',
+    'http://[fd20:ce::254]/',
+    'http://169.254.170.2/v2/credentials',
+    'http://100.100.100.200/latest/meta-data/',
+  ])('refuses the metadata service %s even with private addresses allowed', async (url) => {
+    const result = await fetchWith({ ...allowed, timeoutMs: 2000 }, url);
+    expect(result.isError).toBe(true);
+    expect(result.forLLM).toMatch(/^Error: refused to fetch \S+: it is a cloud metadata service/);
+  });
+
+  it('refuses metadata reached through a redirect or a DNS answer, even with private addresses allowed', async () => {
+    const resolve: Resolver = (host, _options, callback) =>
+      host === 'metadata.test'
+        ? callback(null, [{ address: '169.254.169.254', family: 4 }])
+        : callback(null, [{ address: '127.0.0.1', family: 4 }]);
+    const options = { ...allowed, resolve, timeoutMs: 2000 };
+    for (const path of ['/redirect-metadata', '/redirect-metadata-decimal', '/redirect-metadata-v6']) {
+      const result = await fetchWith(options, `${base}${path}`);
+      expect(result.forLLM, path).toMatch(/^Error: refused to fetch \S+: it is a cloud metadata service/);
+    }
+    const byName = await fetchWith(options, `${base}/redirect-metadata-name`);
+    expect(byName.forLLM).toBe(
+      'Error: refused to fetch metadata.test (169.254.169.254): it is a cloud metadata service, which web_fetch never reaches',
+    );
+    const direct = await fetchWith(options, 'http://metadata.test/');
+    expect(direct.forLLM).toContain('it is a cloud metadata service');
+    // Positive control: the same resolver sends another name to the local server, which answers.
+    const local = await fetchWith(options, `http://local.test:${port()}/page`);
+    expect(local.isError).toBeUndefined();
+    expect(local.forLLM).toContain('Miso is a cat');
+  });
+
+  it('refuses a name whose DNS answers include a private address, by default', async () => {
+    const resolve: Resolver = (_host, _options, callback) =>
+      callback(null, [
+        { address: '93.184.215.14', family: 4 },
+        { address: '::ffff:7f00:1', family: 6 },
+      ]);
+    const result = await fetchWith({ resolve }, `http://rebind.test:${port()}/page`);
+    expect(result.forLLM).toBe(
+      'Error: refused to fetch rebind.test (::ffff:7f00:1): loopback addresses are not allowed; only public internet addresses can be fetched',
+    );
+    expect(hits).toEqual([]);
   });
 
   it('refuses non-http schemes', async () => {
@@ -186,10 +273,12 @@ describe('web_fetch against a local server', () => {
     expect(ok.isError).toBeUndefined();
     const metadata = await fetchWith(trusted, `${base}/redirect-metadata`);
     expect(metadata.forLLM).toBe(
-      'Error: refused to fetch 169.254.169.254: linkLocal addresses are not allowed; only public internet addresses can be fetched',
+      'Error: refused to fetch 169.254.169.254: it is a cloud metadata service, which web_fetch never reaches',
     );
     const mapped = await fetchWith(trusted, `${base}/redirect-mapped-metadata`);
-    expect(mapped.forLLM).toContain('refused to fetch ::ffff:a9fe:a9fe: linkLocal addresses are not allowed');
+    expect(mapped.forLLM).toContain('refused to fetch ::ffff:a9fe:a9fe: it is a cloud metadata service');
+    const compatible = await fetchWith(trusted, `${base}/redirect-compatible-loopback`);
+    expect(compatible.forLLM).toContain('refused to fetch ::7f00:2: loopback addresses are not allowed');
     const ftp = await fetchWith(allowed, `${base}/redirect-ftp`);
     expect(ftp.forLLM).toBe('Error: refused to fetch ftp: URLs; only http and https are supported');
   });
@@ -215,52 +304,6 @@ describe('web_fetch against a local server', () => {
     const result = await fetchWith(allowed, `${base}/inject`);
     expect(result.forLLM.match(/<\/untrusted_web_content>/g)).toHaveLength(1);
     expect(result.forLLM).toContain('hi&lt;/untrusted_web_content>');
-  });
-});
-
-describe('net guard', () => {
-  it.each([
-    ['127.0.0.1', 'loopback'],
-    ['::1', 'loopback'],
-    ['::ffff:127.0.0.1', 'loopback'],
-    ['::ffff:10.0.0.1', 'private'],
-    ['172.16.5.4', 'private'],
-    ['fe80::1', 'linkLocal'],
-    ['fc00::1', 'uniqueLocal'],
-    ['100.100.100.100', 'carrierGradeNat'],
-    ['224.0.0.251', 'multicast'],
-    ['ff02::1', 'multicast'],
-    ['::', 'unspecified'],
-    ['255.255.255.255', 'broadcast'],
-  ])('%s is %s', (address, range) => {
-    expect(forbiddenRange(address)).toBe(range);
-  });
-
-  it.each(['8.8.8.8', '93.184.215.14', '2606:4700:4700::1111'])('%s is public', (address) => {
-    expect(forbiddenRange(address)).toBeUndefined();
-  });
-
-  it('allowAddresses opens exact addresses only, allowPrivate opens all', () => {
-    expect(blockedRange('127.0.0.1', { allowPrivate: false, allowAddresses: ['127.0.0.1'] })).toBeUndefined();
-    expect(
-      blockedRange('::ffff:127.0.0.1', { allowPrivate: false, allowAddresses: ['127.0.0.1'] }),
-    ).toBeUndefined();
-    expect(blockedRange('127.0.0.2', { allowPrivate: false, allowAddresses: ['127.0.0.1'] })).toBe(
-      'loopback',
-    );
-    expect(blockedRange('10.0.0.1', { allowPrivate: true })).toBeUndefined();
-  });
-
-  it('the guarded lookup refuses a name that resolves to loopback', async () => {
-    const lookup = guardedLookup({ allowPrivate: false });
-    const err = await new Promise<unknown>((resolve) => {
-      (lookup as unknown as (h: string, o: object, cb: (e: unknown) => void) => void)(
-        'localhost',
-        { all: true },
-        resolve,
-      );
-    });
-    expect(err).toBeInstanceOf(BlockedTargetError);
   });
 });
 
