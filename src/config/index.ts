@@ -8,20 +8,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { parseDuration } from './duration.js';
+import { checkDuration, type DurationBounds } from './duration.js';
 
-const duration = (fallback: string) =>
+/** A duration variable: above 0 and at most 24 h unless `bounds` say otherwise (see duration.ts). */
+const duration = (fallback: string, bounds: DurationBounds = {}) =>
   z
     .string()
     .default(fallback)
     .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined) {
-        ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration; use e.g. 45s, 30m or 2h` });
+      const checked = checkDuration(text, bounds);
+      if (!checked.ok) {
+        ctx.addIssue({ code: 'custom', message: checked.reason });
         return z.NEVER;
       }
-      return ms;
+      return checked.ms;
     });
+
 
 const positiveInt = (fallback: number) =>
   z
@@ -49,6 +51,38 @@ const urlWithDefault = (fallback: string) =>
     .string()
     .default(fallback)
     .refine((v) => URL.canParse(v), { message: URL_MESSAGE });
+
+/** The model endpoint: http(s), and no user name or password (the HTTP client refuses to send them). */
+const endpointUrl = (fallback: string) =>
+  urlWithDefault(fallback).superRefine((v, ctx) => {
+    if (!URL.canParse(v)) return;
+    const url = new URL(v);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must start with http:// or https:// (not ${url.protocol}//)`,
+      });
+    } else if (url.username || url.password) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'holds a user name or password, which the HTTP client refuses to send; put the key in OPENAI_API_KEY',
+      });
+    }
+  });
+
+/** A Redis server: `redis://` or `rediss://` (TLS) only. The value is never echoed (it may hold a password). */
+const redisUrl = () =>
+  optionalUrl().superRefine((v, ctx) => {
+    if (v === undefined || !URL.canParse(v)) return;
+    const scheme = new URL(v).protocol;
+    if (scheme !== 'redis:' && scheme !== 'rediss:') {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must start with redis:// or rediss:// (not ${scheme}//), e.g. redis://127.0.0.1:6379`,
+      });
+    }
+  });
 
 const optionalPositive = (max = Number.MAX_SAFE_INTEGER) =>
   optionalText.transform((v, ctx) => {
@@ -107,7 +141,7 @@ const timeZone = z
 /** The environment schema. Every variable is listed with its default in `.env.example`. */
 export const EnvSchema = z.object({
   OPENAI_API_KEY: optionalText,
-  OPENAI_BASE_URL: urlWithDefault('https://api.openai.com/v1'),
+  OPENAI_BASE_URL: endpointUrl('https://api.openai.com/v1'),
   MAGPIE_MODEL: z.string().min(1).default('gpt-4o-mini'),
   MAGPIE_WORKSPACE: z.string().min(1).default('./workspace'),
   MAGPIE_STATE_DIR: optionalText,
@@ -129,7 +163,7 @@ export const EnvSchema = z.object({
   MAGPIE_EXEC_TIMEOUT: duration('60s'),
   MAGPIE_WEB_ALLOW_PRIVATE: boolean,
   MAGPIE_MAX_MEDIA_BYTES: positiveInt(20 * 1024 * 1024),
-  REDIS_URL: optionalUrl(),
+  REDIS_URL: redisUrl(),
   MAGPIE_QUEUE_PREFIX: z
     .string()
     .default('magpie')
@@ -141,7 +175,7 @@ export const EnvSchema = z.object({
   DISCORD_BOT_TOKEN: optionalText,
   DISCORD_API_ROOT: optionalUrl(),
   DISCORD_ALLOW_FROM: list,
-  MAGPIE_HEARTBEAT_INTERVAL: duration('30m'),
+  MAGPIE_HEARTBEAT_INTERVAL: duration('30m', { allowZero: true }),
   MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
   MAGPIE_TIMEZONE: timeZone,
   MAGPIE_DASHBOARD_PORT: optionalPositive(65535),
