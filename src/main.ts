@@ -51,7 +51,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
   const parts: Part[] = [];
   let local: LocalRedis | undefined;
   if (role === 'start' && !config.redis.url) {
-    local = await startLocalRedis({ workspace: config.workspace, logger });
+    local = await startLocalRedis({ workspace: config.workspace, stateDir: config.stateDir, logger });
   }
   // Channels publish through a bus that fails fast when Redis is away; the
   // worker's bus waits for Redis to come back (a restart must not use up turn attempts).

@@ -1,40 +1,63 @@
 /**
- * The private redis-server used when REDIS_URL is unset: `magpie start` spawns
- * one bound to 127.0.0.1 on a free port (AOF on, no eviction, data in
- * `<workspace>/.redis/`) and records `{ url, pid }` in
- * `<workspace>/.redis/magpie.json`, where other `magpie` processes find it.
+ * The private redis-server used when REDIS_URL is unset: `magpie start`
+ * spawns one bound to 127.0.0.1 on a free port (AOF on, no eviction) with its
+ * data in `<stateDir>/redis/`, outside the workspace, and a random password
+ * (`requirepass`) kept in `<stateDir>/redis/password` (0600). The password is
+ * handed to redis-server on its stdin, never on the command line (which `ps`
+ * shows). `{ url (with the password), pid }` goes to `<stateDir>/redis/magpie.json`
+ * (0600), where the other `magpie` processes of the same user find it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Config } from '../config/index.js';
+import { ensurePrivateDir, readOrCreateSecret, writePrivateFile } from '../config/state-dir.js';
 import { AppError, ExitCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { migrateLegacyRedis } from './local-redis-migrate.js';
+import { processRuns } from './pid.js';
+import { displayUrl } from './redis.js';
 
 const InfoSchema = z.object({ url: z.string().min(1), pid: z.number().int().positive() });
 
-/** What `<workspace>/.redis/magpie.json` records. */
+/** What `<stateDir>/redis/magpie.json` records. */
 export type LocalRedisInfo = z.infer<typeof InfoSchema>;
 
 /** A running private redis-server. `stop()` is a no-op when this process did not start it. */
 export interface LocalRedis extends LocalRedisInfo {
   /** True when this process spawned it (and will stop it). */
   owned: boolean;
+  /** Its data folder, `<stateDir>/redis`. */
+  dir: string;
   stop(): Promise<void>;
+}
+
+export interface StartLocalRedisOptions {
+  /** The workspace; an old `<workspace>/.redis/` is moved into the state folder once. */
+  workspace: string;
+  /** config.stateDir: the data, the password and the info file live in `<stateDir>/redis/`. */
+  stateDir: string;
+  logger: Logger;
 }
 
 export const REDIS_NOT_FOUND_MESSAGE =
   'redis-server not found: install Redis (apt-get install redis-server) or set REDIS_URL';
 
-export function localRedisDir(workspace: string): string {
-  return path.join(workspace, '.redis');
+/** The private Redis's folder: its data, `password` and `magpie.json`. */
+export function localRedisDir(stateDir: string): string {
+  return path.join(stateDir, 'redis');
 }
 
-function infoFile(workspace: string): string {
-  return path.join(localRedisDir(workspace), 'magpie.json');
+/** The file holding the private Redis's password (0600). */
+export function localRedisPasswordFile(stateDir: string): string {
+  return path.join(localRedisDir(stateDir), 'password');
+}
+
+function infoFile(stateDir: string): string {
+  return path.join(localRedisDir(stateDir), 'magpie.json');
 }
 
 /** The path of `redis-server` on PATH, or undefined. */
@@ -52,17 +75,33 @@ export function findRedisServer(env: NodeJS.ProcessEnv = process.env): string | 
   return undefined;
 }
 
-/** The URL of a live private redis-server of this workspace (pid alive and PING answered), or undefined. */
-export async function findLocalRedis(workspace: string): Promise<string | undefined> {
-  let info: LocalRedisInfo;
+/** The recorded private Redis of `stateDir`, or undefined when none is recorded. */
+function readInfo(stateDir: string): LocalRedisInfo | undefined {
+  let text: string;
   try {
-    const parsed = InfoSchema.safeParse(JSON.parse(readFileSync(infoFile(workspace), 'utf8')));
-    if (!parsed.success) return undefined;
-    info = parsed.data;
-  } catch {
-    return undefined; // no file (or unreadable): no local Redis recorded
+    text = readFileSync(infoFile(stateDir), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new AppError('INTERNAL', `cannot read ${infoFile(stateDir)}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
-  if (!pidAlive(info.pid)) return undefined;
+  try {
+    const parsed = InfoSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch (err) {
+    if (err instanceof SyntaxError) return undefined; // a torn or foreign file: treat as not recorded
+    throw err;
+  }
+}
+
+/**
+ * The URL (with its password) of the live private redis-server of `stateDir`
+ * (pid alive and an authenticated PING answered), or undefined.
+ */
+export async function findLocalRedis(stateDir: string): Promise<string | undefined> {
+  const info = readInfo(stateDir);
+  if (!info || !processRuns(info.pid)) return undefined;
   return (await pings(info.url)) ? info.url : undefined;
 }
 
@@ -72,7 +111,7 @@ export async function findLocalRedis(workspace: string): Promise<string | undefi
  */
 export async function resolveRedisUrl(config: Config): Promise<string> {
   if (config.redis.url) return config.redis.url;
-  const local = await findLocalRedis(config.workspace);
+  const local = await findLocalRedis(config.stateDir);
   if (local) return local;
   if (!findRedisServer()) {
     throw new AppError('REDIS_NOT_INSTALLED', REDIS_NOT_FOUND_MESSAGE, { exitCode: ExitCode.config });
@@ -85,56 +124,81 @@ export async function resolveRedisUrl(config: Config): Promise<string> {
 }
 
 /**
- * Reuses this workspace's running private redis-server or spawns one. It runs
- * in its own process group, so Ctrl-C reaches magpie first and magpie stops
- * it last, after the running turns finished.
+ * The configuration redis-server reads from its stdin (`redis-server -`):
+ * everything, the password included, so nothing secret is on its command line.
  */
-export async function startLocalRedis(options: { workspace: string; logger: Logger }): Promise<LocalRedis> {
-  const existing = await findLocalRedis(options.workspace);
-  if (existing) {
-    const info = InfoSchema.parse(JSON.parse(readFileSync(infoFile(options.workspace), 'utf8')));
-    options.logger.info({ url: existing }, 'using the running private redis-server');
-    return { ...info, owned: false, stop: async () => undefined };
+export function localRedisConfig(options: { port: number; dir: string; password: string }): string {
+  return [
+    'bind 127.0.0.1',
+    `port ${options.port}`,
+    `dir ${quoteConfigValue(options.dir)}`,
+    'appendonly yes',
+    'maxmemory-policy noeviction',
+    'protected-mode yes',
+    'daemonize no',
+    `requirepass ${quoteConfigValue(options.password)}`,
+    '',
+  ].join('\n');
+}
+
+/** The arguments redis-server is started with: only `-` (read the configuration from stdin). */
+export const LOCAL_REDIS_ARGS: readonly string[] = ['-'];
+
+/**
+ * Reuses this state folder's running private redis-server or spawns one. It
+ * runs in its own process group, so Ctrl-C reaches magpie first and magpie
+ * stops it last, after the running turns finished.
+ */
+export async function startLocalRedis(options: StartLocalRedisOptions): Promise<LocalRedis> {
+  const { stateDir, logger } = options;
+  const dir = localRedisDir(stateDir);
+  const existing = await findLocalRedis(stateDir);
+  const recorded = existing ? readInfo(stateDir) : undefined;
+  if (existing && recorded) {
+    logger.info({ url: displayUrl(existing), dir }, 'using the running private redis-server');
+    return { ...recorded, dir, owned: false, stop: async () => undefined };
   }
   const binary = findRedisServer();
   if (!binary)
     throw new AppError('REDIS_NOT_INSTALLED', REDIS_NOT_FOUND_MESSAGE, { exitCode: ExitCode.config });
-  const dir = localRedisDir(options.workspace);
-  mkdirSync(dir, { recursive: true });
+  ensurePrivateDir(stateDir);
+  await migrateLegacyRedis({ workspace: options.workspace, stateDir, target: dir, logger });
+  ensurePrivateDir(dir);
+  const password = readOrCreateSecret(localRedisPasswordFile(stateDir));
   const port = await freePort();
-  const child = spawn(
-    binary,
-    [
-      '--bind',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--dir',
-      dir,
-      '--appendonly',
-      'yes',
-      '--maxmemory-policy',
-      'noeviction',
-      '--protected-mode',
-      'yes',
-      '--daemonize',
-      'no',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-  );
+  const child = spawn(binary, [...LOCAL_REDIS_ARGS], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  child.stdin?.on('error', () => undefined); // an early exit is reported by waitReady
+  child.stdin?.end(localRedisConfig({ port, dir, password }));
   await waitReady(child);
-  const info: LocalRedisInfo = { url: `redis://127.0.0.1:${port}`, pid: child.pid ?? 0 };
-  writeFileSync(infoFile(options.workspace), `${JSON.stringify(info)}\n`);
-  options.logger.info({ url: info.url, dir }, 'started a private redis-server');
+  const info: LocalRedisInfo = {
+    url: `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}`,
+    pid: child.pid ?? 0,
+  };
+  writePrivateFile(infoFile(stateDir), `${JSON.stringify(info)}\n`);
+  logger.info({ url: displayUrl(info.url), dir }, 'started a private redis-server');
   let stopping: Promise<void> | undefined;
   return {
     ...info,
+    dir,
     owned: true,
     stop() {
-      stopping ??= stopChild(child, infoFile(options.workspace));
+      stopping ??= stopChild(child, infoFile(stateDir));
       return stopping;
     },
   };
+}
+
+/** A value for redis.conf: double-quoted, with `\` and `"` escaped (sdssplitargs rules). */
+function quoteConfigValue(value: string): string {
+  const escaped = value
+    .replaceAll('\\', '\\\\')
+    .replaceAll('"', '\\"')
+    .replaceAll('\n', '\\n')
+    .replaceAll('\r', '\\r');
+  return `"${escaped}"`;
 }
 
 async function stopChild(child: ChildProcess, file: string): Promise<void> {
@@ -165,9 +229,7 @@ function waitReady(child: ChildProcess): Promise<void> {
         new AppError(
           'REDIS_UNAVAILABLE',
           `redis-server exited (${code}) at start: ${out.trim().split('\n').pop()}`,
-          {
-            exitCode: ExitCode.unavailable,
-          },
+          { exitCode: ExitCode.unavailable },
         ),
       );
     child.stdout?.on('data', onData);
@@ -180,16 +242,8 @@ function waitReady(child: ChildProcess): Promise<void> {
   });
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-async function pings(url: string): Promise<boolean> {
+/** True when `url` answers PING (an authenticated one when the URL carries a password). */
+export async function pings(url: string): Promise<boolean> {
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: 1_000,
@@ -201,7 +255,7 @@ async function pings(url: string): Promise<boolean> {
     await redis.connect();
     return (await redis.ping()) === 'PONG';
   } catch {
-    return false;
+    return false; // refused, timed out or NOAUTH/WRONGPASS: not a Redis we can use
   } finally {
     redis.disconnect();
   }

@@ -75,7 +75,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
     {
       name: 'redis',
       async run() {
-        redisUrl = config.redis.url ?? (await findLocalRedis(config.workspace));
+        redisUrl = config.redis.url ?? (await findLocalRedis(config.stateDir));
         if (!redisUrl) {
           return skipped(
             'REDIS_URL unset and no private redis-server running; "magpie start" starts one (appendonly, noeviction)',

@@ -43,11 +43,27 @@ export function tempWorkspace(): string {
   return dir;
 }
 
-/** The environment of a daemon process: only what the test sets (plus PATH and HOME). */
+/**
+ * The folder state folders go under (XDG_STATE_HOME): the test run's temporary
+ * one (test/fakes/global-setup.ts), never the real ~/.local/state.
+ */
+export function stateHome(): string {
+  const dir = process.env.XDG_STATE_HOME;
+  if (!dir?.startsWith(os.tmpdir())) {
+    throw new Error('XDG_STATE_HOME is not a temporary folder: run the tests through vitest (global-setup)');
+  }
+  return dir as string;
+}
+
+/**
+ * The environment of a daemon process: only what the test sets (plus PATH,
+ * HOME and the run's temporary XDG_STATE_HOME).
+ */
 export function daemonEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    XDG_STATE_HOME: stateHome(),
     OPENAI_API_KEY: 'test-key',
     MAGPIE_QUEUE_PREFIX: `e2e-${randomUUID()}`,
     MAGPIE_HEARTBEAT_INTERVAL: '0',

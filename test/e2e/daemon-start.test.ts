@@ -1,11 +1,21 @@
 /**
- * `magpie start` without REDIS_URL: it runs a private redis-server in the
- * workspace, `magpie send` finds it, and both stop cleanly on SIGINT.
+ * `magpie start` without REDIS_URL: it runs a private redis-server with a
+ * password, its data in the state folder (nothing in the workspace); `magpie
+ * send` and `magpie status` find it, a client without the password is
+ * refused; an old `<workspace>/.redis` is moved over with its queued message,
+ * which is then answered; everything stops cleanly on SIGINT.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Bus } from '../../src/bus/bus.js';
+import { defaultStateDir, parseConfig } from '../../src/config/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
+import { startRedis } from '../fakes/redis-server.js';
+import { waitFor } from '../fakes/wait-for.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 function alive(pid: number): boolean {
@@ -23,32 +33,86 @@ describe('magpie start with a private redis-server', () => {
 
   beforeAll(async () => {
     build();
-    fake = await startFakeOpenAI({ responder: () => ({ content: 'private redis works' }) });
+    fake = await startFakeOpenAI({ responder: (req) => ({ content: `answered: ${lastUserText(req)}` }) });
   }, 120_000);
+  afterEach(async () => {
+    await stop(start); // SIGTERM: magpie stops its redis-server too
+  });
   afterAll(async () => {
-    await stop(start, 'SIGKILL');
     await fake?.close();
   });
 
-  it('starts redis in <workspace>/.redis, answers send, and stops it on SIGINT', async () => {
+  it('keeps Redis in the state folder with a password, answers send and status, and stops it on SIGINT', async () => {
     const workspace = tempWorkspace();
     const env = daemonEnv({ OPENAI_BASE_URL: fake.baseURL, MAGPIE_WORKSPACE: workspace });
+    const redisDir = path.join(defaultStateDir(workspace, env), 'redis');
     start = magpie(['start'], env);
     await start.waitFor(/magpie is running/, 20_000);
-    const infoFile = path.join(workspace, '.redis', 'magpie.json');
+    const infoFile = path.join(redisDir, 'magpie.json');
     const info = JSON.parse(readFileSync(infoFile, 'utf8')) as { url: string; pid: number };
-    expect(info.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    const password = readFileSync(path.join(redisDir, 'password'), 'utf8').trim();
+    expect(password).toMatch(/^[0-9a-f]{64}$/);
+    expect(info.url).toBe(`redis://:${password}@127.0.0.1:${new URL(info.url).port}`);
+    expect(statSync(infoFile).mode & 0o777).toBe(0o600);
+    expect(statSync(path.join(redisDir, 'password')).mode & 0o777).toBe(0o600);
+    expect(statSync(redisDir).mode & 0o777).toBe(0o700);
     expect(alive(info.pid)).toBe(true);
+    expect(readFileSync(`/proc/${info.pid}/cmdline`, 'utf8')).not.toContain(password);
+    expect(start.stdout() + start.stderr()).not.toContain(password);
+
+    const stranger = new Redis({
+      port: Number(new URL(info.url).port),
+      host: '127.0.0.1',
+      lazyConnect: true,
+    });
+    stranger.on('error', () => undefined);
+    await expect(stranger.flushall()).rejects.toThrow(/NOAUTH/);
+    stranger.disconnect();
 
     const send = magpie(['send', '-m', 'hello', '--timeout', '20s'], env);
     expect(await send.exited).toBe(0);
-    expect(send.stdout().trim()).toBe('private redis works');
+    expect(send.stdout().trim()).toMatch(/^answered: .*hello/);
+    const status = magpie(['status'], env);
+    expect(await status.exited).toBe(0);
+    expect(status.stdout()).toMatch(/Redis +redis:\/\/:\*\*\*@127\.0\.0\.1:\d+/);
+    expect(status.stdout() + status.stderr()).not.toContain(password);
 
     start.child.kill('SIGINT');
     expect(await start.exited).toBe(0);
     expect(existsSync(infoFile)).toBe(false);
     expect(alive(info.pid)).toBe(false);
-    expect(existsSync(path.join(workspace, '.redis', 'appendonlydir'))).toBe(true);
+    expect(existsSync(path.join(redisDir, 'appendonlydir'))).toBe(true);
+    // The turn added sessions/; nothing of Redis is in the workspace.
+    expect(
+      readdirSync(workspace, { recursive: true })
+        .map(String)
+        .filter((f) => /redis|\.aof|\.rdb|appendonly/.test(f)),
+    ).toEqual([]);
+  });
+
+  it('moves an old <workspace>/.redis with its queued message to the state folder and answers it', async () => {
+    const workspace = tempWorkspace();
+    const env = daemonEnv({ OPENAI_BASE_URL: fake.baseURL, MAGPIE_WORKSPACE: workspace });
+    const legacy = path.join(workspace, '.redis');
+    mkdirSync(legacy);
+    const old = await startRedis({ dir: legacy });
+    const text = `queued before the upgrade ${randomUUID()}`;
+    const config = parseConfig({
+      REDIS_URL: old.url,
+      MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX,
+      MAGPIE_WORKSPACE: workspace,
+    });
+    const bus = await Bus.connect({ config, logger: silentLogger() });
+    await bus.publishInbound({ id: `m-${randomUUID()}`, channel: 'cli', chatId: 'upgrade', content: text });
+    await bus.close();
+    await old.stop(); // the old magpie stopped its redis-server on exit
+
+    start = magpie(['start'], env);
+    await start.waitFor(/magpie is running/, 20_000);
+    expect(existsSync(legacy)).toBe(false);
+    expect(start.stderr()).toContain('moved the private Redis data out of the workspace');
+    await waitFor(() => fake.requests.some((r) => lastUserText(r).includes(text)), 15_000, 'the queued turn');
+    expect(existsSync(path.join(defaultStateDir(workspace, env), 'redis', 'appendonlydir'))).toBe(true);
   });
 
   it('no redis-server and no REDIS_URL: one line saying how to get Redis, exit 2', async () => {

@@ -4,7 +4,8 @@ import { runRoleCommand } from '../../main.js';
 const HELP = `usage: magpie start [options]
 
 Runs everything in one process: channels, the agent worker and the schedulers.
-Without REDIS_URL it starts a private redis-server (data in <workspace>/.redis/) and stops it on exit.`;
+Without REDIS_URL it starts a private redis-server with a random password (data and
+password in MAGPIE_STATE_DIR/redis/, outside the workspace) and stops it on exit.`;
 
 export async function run(argv: string[]): Promise<number> {
   return runRoleCommand('start', argv, HELP);

@@ -1,0 +1,20 @@
+/** Whether a process recorded by its pid (a private redis-server) still runs. */
+import { readFileSync } from 'node:fs';
+
+/** True while `pid` is a running process (not a zombie waiting to be reaped). */
+export function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ..."; comm may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    return state !== 'Z' && state !== 'X';
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false; // gone since kill(0)
+    return true; // no /proc (not Linux): kill(0) is all we know
+  }
+}
