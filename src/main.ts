@@ -16,6 +16,7 @@ import { CliChannel } from './channels/cli/cli-channel.js';
 import type { Channel, ChannelDeps } from './channels/types.js';
 import { parseCommandArgs } from './cli/args.js';
 import { type Config, loadConfig, parseDuration } from './config/index.js';
+import { secretValues } from './config/secrets.js';
 import { ConfigError, describeError, ExitCode } from './errors/index.js';
 import { createLogger, type Logger } from './log/index.js';
 import { TurnWorker } from './worker/turn-worker.js';
@@ -268,7 +269,11 @@ export async function runRoleCommand(role: Role, argv: string[], help: string): 
   }
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig({ llm: role !== 'gateway' });
-  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  const logger = createLogger({
+    level: config.log.level,
+    pretty: config.log.pretty,
+    secrets: secretValues(config),
+  });
   const flagMs = (name: keyof typeof ROLE_FLAGS): number | undefined => {
     const text = values[name];
     if (typeof text !== 'string') return undefined;

@@ -24,7 +24,6 @@ const duration = (fallback: string, bounds: DurationBounds = {}) =>
       return checked.ms;
     });
 
-
 const positiveInt = (fallback: number) =>
   z
     .string()

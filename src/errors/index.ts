@@ -2,6 +2,7 @@
  * Typed errors that decide behaviour. Callers branch on `code` or `instanceof`,
  * never on message text. `transient` says whether retrying can help.
  */
+import { scrubCredentials } from '../log/redact.js';
 
 /** Process exit codes used by every `magpie` command. */
 export const ExitCode = {
@@ -85,8 +86,11 @@ export function hasCode(err: unknown, ...codes: ErrorCode[]): err is AppError {
   return err instanceof AppError && codes.includes(err.code);
 }
 
-/** A one-line description of any thrown value, for users and logs. */
+/**
+ * A one-line description of any thrown value, for users and logs, with URL
+ * credentials, secret query parameters and token shapes taken out.
+ */
 export function describeError(err: unknown): string {
-  if (err instanceof Error) return err.message.split('\n')[0] ?? err.name;
-  return String(err);
+  const line = err instanceof Error ? (err.message.split('\n')[0] ?? err.name) : String(err).split('\n')[0]!;
+  return scrubCredentials(line);
 }

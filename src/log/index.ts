@@ -1,10 +1,15 @@
 /**
- * The pino root logger. Secrets are redacted by key path; child loggers carry
+ * The pino root logger. Secrets are redacted by key path, and every finished
+ * line is scrubbed of credentials (URL user info, secret query parameters,
+ * token shapes, the configured secret values) wherever they sit: message,
+ * fields, `err.message`, `err.stack`, child bindings. Child loggers carry
  * `{ channel, session, job }`. Logs go to stderr so stdout stays for replies.
  */
 import { type Logger, pino } from 'pino';
+import { textRedactor } from './redact.js';
 
 export type { Logger } from 'pino';
+export { REDACTED, redactText, scrubCredentials, secretSpellings, textRedactor } from './redact.js';
 
 /** Key paths whose values never reach a log line. */
 export const REDACT_PATHS = [
@@ -29,6 +34,12 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** Where lines go; defaults to stderr (fd 2). */
   destination?: NodeJS.WritableStream | number;
+  /**
+   * Values never to print in any spelling (API keys, bot tokens, passwords: `secretValues(config)`).
+   * URL credentials and known token shapes are scrubbed even when not listed.
+   * @defaultValue []
+   */
+  secrets?: Iterable<string | undefined>;
 }
 
 /** Builds the root logger. Pretty output is loaded lazily so JSON mode costs nothing extra. */
@@ -37,6 +48,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     level: options.level ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: { pid: process.pid },
+    // The finished JSON line, before it reaches the destination or the pretty transport.
+    hooks: { streamWrite: textRedactor(options.secrets ?? []) },
   };
   if (options.pretty) {
     return pino({

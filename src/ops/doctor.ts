@@ -1,10 +1,10 @@
 /**
  * `magpie doctor` as data: a list of checks, each bounded in time, each
- * giving ✓ or ✗ with the exact fix. Details pass through redactSecrets, so
- * no token or key is ever printed (a Telegram URL carries the token).
+ * giving ✓ or ✗ with the exact fix. Details pass through redactText, so
+ * no token, key or URL credential is ever printed (a Telegram URL carries the token).
  */
 import { describeError } from '../errors/index.js';
-import { redactSecrets } from '../log/index.js';
+import { textRedactor } from '../log/index.js';
 
 /** The outcome of one check. `skip`: not configured, nothing to check (does not fail the run). */
 export interface CheckResult {
@@ -41,9 +41,7 @@ export const skipped = (detail: string): CheckResult => ({ status: 'skip', detai
 /** Runs the checks one after another (their order is the reading order), each within the timeout. */
 export async function runChecks(checks: Check[], options: RunChecksOptions = {}): Promise<CheckLine[]> {
   const timeoutMs = options.timeoutMs ?? 3_000;
-  const secrets = [...(options.secrets ?? [])].filter(
-    (s): s is string => typeof s === 'string' && s.length >= 4,
-  );
+  const redact = textRedactor(options.secrets ?? []);
   const lines: CheckLine[] = [];
   for (const check of checks) {
     const results = await runOne(check, timeoutMs);
@@ -51,8 +49,8 @@ export async function runChecks(checks: Check[], options: RunChecksOptions = {})
       lines.push({
         name: check.name,
         status: r.status,
-        detail: redactSecrets(r.detail, secrets),
-        ...(r.fix ? { fix: redactSecrets(r.fix, secrets) } : {}),
+        detail: redact(r.detail),
+        ...(r.fix ? { fix: redact(r.fix) } : {}),
       });
     }
   }

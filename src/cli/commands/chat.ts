@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { Bus } from '../../bus/bus.js';
 import { clientLogLevel, onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
 import { loadConfig } from '../../config/index.js';
+import { secretValues } from '../../config/secrets.js';
 import { AppError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
@@ -37,7 +38,11 @@ export async function run(argv: string[]): Promise<number> {
   const timeoutMs = parseTimeoutFlag('chat', values.timeout);
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
-  const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });
+  const logger = createLogger({
+    level: clientLogLevel(config.log.level),
+    pretty: config.log.pretty,
+    secrets: secretValues(config),
+  });
   const bus = await Bus.connect({ config, logger });
   const chatId = values.chat ?? 'default';
   // Reminders and helper results arrive on their own, between or during prompts. Subscribed

@@ -1,6 +1,7 @@
 /** `magpie cron list` and `magpie cron remove <id>`: every chat's scheduled tasks, from Redis. */
 import { Bus } from '../../bus/bus.js';
 import { loadConfig } from '../../config/index.js';
+import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
 import { CronStore, type ListedTask } from '../../scheduler/cron-store.js';
@@ -44,7 +45,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: config.log.pretty });
+  const logger = createLogger({
+    level: process.env.LOG_LEVEL ?? 'warn',
+    pretty: config.log.pretty,
+    secrets: secretValues(config),
+  });
   const bus = await Bus.connect({ config, logger });
   const store = new CronStore({ connection: bus.redis, prefix: bus.prefix });
   try {

@@ -1,6 +1,7 @@
 /** `magpie dashboard`: serves the local web dashboard until Ctrl-C. */
 import { Bus } from '../../bus/bus.js';
 import { loadConfig } from '../../config/index.js';
+import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
 import { startDashboard } from '../../ops/dashboard-server.js';
@@ -41,7 +42,11 @@ export async function run(argv: string[]): Promise<number> {
       throw new ConfigError(`magpie dashboard: --port "${values.port}" is not a port number`);
     }
   }
-  const logger = createLogger({ level: config.log.level, pretty: config.log.pretty });
+  const logger = createLogger({
+    level: config.log.level,
+    pretty: config.log.pretty,
+    secrets: secretValues(config),
+  });
   const bus = await Bus.connect({ config, logger });
   const dashboard = await startDashboard({
     redis: bus.redis,

@@ -1,5 +1,6 @@
 /** `magpie doctor [--live]`: is everything set up? One line per check, with the fix. */
 import { type Config, loadConfig } from '../../config/index.js';
+import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { formatChecks, runChecks } from '../../ops/doctor.js';
 import { buildChecks } from '../../ops/doctor-checks.js';
@@ -47,13 +48,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const lines = await runChecks(doctor.checks, {
       timeoutMs: 3_000,
-      secrets: [
-        config.llm.apiKey,
-        config.telegram.token,
-        config.discord.token,
-        config.dashboard.token,
-        redisPassword(config),
-      ],
+      secrets: secretValues(config),
     });
     lines.unshift({
       name: 'config',
@@ -64,14 +59,5 @@ export async function run(argv: string[]): Promise<number> {
     return lines.some((l) => l.status === 'fail') ? ExitCode.failure : ExitCode.ok;
   } finally {
     await doctor.close();
-  }
-}
-
-function redisPassword(config: Config): string | undefined {
-  if (!config.redis.url) return undefined;
-  try {
-    return decodeURIComponent(new URL(config.redis.url).password) || undefined;
-  } catch (_err) {
-    return undefined; // not a URL: the config schema already refused it
   }
 }

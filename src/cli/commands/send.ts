@@ -2,6 +2,7 @@
 import { Bus } from '../../bus/bus.js';
 import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
 import { loadConfig } from '../../config/index.js';
+import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
@@ -39,7 +40,11 @@ export async function run(argv: string[]): Promise<number> {
   const timeoutMs = parseTimeoutFlag('send', values.timeout);
   if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   const config = loadConfig();
-  const logger = createLogger({ level: clientLogLevel(config.log.level), pretty: config.log.pretty });
+  const logger = createLogger({
+    level: clientLogLevel(config.log.level),
+    pretty: config.log.pretty,
+    secrets: secretValues(config),
+  });
   const bus = await Bus.connect({ config, logger });
   try {
     const chatId = values.chat ?? 'default';

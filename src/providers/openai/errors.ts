@@ -11,11 +11,11 @@ import {
   OpenAIError,
 } from 'openai';
 import { AppError, CancelledError, describeError, ProviderError } from '../../errors/index.js';
-import { redactSecrets } from '../../log/index.js';
+import { redactText } from '../../log/index.js';
 
 /** What the mapper needs to write a useful message. */
 export interface ErrorContext {
-  /** The endpoint, named in connection messages. */
+  /** The endpoint, named in connection messages (without its credentials). */
   baseURL: string;
   /** Redacted from any text the server sent back. */
   apiKey?: string;
@@ -33,7 +33,7 @@ export function toProviderError(err: unknown, context: ErrorContext): AppError {
     const reason = networkReason(err.cause) ?? 'connection failed';
     return new ProviderError(
       'PROVIDER_UNREACHABLE',
-      `cannot reach the model endpoint ${context.baseURL} (${reason}): check OPENAI_BASE_URL`,
+      `cannot reach the model endpoint ${endpoint(context)} (${reason}): check OPENAI_BASE_URL`,
       { cause: err, transient: true },
     );
   }
@@ -50,7 +50,7 @@ export function toProviderError(err: unknown, context: ErrorContext): AppError {
   if (reason) {
     return new ProviderError(
       'PROVIDER_UNREACHABLE',
-      `lost the connection to the model endpoint ${context.baseURL} (${reason}): check OPENAI_BASE_URL`,
+      `lost the connection to the model endpoint ${endpoint(context)} (${reason}): check OPENAI_BASE_URL`,
       { cause: err, transient: true },
     );
   }
@@ -66,7 +66,7 @@ export function timeoutError(context: ErrorContext, timeoutMs?: number): Provide
   const within = timeoutMs === undefined ? '' : ` within ${Math.round(timeoutMs / 100) / 10}s`;
   return new ProviderError(
     'PROVIDER_UNREACHABLE',
-    `the model endpoint ${context.baseURL} did not answer${within}: check OPENAI_BASE_URL or raise MAGPIE_LLM_TIMEOUT`,
+    `the model endpoint ${endpoint(context)} did not answer${within}: check OPENAI_BASE_URL or raise MAGPIE_LLM_TIMEOUT`,
     { transient: true },
   );
 }
@@ -173,7 +173,12 @@ function networkReason(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The endpoint as error messages show it: no user info, no secret query values. */
+function endpoint(context: ErrorContext): string {
+  return redactText(context.baseURL, [context.apiKey]);
+}
+
 function oneLine(text: string, context: ErrorContext): string {
-  const line = redactSecrets(text, [context.apiKey]).split('\n')[0]?.trim() ?? '';
+  const line = redactText(text, [context.apiKey]).split('\n')[0]?.trim() ?? '';
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }

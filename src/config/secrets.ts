@@ -1,0 +1,50 @@
+/**
+ * The secret values in a Config: keys, bot tokens, the dashboard token, and the
+ * credentials inside configured URLs (user, password, secret-looking query
+ * values). Loggers, doctor and error lines redact them in every spelling.
+ */
+import type { Config } from './index.js';
+
+const SECRET_PARAM = /key|token|secret|passw(or)?d|pwd|signature|sig|auth|credential/i;
+
+/**
+ * The credentials carried by a URL: its user name, its password (as written and decoded)
+ * and the values of secret-looking query parameters. Empty for text that is not a URL.
+ *
+ * @example urlCredentials('redis://:hunter2@10.0.0.5:6379') // ['hunter2']
+ */
+export function urlCredentials(text: string | undefined): string[] {
+  if (!text || !URL.canParse(text)) return [];
+  const url = new URL(text);
+  const found = [url.username, url.password, safeDecode(url.username), safeDecode(url.password)];
+  for (const [name, value] of url.searchParams) if (SECRET_PARAM.test(name)) found.push(value);
+  return [...new Set(found.filter((v) => v !== ''))];
+}
+
+/**
+ * Every secret value of `config`, for `createLogger({ secrets })`, doctor and error lines.
+ *
+ * @example createLogger({ level, secrets: secretValues(config) })
+ */
+export function secretValues(config: Config): string[] {
+  const values = [
+    config.llm.apiKey,
+    config.telegram.token,
+    config.discord.token,
+    config.dashboard.token,
+    ...urlCredentials(config.llm.baseURL),
+    ...urlCredentials(config.redis.url),
+    ...urlCredentials(config.telegram.apiRoot),
+    ...urlCredentials(config.discord.apiRoot),
+  ];
+  return [...new Set(values.filter((v): v is string => typeof v === 'string' && v !== ''))];
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch (err) {
+    if (err instanceof URIError) return text; // not percent-encoded after all: the text is the value
+    throw err;
+  }
+}
