@@ -1,12 +1,14 @@
 /**
  * append_file: adds text to the end of a workspace file, creating it (and
- * its folders) when missing. Used for daily notes and logs.
+ * its folders) when missing. Used for daily notes and logs. Goes through
+ * WorkspaceFiles: a single-link regular file inside the workspace, never in
+ * sessions/.
  */
-import { appendFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { fail, ok, type Tool } from './types.js';
+import { WorkspaceFiles } from './workspace-files.js';
 import { fileError } from './workspace-path.js';
-import { prepareFileWrite } from './write-file.js';
+import type { FileToolOptions } from './write-file.js';
 
 const parameters = z.object({
   path: z.string().describe('File path, relative to the workspace'),
@@ -16,7 +18,11 @@ const parameters = z.object({
 });
 
 /** The append_file tool, confined to `workspace`. */
-export function createAppendFileTool(workspace: string): Tool<typeof parameters> {
+export function createAppendFileTool(
+  workspace: string,
+  options: FileToolOptions = {},
+): Tool<typeof parameters> {
+  const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
   return {
     name: 'append_file',
     description:
@@ -24,8 +30,7 @@ export function createAppendFileTool(workspace: string): Tool<typeof parameters>
     parameters,
     async execute({ path: requested, content }) {
       try {
-        const file = await prepareFileWrite(workspace, requested);
-        await appendFile(file, content);
+        await files.append(requested, content);
         return ok(`appended ${Buffer.byteLength(content)} bytes to ${requested}`);
       } catch (err) {
         return fail(fileError(err, requested).message);

@@ -1,13 +1,13 @@
 /**
  * edit_file: replaces one exact piece of text in a workspace file. The old
  * text must occur exactly once, so the model cannot change the wrong place;
- * the rewrite is atomic.
+ * the rewrite is atomic and lands in the very folder the file was read from.
  */
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { fail, ok, type Tool } from './types.js';
-import { fileError, resolveInWorkspace } from './workspace-path.js';
-import { writeFileAtomic } from './write-file.js';
+import { WorkspaceFiles } from './workspace-files.js';
+import { FileToolError, fileError } from './workspace-path.js';
+import type { FileToolOptions } from './write-file.js';
 
 const parameters = z.object({
   path: z.string().describe('File path, relative to the workspace'),
@@ -25,7 +25,11 @@ export function countOccurrences(haystack: string, needle: string): number {
 }
 
 /** The edit_file tool, confined to `workspace`. */
-export function createEditFileTool(workspace: string): Tool<typeof parameters> {
+export function createEditFileTool(
+  workspace: string,
+  options: FileToolOptions = {},
+): Tool<typeof parameters> {
+  const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
   return {
     name: 'edit_file',
     description:
@@ -35,19 +39,23 @@ export function createEditFileTool(workspace: string): Tool<typeof parameters> {
     async execute({ path: requested, old_text: oldText, new_text: newText }) {
       if (oldText === '') return fail('old_text is empty; copy the exact text to replace from the file');
       try {
-        const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
-        const text = await readFile(file, 'utf8');
-        const matches = countOccurrences(text, oldText);
-        if (matches === 0) {
-          return fail(`old_text not found in ${requested}; read the file and copy the exact text to replace`);
-        }
-        if (matches > 1) {
-          return fail(
-            `old_text matches ${matches} times in ${requested}, add context so it matches exactly once`,
-          );
-        }
-        const at = text.indexOf(oldText);
-        await writeFileAtomic(file, text.slice(0, at) + newText + text.slice(at + oldText.length));
+        await files.replace(requested, (text) => {
+          const matches = countOccurrences(text, oldText);
+          if (matches === 0) {
+            throw new FileToolError(
+              'missing',
+              `old_text not found in ${requested}; read the file and copy the exact text to replace`,
+            );
+          }
+          if (matches > 1) {
+            throw new FileToolError(
+              'changed',
+              `old_text matches ${matches} times in ${requested}, add context so it matches exactly once`,
+            );
+          }
+          const at = text.indexOf(oldText);
+          return text.slice(0, at) + newText + text.slice(at + oldText.length);
+        });
         return ok(`edited ${requested}`);
       } catch (err) {
         return fail(fileError(err, requested).message);

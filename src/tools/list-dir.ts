@@ -1,16 +1,21 @@
 /**
  * list_dir: the entries of a workspace folder, sorted, folders marked with
- * a trailing `/`, capped so a huge folder cannot flood the context.
+ * a trailing `/`, capped so a huge folder cannot flood the context. The
+ * folder is opened through WorkspaceFiles (never through a symlink that
+ * leads out); a symlink is marked as a folder only when it leads to one
+ * inside the workspace.
  */
-import { readdir, stat } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
 import { fail, ok, type Tool } from './types.js';
-import { fileError, resolveInWorkspace } from './workspace-path.js';
+import { WorkspaceFiles } from './workspace-files.js';
+import { FileToolError, fileError } from './workspace-path.js';
+import type { Confinement } from './workspace-walk.js';
 
 export interface ListDirOptions {
   /** @defaultValue 500 */
   maxEntries?: number;
+  /** How paths are confined (tests force `portable`). @defaultValue 'auto' */
+  confinement?: Confinement;
 }
 
 const parameters = z.object({
@@ -23,39 +28,29 @@ const parameters = z.object({
 /** The list_dir tool, confined to `workspace`. */
 export function createListDirTool(workspace: string, options: ListDirOptions = {}): Tool<typeof parameters> {
   const maxEntries = options.maxEntries ?? 500;
+  const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
   return {
     name: 'list_dir',
     description: 'List the entries of a folder in the workspace; folders end with "/".',
     parameters,
     async execute({ path: requested }) {
       try {
-        const dir = await resolveInWorkspace(workspace, requested);
-        const info = await stat(dir);
-        if (!info.isDirectory()) return fail(`${requested} is a file, not a folder; use read_file`);
-        const entries = await readdir(dir, { withFileTypes: true });
-        const names = await Promise.all(
-          entries.map(async (entry) => {
-            const isDir =
-              entry.isDirectory() ||
-              (entry.isSymbolicLink() &&
-                (await stat(path.join(dir, entry.name)).then(
-                  (st) => st.isDirectory(),
-                  () => false, // a broken symlink is listed as a plain entry
-                )));
-            return isDir ? `${entry.name}/` : entry.name;
-          }),
-        );
-        names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-        if (names.length === 0) return ok(`(${requested} is empty)`);
-        const shown = names.slice(0, maxEntries);
-        const more = names.length - shown.length;
+        const { entries, total } = await files.list(requested, maxEntries);
+        if (total === 0) return ok(`(${requested} is empty)`);
+        const shown = entries.map((entry) => (entry.isDir ? `${entry.name}/` : entry.name)).join('\n');
+        const more = total - entries.length;
         return ok(
-          more > 0
-            ? `${shown.join('\n')}\n[… and ${more} more entries; showing the first ${maxEntries}]`
-            : shown.join('\n'),
+          more > 0 ? `${shown}\n[… and ${more} more entries; showing the first ${maxEntries}]` : shown,
         );
       } catch (err) {
-        return fail(fileError(err, requested).message);
+        const error = fileError(err, requested);
+        if (error instanceof FileToolError && error.reason === 'missing')
+          return fail(`folder not found: ${requested}`);
+        return fail(
+          error instanceof FileToolError && error.reason === 'not-directory'
+            ? `${error.message}; use read_file`
+            : error.message,
+        );
       }
     },
   };

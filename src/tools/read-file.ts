@@ -2,17 +2,22 @@
  * read_file: returns a workspace text file, by lines. What it returns is
  * capped (the model is told where it stopped and how to read on); binary
  * files and files over a size limit are refused without being read whole.
+ * The file is opened through WorkspaceFiles: regular files with one link
+ * only, never through a symlink that leads out, never blocking on a FIFO.
  */
-import { open, stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { fail, ok, type Tool } from './types.js';
-import { fileError, resolveInWorkspace } from './workspace-path.js';
+import { mib, readUpTo, WorkspaceFiles } from './workspace-files.js';
+import { FileToolError, fileError } from './workspace-path.js';
+import type { Confinement } from './workspace-walk.js';
 
 export interface ReadFileOptions {
   /** @defaultValue 50_000 */
   maxChars?: number;
   /** Files larger than this are refused. @defaultValue 10 MiB */
   maxFileBytes?: number;
+  /** How paths are confined (tests force `portable`). @defaultValue 'auto' */
+  confinement?: Confinement;
 }
 
 const SNIFF_BYTES = 8192;
@@ -33,19 +38,6 @@ export function looksBinary(sample: Uint8Array): boolean {
   }
   return control / sample.length > 0.1;
 }
-
-async function sniff(file: string): Promise<Uint8Array> {
-  const handle = await open(file, 'r');
-  try {
-    const buffer = new Uint8Array(SNIFF_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
-}
-
-const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
 /**
  * Selects lines `offset..offset+limit-1` and caps them at `maxChars`, cutting
@@ -102,6 +94,7 @@ export function createReadFileTool(
 ): Tool<typeof parameters> {
   const maxChars = options.maxChars ?? 50_000;
   const maxFileBytes = options.maxFileBytes ?? 10 * 1024 * 1024;
+  const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
   return {
     name: 'read_file',
     description:
@@ -110,25 +103,31 @@ export function createReadFileTool(
     parameters,
     async execute({ path: requested, offset = 1, limit }) {
       try {
-        const file = await resolveInWorkspace(workspace, requested);
-        const info = await stat(file);
-        if (info.isDirectory()) return fail(`${requested} is a directory; use list_dir to see what it holds`);
-        if (info.size > maxFileBytes) {
-          return fail(
-            `${requested} is ${mib(info.size)}, over the ${mib(maxFileBytes)} read limit; ` +
-              'use exec with head, tail or grep to look at parts of it',
-          );
-        }
-        if (looksBinary(await sniff(file))) {
+        const bytes = await files.read(requested, async (handle, st) => {
+          if (st.size > maxFileBytes) {
+            throw new FileToolError(
+              'too-large',
+              `${requested} is ${mib(st.size)}, over the ${mib(maxFileBytes)} read limit; ` +
+                'use exec with head, tail or grep to look at parts of it',
+            );
+          }
+          // Sniffed before the whole is read: a binary file is refused at the cost of 8 KiB.
+          if (looksBinary(await readUpTo(handle, Math.min(st.size, SNIFF_BYTES)))) return undefined;
+          return readUpTo(handle, st.size);
+        });
+        if (bytes === undefined)
           return fail(`${requested} looks like a binary file; read_file only reads text`);
-        }
-        const handle = await open(file, 'r');
-        const text = await handle.readFile('utf8').finally(() => handle.close());
+        const text = bytes.toString('utf8');
         if (text === '') return ok(`(${requested} is empty)`);
         const sliced = sliceLines(text, offset, limit, maxChars);
         return ok(sliced.note ? `${sliced.text}\n${sliced.note}` : sliced.text);
       } catch (err) {
-        return fail(fileError(err, requested).message);
+        const error = fileError(err, requested);
+        return fail(
+          error instanceof FileToolError && error.reason === 'directory'
+            ? `${requested} is a directory; use list_dir to see what it holds`
+            : error.message,
+        );
       }
     },
   };

@@ -1,19 +1,58 @@
 /**
- * Confines a path a tool was given to the workspace. Symlinks are resolved
- * (realpath), also for a file that does not exist yet (through its nearest
- * existing ancestor), so neither `../`, an absolute path nor a symlink can
- * lead out. Errors are one line the model can act on.
+ * What a path a tool was given may name: lexical checks (NUL bytes, `../`,
+ * absolute paths outside the workspace), the folders the tools may read but
+ * never change (`sessions/`, a legacy `.redis/`), and the one-line errors the
+ * model reads. Opening a path safely is workspace-walk.ts's job; this file
+ * never touches a file by name, except `resolveInWorkspace` (exec's folder).
  */
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { AppError } from '../errors/index.js';
+import { AppError, type ErrorCode } from '../errors/index.js';
 
-export interface ResolveOptions {
-  /**
-   * The path will be written: the workspace directory itself is refused.
-   * @defaultValue false
-   */
-  forWrite?: boolean;
+/** Why a file tool refused or failed; lets a tool phrase its own message for a case. */
+export type FileRefusal =
+  | 'outside'
+  | 'protected'
+  | 'directory'
+  | 'not-directory'
+  | 'not-regular'
+  | 'hardlinked'
+  | 'changed'
+  | 'missing'
+  | 'too-large'
+  | 'loop';
+
+/** A file tool's refusal, phrased for the model; `reason` says which case it is. */
+export class FileToolError extends AppError {
+  readonly reason: FileRefusal;
+  constructor(reason: FileRefusal, message: string, options: { cause?: unknown; code?: ErrorCode } = {}) {
+    super(options.code ?? (reason === 'missing' ? 'NOT_FOUND' : 'TOOL_FAILED'), message, {
+      cause: options.cause,
+    });
+    this.reason = reason;
+  }
+}
+
+/**
+ * Top-level folders of the workspace the tools may read but never change:
+ * `sessions/` (every chat's history) and `.redis/` (where older versions kept
+ * the private Redis's data). Compared without regard to case, so a
+ * case-insensitive file system cannot be used to spell around it.
+ */
+export const PROTECTED_FOLDERS: readonly string[] = Object.freeze(['sessions', '.redis']);
+
+/** The protected folder `rel` (a '/'-separated path relative to the workspace) lies in, if any. */
+export function protectedFolder(rel: string): string | undefined {
+  const first = rel.split('/', 1)[0]?.toLowerCase() ?? '';
+  return PROTECTED_FOLDERS.find((folder) => folder === first);
+}
+
+/** The refusal for a change under a protected folder. */
+export function protectedError(requested: string, folder: string): FileToolError {
+  return new FileToolError(
+    'protected',
+    `path "${requested}" is in ${folder}/, which the tools may read but not change`,
+  );
 }
 
 /** True when `child` is `parent` or lies beneath it (both absolute, normalised). */
@@ -22,24 +61,47 @@ export function isInside(parent: string, child: string): boolean {
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
-function outside(requested: string): AppError {
-  return new AppError(
-    'TOOL_FAILED',
+/** The refusal for a path that leads out of the workspace. */
+export function outsideError(requested: string): FileToolError {
+  return new FileToolError(
+    'outside',
     `path "${requested}" is outside the workspace; use a path inside the workspace (relative paths are resolved from it)`,
   );
 }
 
-function errnoOf(err: unknown): string | undefined {
+/** The `code` of a Node fs error (ENOENT, ELOOP, …), if it has one. */
+export function errnoOf(err: unknown): string | undefined {
   return err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
 }
 
 /** The real path of the workspace, or WORKSPACE_MISSING. */
-async function realWorkspace(workspace: string): Promise<string> {
+export async function realWorkspace(workspace: string): Promise<string> {
   try {
     return await realpath(workspace);
   } catch (err) {
     throw new AppError('WORKSPACE_MISSING', `workspace ${workspace} does not exist`, { cause: err });
   }
+}
+
+/**
+ * `requested` as a '/'-separated path relative to the workspace root ('' for
+ * the root itself), with `.` and `..` folded lexically. An absolute path must
+ * lie in the workspace, spelled through its real path or its configured one.
+ *
+ * @param root the workspace's real path
+ * @param configured the workspace path as configured (may go through a symlink)
+ * @throws FileToolError 'outside' for `../` escapes and absolute paths elsewhere; AppError for a NUL byte.
+ */
+export function relativeInWorkspace(root: string, configured: string, requested: string): string {
+  if (requested.includes('\0')) throw new AppError('TOOL_FAILED', 'path contains a NUL byte');
+  const given = requested.trim() === '' ? '.' : requested;
+  let absolute = path.resolve(root, given);
+  const configuredAbs = path.resolve(configured);
+  if (path.isAbsolute(given) && !isInside(root, absolute) && isInside(configuredAbs, absolute)) {
+    absolute = path.join(root, path.relative(configuredAbs, absolute));
+  }
+  if (!isInside(root, absolute)) throw outsideError(requested);
+  return path.relative(root, absolute).split(path.sep).join('/');
 }
 
 /**
@@ -55,6 +117,11 @@ async function realPathOrAncestor(target: string, requested: string): Promise<st
       const real = await realpath(current);
       return tail.length === 0 ? real : path.join(real, ...tail.reverse());
     } catch (err) {
+      if (errnoOf(err) === 'ELOOP') {
+        throw new FileToolError('loop', `path "${requested}" goes through too many symbolic links`, {
+          cause: err,
+        });
+      }
       if (errnoOf(err) !== 'ENOENT' && errnoOf(err) !== 'ENOTDIR') {
         throw new AppError('TOOL_FAILED', `cannot resolve path "${requested}": ${errnoOf(err) ?? 'error'}`, {
           cause: err,
@@ -65,13 +132,13 @@ async function realPathOrAncestor(target: string, requested: string): Promise<st
         () => false, // nothing at all there: a plain missing path
       );
       if (isDanglingLink) {
-        throw new AppError(
-          'TOOL_FAILED',
+        throw new FileToolError(
+          'changed',
           `path "${requested}" goes through a symbolic link to a missing target`,
         );
       }
       const parent = path.dirname(current);
-      if (parent === current) throw outside(requested);
+      if (parent === current) throw outsideError(requested);
       tail.push(path.basename(current));
       current = parent;
     }
@@ -80,32 +147,19 @@ async function realPathOrAncestor(target: string, requested: string): Promise<st
 
 /**
  * Resolves `requested` (relative to the workspace, or absolute inside it) to
- * a real absolute path inside the workspace.
+ * a real absolute path inside the workspace, by name: a check, not a handle.
+ * The file tools open through workspace-walk.ts instead; this serves exec's
+ * working folder and the portable (non-Linux) fallback.
  *
  * @throws AppError TOOL_FAILED when the path leads outside the workspace (by
  *   `../`, an absolute path or a symlink), WORKSPACE_MISSING when the
  *   workspace does not exist.
  */
-export async function resolveInWorkspace(
-  workspace: string,
-  requested: string,
-  options: ResolveOptions = {},
-): Promise<string> {
-  if (requested.includes('\0')) throw new AppError('TOOL_FAILED', 'path contains a NUL byte');
+export async function resolveInWorkspace(workspace: string, requested: string): Promise<string> {
   const root = await realWorkspace(workspace);
-  const given = requested.trim() === '' ? '.' : requested;
-  // An absolute path spelled through the configured (possibly symlinked) workspace path is inside too.
-  const configured = path.resolve(workspace);
-  let lexical = path.resolve(root, given);
-  if (path.isAbsolute(given) && isInside(configured, lexical) && !isInside(root, lexical)) {
-    lexical = path.join(root, path.relative(configured, lexical));
-  }
-  if (!isInside(root, lexical)) throw outside(requested);
-  const real = await realPathOrAncestor(lexical, requested);
-  if (!isInside(root, real)) throw outside(requested);
-  if (options.forWrite && real === root) {
-    throw new AppError('TOOL_FAILED', `path "${requested}" is the workspace directory itself; name a file`);
-  }
+  const rel = relativeInWorkspace(root, workspace, requested);
+  const real = await realPathOrAncestor(path.join(root, rel), requested);
+  if (!isInside(root, real)) throw outsideError(requested);
   return real;
 }
 
@@ -114,16 +168,20 @@ export function fileError(err: unknown, shown: string): AppError {
   if (err instanceof AppError) return err;
   switch (errnoOf(err)) {
     case 'ENOENT':
-      return new AppError('NOT_FOUND', `file not found: ${shown}`, { cause: err });
+      return new FileToolError('missing', `file not found: ${shown}`, { cause: err });
     case 'EISDIR':
-      return new AppError('TOOL_FAILED', `${shown} is a directory, not a file`, { cause: err });
+      return new FileToolError('directory', `${shown} is a directory, not a file`, { cause: err });
     case 'ENOTDIR':
-      return new AppError('TOOL_FAILED', `${shown}: a part of the path is a file, not a directory`, {
+      return new FileToolError('not-directory', `${shown}: a part of the path is a file, not a directory`, {
         cause: err,
       });
+    case 'ELOOP':
+      return new FileToolError('loop', `${shown}: too many symbolic links`, { cause: err });
     case 'EACCES':
     case 'EPERM':
       return new AppError('TOOL_FAILED', `permission denied: ${shown}`, { cause: err });
+    case 'ENAMETOOLONG':
+      return new AppError('TOOL_FAILED', `${shown}: the name is too long`, { cause: err });
     default:
       return new AppError('TOOL_FAILED', `${shown}: ${errnoOf(err) ?? String(err)}`, { cause: err });
   }

@@ -1,53 +1,18 @@
 /**
  * write_file: creates or replaces a file in the workspace. Parent folders are
- * created; the write is atomic (temp file in the same folder, then rename),
- * so a crash never leaves a half-written file.
+ * created; the write is atomic (a temp file in the same folder, then
+ * rename), so a crash never leaves a half-written file. Goes through
+ * WorkspaceFiles: never outside the workspace, never into sessions/.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
-import { AppError, describeError } from '../errors/index.js';
 import { fail, ok, type Tool } from './types.js';
-import { fileError, resolveInWorkspace } from './workspace-path.js';
+import { WorkspaceFiles } from './workspace-files.js';
+import { fileError } from './workspace-path.js';
+import type { Confinement } from './workspace-walk.js';
 
-/**
- * Writes `content` to `file` atomically: a temp file beside it, then rename.
- * An existing file keeps its permission bits. Parent folders must exist.
- */
-export async function writeFileAtomic(file: string, content: string): Promise<void> {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  const mode = await stat(file).then(
-    (st) => (st.isDirectory() ? undefined : st.mode & 0o7777),
-    () => undefined, // a new file gets the default mode
-  );
-  try {
-    await writeFile(temp, content, { flag: 'wx', ...(mode === undefined ? {} : { mode }) });
-    await rename(temp, file);
-  } catch (err) {
-    await unlink(temp).catch((cleanupErr: unknown) => {
-      if (!(cleanupErr instanceof Error && 'code' in cleanupErr && cleanupErr.code === 'ENOENT')) {
-        throw new Error(`could not remove temp file ${temp}: ${describeError(cleanupErr)}`, { cause: err });
-      }
-    });
-    throw err;
-  }
-}
-
-/**
- * Resolves `requested` for writing: confined to the workspace, not a folder,
- * parent folders created. Returns the real absolute path.
- * @throws AppError phrased for the model.
- */
-export async function prepareFileWrite(workspace: string, requested: string): Promise<string> {
-  const file = await resolveInWorkspace(workspace, requested, { forWrite: true });
-  const existing = await stat(file).catch((err: unknown) => {
-    if (err instanceof Error && 'code' in err && err.code === 'ENOENT') return undefined;
-    throw err;
-  });
-  if (existing?.isDirectory()) throw new AppError('TOOL_FAILED', `${requested} is a directory, not a file`);
-  await mkdir(path.dirname(file), { recursive: true });
-  return file;
+export interface FileToolOptions {
+  /** How paths are confined (tests force `portable`). @defaultValue 'auto' */
+  confinement?: Confinement;
 }
 
 const parameters = z.object({
@@ -56,7 +21,11 @@ const parameters = z.object({
 });
 
 /** The write_file tool, confined to `workspace`. */
-export function createWriteFileTool(workspace: string): Tool<typeof parameters> {
+export function createWriteFileTool(
+  workspace: string,
+  options: FileToolOptions = {},
+): Tool<typeof parameters> {
+  const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
   return {
     name: 'write_file',
     description:
@@ -65,8 +34,7 @@ export function createWriteFileTool(workspace: string): Tool<typeof parameters> 
     parameters,
     async execute({ path: requested, content }) {
       try {
-        const file = await prepareFileWrite(workspace, requested);
-        await writeFileAtomic(file, content);
+        await files.replace(requested, content);
         return ok(`wrote ${Buffer.byteLength(content)} bytes to ${requested}`);
       } catch (err) {
         return fail(fileError(err, requested).message);

@@ -1,0 +1,318 @@
+/**
+ * Opens a path inside the workspace one component at a time, never by its
+ * full name, so a folder swapped for a symlink between a check and a use
+ * cannot lead a file tool out. On Linux this emulates openat(2) with
+ * RESOLVE_BENEATH: the workspace root is opened as a directory descriptor and
+ * each component is opened relative to its verified parent through
+ * `/proc/self/fd/<fd>/<name>` with O_NOFOLLOW. A symlink on the way is
+ * resolved here (at most 40), and followed only while it stays inside.
+ * Elsewhere a portable fallback checks by real path, then compares what it
+ * opened (dev and inode) with what it checked.
+ */
+import { constants, type Stats } from 'node:fs';
+import { access, type FileHandle, lstat, mkdir, open, readlink, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  errnoOf,
+  FileToolError,
+  isInside,
+  outsideError,
+  protectedError,
+  protectedFolder,
+  realWorkspace,
+  relativeInWorkspace,
+  resolveInWorkspace,
+} from './workspace-path.js';
+
+/** How paths are confined: `proc` (Linux, descriptor-relative), `portable` (real path + inode check), `auto` (proc when /proc is there). */
+export type Confinement = 'auto' | 'proc' | 'portable';
+
+export interface WalkOptions {
+  /** Create missing folders on the way. @defaultValue false */
+  createParents?: boolean;
+  /** The entry will be changed: protected folders and the workspace itself are refused. @defaultValue false */
+  forWrite?: boolean;
+  /** `dir`: the path must be a folder, which becomes `dir` (`name` is undefined). @defaultValue 'entry' */
+  want?: 'entry' | 'dir';
+}
+
+/** A folder reached by the walk; `path` names this very folder (`/proc/self/fd/N` on Linux). */
+export interface WalkedDir {
+  readonly path: string;
+  /** Its path relative to the workspace root, '/'-separated; '' for the root. */
+  readonly rel: string;
+}
+
+/** Where a walk ended: a verified folder and the name of the entry in it. */
+export interface Walked {
+  /** The workspace's real path. */
+  readonly root: string;
+  readonly dir: WalkedDir;
+  /** The entry in `dir`; undefined when the walk ended at `dir` itself. */
+  readonly name: string | undefined;
+  /** lstat of the entry (never a symlink); undefined when it does not exist. */
+  readonly entry: Stats | undefined;
+  /** `dir.path` joined with `name`: the name to open the entry by. */
+  readonly entryPath: string;
+  /**
+   * Checks that an open descriptor of the entry (or of `name` in `dir`)
+   * lies in the workspace (and, for a write, outside the protected folders);
+   * returns its real path.
+   * @throws FileToolError 'outside', 'protected' or 'changed'.
+   */
+  verify(handle: FileHandle, name?: string): Promise<string>;
+  /** Closes the descriptors the walk holds. */
+  close(): Promise<void>;
+}
+
+const PROC_FD = '/proc/self/fd';
+const MAX_LINKS = 40;
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const DELETED = ' (deleted)';
+
+const fdPath = (handle: FileHandle): string => `${PROC_FD}/${handle.fd}`;
+const components = (rel: string): string[] => rel.split('/').filter((c) => c !== '' && c !== '.');
+const toPosix = (rel: string): string => rel.split(path.sep).join('/');
+const joinRel = (dir: string, name: string | undefined): string =>
+  name === undefined ? dir : dir === '' ? name : `${dir}/${name}`;
+
+/** The refusal for a path that changed under the walk (a race, or a folder deleted meanwhile). */
+export function changedError(requested: string): FileToolError {
+  return new FileToolError('changed', `path "${requested}" changed while it was being opened; try again`);
+}
+
+/** lstat, or undefined when nothing is there. */
+export async function lstatOrMissing(file: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(file);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+let procAvailable: Promise<boolean> | undefined;
+
+/** The confinement `auto` stands for on this machine. */
+export function resolveConfinement(confinement: Confinement): Promise<'proc' | 'portable'> {
+  if (confinement !== 'auto') return Promise.resolve(confinement);
+  if (process.platform !== 'linux') return Promise.resolve('portable');
+  procAvailable ??= access(PROC_FD).then(
+    () => true,
+    () => false, // no /proc mounted: the portable fallback
+  );
+  return procAvailable.then((ok) => (ok ? 'proc' : 'portable'));
+}
+
+/**
+ * Walks `requested` from the workspace root and returns its folder, held
+ * open, and the entry's name. The caller opens the entry by `entryPath`
+ * (O_NOFOLLOW), calls `verify` on what it opened, and closes the walk.
+ *
+ * @throws FileToolError for paths outside the workspace, in protected folders
+ *   (writes), through too many symlinks, or through a file; fs errors pass on.
+ */
+export async function walkInWorkspace(
+  workspace: string,
+  requested: string,
+  confinement: Confinement,
+  options: WalkOptions = {},
+): Promise<Walked> {
+  const root = await realWorkspace(workspace);
+  const rel = relativeInWorkspace(root, workspace, requested);
+  return (await resolveConfinement(confinement)) === 'proc'
+    ? walkProc(root, workspace, requested, rel, options)
+    : walkPortable(root, workspace, requested, options);
+}
+
+interface Level {
+  handle: FileHandle;
+  name: string;
+}
+
+async function walkProc(
+  root: string,
+  configured: string,
+  requested: string,
+  rel: string,
+  options: WalkOptions,
+): Promise<Walked> {
+  const stack: Level[] = [{ handle: await open(root, DIR_FLAGS), name: '' }];
+  const closeFrom = async (depth: number): Promise<void> => {
+    for (const level of stack.splice(depth).reverse()) await level.handle.close();
+  };
+  try {
+    if ((await readlink(fdPath(stack[0]!.handle))) !== root) throw changedError(requested);
+    const pending = components(rel);
+    let links = 0;
+    const follow = async (linkPath: string): Promise<void> => {
+      links += 1;
+      if (links > MAX_LINKS) {
+        throw new FileToolError('loop', `path "${requested}" goes through too many symbolic links`);
+      }
+      const target = await readlink(linkPath).catch((err: unknown) => {
+        // EINVAL: no longer a symlink; ENOENT: gone. Either way it changed since lstat.
+        throw errnoOf(err) === 'EINVAL' || errnoOf(err) === 'ENOENT' ? changedError(requested) : err;
+      });
+      if (path.isAbsolute(target)) {
+        const base = isInside(root, target) ? root : path.resolve(configured);
+        if (!isInside(base, target)) throw outsideError(requested);
+        await closeFrom(1); // an absolute target starts again from the root
+        pending.unshift(...components(toPosix(path.relative(base, target))));
+      } else {
+        pending.unshift(...components(target));
+      }
+    };
+
+    while (pending.length > 0) {
+      const name = pending.shift() as string;
+      if (name === '..') {
+        if (stack.length === 1) throw outsideError(requested);
+        await closeFrom(stack.length - 1);
+        continue;
+      }
+      const parent = stack[stack.length - 1] as Level;
+      const folder = options.forWrite && stack.length === 1 ? protectedFolder(name) : undefined;
+      if (folder) throw protectedError(requested, folder);
+      const entryPath = `${fdPath(parent.handle)}/${name}`;
+      if (pending.length === 0 && options.want !== 'dir') {
+        const entry = await lstatOrMissing(entryPath);
+        if (entry?.isSymbolicLink()) {
+          await follow(entryPath);
+          continue;
+        }
+        return await finish(parent, name, entry);
+      }
+      const opened = await openFolder(entryPath, requested, pending.length === 0, options.createParents);
+      if (opened === 'symlink') await follow(entryPath);
+      else stack.push({ handle: opened, name });
+    }
+    return await finish(stack[stack.length - 1] as Level, undefined, undefined);
+  } catch (err) {
+    await closeFrom(0);
+    throw err;
+  }
+
+  async function finish(level: Level, name: string | undefined, entry: Stats | undefined): Promise<Walked> {
+    const dirPath = fdPath(level.handle);
+    const real = await readlink(dirPath);
+    if (real.endsWith(DELETED)) throw changedError(requested);
+    if (!isInside(root, real)) throw outsideError(requested);
+    const dirRel = toPosix(path.relative(root, real));
+    checkWrite(requested, joinRel(dirRel, name), options);
+    return {
+      root,
+      dir: { path: dirPath, rel: dirRel },
+      name,
+      entry,
+      entryPath: name === undefined ? dirPath : `${dirPath}/${name}`,
+      verify: async (handle) => {
+        const opened = await readlink(fdPath(handle));
+        if (opened.endsWith(DELETED)) throw changedError(requested);
+        if (!isInside(root, opened)) throw outsideError(requested);
+        checkWrite(requested, toPosix(path.relative(root, opened)), options);
+        return opened;
+      },
+      close: () => closeFrom(0),
+    };
+  }
+}
+
+/** Refuses a write into a protected folder, or onto the workspace itself. */
+function checkWrite(requested: string, rel: string, options: WalkOptions): void {
+  if (!options.forWrite) return;
+  const folder = protectedFolder(rel);
+  if (folder) throw protectedError(requested, folder);
+  if (rel === '' && options.want !== 'dir') {
+    throw new FileToolError(
+      'directory',
+      `path "${requested}" is the workspace directory itself; name a file`,
+    );
+  }
+}
+
+/** Opens a folder component (O_NOFOLLOW), creating it when asked; 'symlink' when it is one. */
+async function openFolder(
+  entryPath: string,
+  requested: string,
+  isLast: boolean,
+  create = false,
+): Promise<FileHandle | 'symlink'> {
+  try {
+    return await open(entryPath, DIR_FLAGS);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOTDIR' || code === 'ELOOP') {
+      const entry = await lstatOrMissing(entryPath);
+      if (entry?.isSymbolicLink()) return 'symlink';
+      if (entry && !entry.isDirectory()) {
+        throw new FileToolError(
+          'not-directory',
+          isLast
+            ? `${requested} is a file, not a folder`
+            : `${requested}: a part of the path is a file, not a directory`,
+          { cause: err },
+        );
+      }
+      throw changedError(requested);
+    }
+    if (code !== 'ENOENT' || !create) throw err;
+  }
+  try {
+    await mkdir(entryPath);
+  } catch (err) {
+    if (errnoOf(err) !== 'EEXIST') throw err; // made meanwhile: opened below like any folder
+  }
+  try {
+    return await open(entryPath, DIR_FLAGS);
+  } catch (err) {
+    throw errnoOf(err) === 'ENOTDIR' || errnoOf(err) === 'ELOOP' ? changedError(requested) : err;
+  }
+}
+
+/**
+ * The fallback where descriptor-relative opening is not available: resolve
+ * by real path, then let `verify` compare the opened descriptor's dev and
+ * inode with the name's. Narrows the race; does not close it.
+ */
+async function walkPortable(
+  root: string,
+  configured: string,
+  requested: string,
+  options: WalkOptions,
+): Promise<Walked> {
+  const real = await resolveInWorkspace(configured, requested);
+  const realRel = toPosix(path.relative(root, real));
+  checkWrite(requested, realRel, options);
+  const atRoot = real === root || options.want === 'dir';
+  const dirPath = atRoot ? real : path.dirname(real);
+  const name = atRoot ? undefined : path.basename(real);
+  if (options.createParents) {
+    await mkdir(dirPath, { recursive: true });
+    if ((await realpath(dirPath)) !== dirPath) throw changedError(requested);
+  }
+  const entry = name === undefined ? undefined : await lstatOrMissing(real);
+  if (entry?.isSymbolicLink()) throw changedError(requested);
+  if (options.want === 'dir') {
+    const st = await lstatOrMissing(real);
+    if (!st) throw new FileToolError('missing', `folder not found: ${requested}`);
+    if (!st.isDirectory()) throw new FileToolError('not-directory', `${requested} is a file, not a folder`);
+  }
+  return {
+    root,
+    dir: { path: dirPath, rel: atRoot ? realRel : toPosix(path.relative(root, dirPath)) },
+    name,
+    entry,
+    entryPath: real,
+    verify: async (handle, other) => {
+      const byName = other === undefined ? real : path.join(dirPath, other);
+      const [opened, named] = await Promise.all([handle.stat(), lstatOrMissing(byName)]);
+      if (!named || opened.dev !== named.dev || opened.ino !== named.ino) throw changedError(requested);
+      const now = await realpath(byName);
+      if (!isInside(root, now)) throw outsideError(requested);
+      checkWrite(requested, toPosix(path.relative(root, now)), options);
+      return now;
+    },
+    close: async () => undefined,
+  };
+}
