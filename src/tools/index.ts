@@ -42,6 +42,7 @@ function redacting(tool: Tool, secrets: string[]): Tool {
     name: tool.name,
     description: tool.description,
     parameters: tool.parameters,
+    ...(tool.timeLimitMs === undefined ? {} : { timeLimitMs: tool.timeLimitMs }),
     execute: async (args, ctx) => redactResult(await tool.execute(args, ctx), secrets),
   };
 }

@@ -1,8 +1,10 @@
 /**
  * The tool registry: the tools of one agent by name, their definitions for
  * the provider, and `execute`, which turns every failure (unknown tool, bad
- * JSON, bad arguments, a thrown error, cancellation) into a result the model
- * reads. Secret values are redacted from whatever a tool returns.
+ * JSON, bad arguments, a thrown error, cancellation, a time limit reached)
+ * into a result the model reads. Every call has a time limit: on expiry the
+ * tool's signal is aborted and the model reads "timed out" while the turn
+ * goes on. Secret values are redacted from whatever a tool returns.
  */
 import type { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
@@ -17,13 +19,36 @@ export const CANCELLED_RESULT: Readonly<ToolResult> = Object.freeze({
   isError: true,
 });
 
+/** The time limit of a call to a tool that declares none: 2 minutes. */
+export const DEFAULT_TOOL_TIME_LIMIT_MS = 120_000;
+
+/** The longest time limit a call may have (24 h), well inside what a Node timer can hold. */
+export const MAX_TOOL_TIME_LIMIT_MS = 24 * 60 * 60 * 1000;
+
 export interface ToolRegistryOptions {
   /**
    * Values removed from every tool result (API keys, bot tokens).
    * @defaultValue []
    */
   secrets?: Iterable<string | undefined>;
+  /**
+   * Time limit per call, in ms, for a tool that declares no `timeLimitMs`;
+   * more than 0 and at most 24 h.
+   * @defaultValue {@link DEFAULT_TOOL_TIME_LIMIT_MS} (2 minutes)
+   */
+  defaultTimeLimitMs?: number;
 }
+
+/** What a call answers when its time limit is reached. */
+export function timedOutResult(name: string, limitMs: number): ToolResult {
+  const seconds = Number((limitMs / 1000).toFixed(limitMs < 1000 ? 3 : 1));
+  return fail(
+    `${name} timed out after ${seconds} s and was stopped; try a smaller step, or another way to get there`,
+  );
+}
+
+const validLimit = (ms: unknown): ms is number =>
+  typeof ms === 'number' && Number.isFinite(ms) && ms > 0 && ms <= MAX_TOOL_TIME_LIMIT_MS;
 
 /** Removes secret values from both texts of a result. */
 export function redactResult(result: ToolResult, secrets: readonly string[]): ToolResult {
@@ -68,10 +93,20 @@ function whenAborted(signal: AbortSignal): { promise: Promise<ToolResult>; dispo
 export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly secrets: string[];
+  private readonly defaultTimeLimitMs: number;
   /** Each tool's definition, made once: a tool's schema does not change, and zod's JSON Schema output is costly per turn. */
   private readonly defs = new WeakMap<Tool, ToolDefinition>();
 
+  /** @throws AppError CONFIG_INVALID when `defaultTimeLimitMs` is not in (0, 24 h]. */
   constructor(tools: Tool[] = [], options: ToolRegistryOptions = {}) {
+    const limit = options.defaultTimeLimitMs ?? DEFAULT_TOOL_TIME_LIMIT_MS;
+    if (!validLimit(limit)) {
+      throw new AppError(
+        'CONFIG_INVALID',
+        `tool time limit ${String(limit)} ms is out of range: give more than 0 and at most 24 h`,
+      );
+    }
+    this.defaultTimeLimitMs = limit;
     this.secrets = [...(options.secrets ?? [])].filter(
       (s): s is string => typeof s === 'string' && s.length >= 4,
     );
@@ -113,19 +148,28 @@ export class ToolRegistry {
     return [...this.tools.values()].map(({ name, description }) => ({ name, description }));
   }
 
-  /** A copy without some tools (helpers lose `spawn`); same secrets. */
+  /** A copy without some tools (helpers lose `spawn`); same secrets and time limit. */
   without(...names: string[]): ToolRegistry {
     const kept = [...this.tools.values()].filter((tool) => !names.includes(tool.name));
-    return new ToolRegistry(kept, { secrets: this.secrets });
+    return new ToolRegistry(kept, { secrets: this.secrets, defaultTimeLimitMs: this.defaultTimeLimitMs });
   }
 
   /**
    * Runs one tool call. Never throws: every failure becomes an `isError`
    * result phrased for the model; an aborted `ctx.signal` gives
-   * {@link CANCELLED_RESULT}. Secrets are redacted from the result.
+   * {@link CANCELLED_RESULT}; a call past its time limit gives
+   * {@link timedOutResult} and the tool's signal is aborted (a tool that
+   * ignores it runs on unseen, its result dropped). Secrets are redacted.
    */
   async execute(name: string, rawArguments: string, ctx: ToolContext): Promise<ToolResult> {
     return redactResult(await this.run(name, rawArguments, ctx), this.secrets);
+  }
+
+  /** The time limit of one call: the tool's own (fixed or from its arguments), else the default. */
+  timeLimitOf(tool: Tool, args: unknown): number {
+    const declared = typeof tool.timeLimitMs === 'function' ? tool.timeLimitMs(args) : tool.timeLimitMs;
+    if (declared === undefined || Number.isNaN(declared)) return this.defaultTimeLimitMs;
+    return Math.min(Math.max(declared, 1), MAX_TOOL_TIME_LIMIT_MS);
   }
 
   private async run(name: string, rawArguments: string, ctx: ToolContext): Promise<ToolResult> {
@@ -140,18 +184,33 @@ export class ToolRegistry {
     if (!checked.success) {
       return fail(`invalid arguments for ${name}: ${describeIssues(checked.error.issues)}`);
     }
+    const limitMs = this.timeLimitOf(tool, checked.data);
+    const expiry = new AbortController();
+    const callCtx: ToolContext = { ...ctx, signal: AbortSignal.any([ctx.signal, expiry.signal]) };
     const aborted = whenAborted(ctx.signal);
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<ToolResult>((resolve) => {
+      timer = setTimeout(() => {
+        resolve(timedOutResult(name, limitMs));
+        ctx.logger.warn({ tool: name, limitMs }, 'tool call timed out; its signal is aborted');
+        expiry.abort(new AppError('TIMEOUT', `${name} timed out after ${limitMs} ms`));
+      }, limitMs);
+    });
     try {
-      const running = tool.execute(checked.data, ctx).then(
-        (result) => result,
-        (err: unknown) => {
-          ctx.logger.debug({ err, tool: name }, 'tool threw');
-          return fail(`${name} failed: ${describeError(err)}`);
-        },
-      );
-      const result = await Promise.race([running, aborted.promise]);
-      return ctx.signal.aborted ? { ...CANCELLED_RESULT } : result;
+      const running = Promise.resolve()
+        .then(() => tool.execute(checked.data, callCtx))
+        .then(
+          (result) => result,
+          (err: unknown) => {
+            ctx.logger.debug({ err, tool: name }, 'tool threw');
+            return fail(`${name} failed: ${describeError(err)}`);
+          },
+        );
+      const result = await Promise.race([running, aborted.promise, expired]);
+      if (ctx.signal.aborted) return { ...CANCELLED_RESULT };
+      return expiry.signal.aborted ? timedOutResult(name, limitMs) : result;
     } finally {
+      clearTimeout(timer);
       aborted.dispose();
     }
   }

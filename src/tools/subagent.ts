@@ -23,14 +23,31 @@ export interface SubagentRunner {
   run(run: HelperRun): Promise<HelperOutcome>;
 }
 
+/** How long one subagent call may take, whole helper turn included: 30 minutes. */
+export const SUBAGENT_TIME_LIMIT_MS = 30 * 60 * 1000;
+
+export interface SubagentToolOptions {
+  /**
+   * The call's time limit; on expiry the helper's signal is aborted and the
+   * model reads "timed out".
+   * @defaultValue {@link SUBAGENT_TIME_LIMIT_MS}
+   */
+  timeLimitMs?: number;
+}
+
 /** The subagent tool. */
-export function createSubagentTool(runner: SubagentRunner): Tool<typeof parameters> {
+export function createSubagentTool(
+  runner: SubagentRunner,
+  options: SubagentToolOptions = {},
+): Tool<typeof parameters> {
   return {
     name: 'subagent',
     description:
       'Run a helper agent now on a self-contained sub-task and get its final answer back (it has your file, ' +
       'exec and web tools but not this conversation). Use for focused research or work inside this turn.',
     parameters,
+    // A helper runs a whole turn of its own (model calls and tools), far past the registry's default.
+    timeLimitMs: options.timeLimitMs ?? SUBAGENT_TIME_LIMIT_MS,
     async execute({ task, label }, ctx) {
       const depth = ctx.depth + 1;
       if (depth > runner.maxDepth) {

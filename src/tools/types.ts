@@ -36,6 +36,12 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
   readonly parameters: P;
+  /**
+   * This tool's time limit per call in ms, fixed or from the call's
+   * arguments (exec: its own timeout plus a grace). On expiry the registry
+   * aborts `ctx.signal` and answers "timed out". Unset: the registry's default.
+   */
+  readonly timeLimitMs?: number | ((args: z.infer<P>) => number);
   execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>;
 }
 

@@ -158,3 +158,97 @@ describe('ToolRegistry', () => {
     expect(await pending).toEqual({ forLLM: 'operation cancelled by user', isError: true });
   });
 });
+
+describe('ToolRegistry time limits', () => {
+  let ws: string;
+  let cleanup: () => Promise<void>;
+  beforeEach(async () => {
+    ({ dir: ws, cleanup } = await tempDir());
+  });
+  afterEach(() => cleanup());
+
+  /** A tool that never resolves and records the signal it was given. */
+  const stuck = (timeLimitMs?: Tool['timeLimitMs']): Tool & { signals: AbortSignal[] } => {
+    const signals: AbortSignal[] = [];
+    return {
+      name: 'stuck',
+      description: 'Never finishes',
+      parameters: z.object({ seconds: z.number().optional() }),
+      ...(timeLimitMs === undefined ? {} : { timeLimitMs }),
+      execute: (_args, ctx) => {
+        signals.push(ctx.signal);
+        return new Promise(() => {});
+      },
+      signals,
+    };
+  };
+
+  it('answers "timed out" at the default limit and aborts the tool\'s signal', async () => {
+    const tool = stuck();
+    const registry = new ToolRegistry([tool], { defaultTimeLimitMs: 50 });
+    const result = await registry.execute('stuck', '{}', toolContext(ws));
+    expect(result).toEqual({
+      forLLM:
+        'Error: stuck timed out after 0.05 s and was stopped; try a smaller step, or another way to get there',
+      isError: true,
+    });
+    expect(tool.signals[0]?.aborted).toBe(true);
+    expect(tool.signals[0]?.reason).toMatchObject({ code: 'TIMEOUT' });
+    expect(tool.signals[0]?.reason).toBeInstanceOf(AppError);
+  });
+
+  it("uses the tool's own limit, fixed or from its arguments", async () => {
+    const fixed = new ToolRegistry([stuck(30)], { defaultTimeLimitMs: 600_000 });
+    expect((await fixed.execute('stuck', '{}', toolContext(ws))).forLLM).toContain('timed out after 0.03 s');
+    const fromArgs = new ToolRegistry([
+      stuck((args) => ((args as { seconds?: number }).seconds ?? 1) * 1000 + 20),
+    ]);
+    expect((await fromArgs.execute('stuck', '{"seconds":0.01}', toolContext(ws))).forLLM).toContain(
+      'timed out after 0.03 s',
+    );
+    expect(fromArgs.timeLimitOf(fromArgs.get('stuck') as Tool, { seconds: 5 })).toBe(5020);
+    expect(fromArgs.timeLimitOf(fromArgs.get('stuck') as Tool, {})).toBe(1020);
+  });
+
+  it('a stuck call does not hold up other calls, and the registry works on after it times out', async () => {
+    const registry = new ToolRegistry([stuck(), echo], { defaultTimeLimitMs: 300 });
+    const pending = registry.execute('stuck', '{}', toolContext(ws));
+    let settled = false;
+    void pending.then(() => {
+      settled = true;
+    });
+    expect(await registry.execute('echo', '{"text":"meanwhile"}', toolContext(ws))).toEqual({
+      forLLM: 'meanwhile',
+    });
+    expect(settled).toBe(false);
+    expect((await pending).forLLM).toContain('timed out');
+    expect(await registry.execute('echo', '{"text":"after"}', toolContext(ws))).toEqual({ forLLM: 'after' });
+  });
+
+  it('a cancelled call answers "cancelled", not "timed out", and passes the abort on', async () => {
+    const tool = stuck();
+    const controller = new AbortController();
+    const pending = new ToolRegistry([tool], { defaultTimeLimitMs: 60_000 }).execute(
+      'stuck',
+      '{}',
+      toolContext(ws, { signal: controller.signal }),
+    );
+    controller.abort();
+    expect(await pending).toEqual({ forLLM: 'operation cancelled by user', isError: true });
+    expect(tool.signals[0]?.aborted).toBe(true);
+  });
+
+  it('a call that finishes in time clears its timer: its result stands', async () => {
+    const registry = new ToolRegistry([echo], { defaultTimeLimitMs: 20 });
+    expect(await registry.execute('echo', '{"text":"quick"}', toolContext(ws))).toEqual({ forLLM: 'quick' });
+  });
+
+  it('rejects a default limit that is not above 0 and at most 24 h, and caps what a tool declares', () => {
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 24 * 3_600_000 + 1]) {
+      expect(() => new ToolRegistry([], { defaultTimeLimitMs: bad })).toThrow(/out of range/);
+    }
+    const registry = new ToolRegistry([stuck(Number.MAX_SAFE_INTEGER)]);
+    expect(registry.timeLimitOf(registry.get('stuck') as Tool, {})).toBe(24 * 3_600_000);
+    expect(registry.without('echo').timeLimitOf(echo, {})).toBe(120_000);
+  });
+});

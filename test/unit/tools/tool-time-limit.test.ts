@@ -1,0 +1,65 @@
+/**
+ * A tool call past its time limit inside a real AgentLoop turn: the model
+ * reads "timed out" and the turn goes on to its answer, while a turn in
+ * another chat is not held up by the stuck call.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ChatMessage, ChatRequest } from '../../../src/providers/types.js';
+import type { Tool } from '../../../src/tools/types.js';
+import { type Harness, harness, ScriptedProvider } from '../agent/loop-fixtures.js';
+
+/** Never resolves; reports each abort of its signal. */
+function stuckTool(timeLimitMs: number, aborted: string[]): Tool {
+  return {
+    name: 'stuck',
+    description: 'Never finishes',
+    parameters: z.object({}),
+    timeLimitMs,
+    execute: (_args, ctx) => {
+      ctx.signal.addEventListener('abort', () => aborted.push(ctx.sessionKey), { once: true });
+      return new Promise(() => {});
+    },
+  };
+}
+
+/** Chat A calls the stuck tool, then answers with what the tool said; chat B answers at once. */
+async function answer(req: ChatRequest) {
+  const last = req.messages[req.messages.length - 1] as ChatMessage;
+  if (last.role === 'tool') return { content: `after the tool: ${last.content}` };
+  if (last.role === 'user' && last.content === 'A') {
+    return { toolCalls: [{ id: 'call-a', name: 'stuck', arguments: '{}' }] };
+  }
+  return { content: 'B answered' };
+}
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.agent.idle();
+  await h?.cleanup();
+  h = undefined;
+});
+
+describe('tool time limits in a turn', () => {
+  it('answers "timed out" to the model, aborts the tool, and the turn goes on', async () => {
+    const aborted: string[] = [];
+    h = await harness(new ScriptedProvider([], answer), [stuckTool(100, aborted)]);
+    const result = await h.agent.processDirect('A', 'cli:a');
+    expect(result.reply).toBe(
+      'after the tool: Error: stuck timed out after 0.1 s and was stopped; try a smaller step, or another way to get there',
+    );
+    expect(result.metrics.outcome).toBe('ok');
+    expect(aborted).toEqual(['cli:a']);
+  });
+
+  it('a stuck call in one chat does not hold up a turn in another', async () => {
+    const aborted: string[] = [];
+    h = await harness(new ScriptedProvider([], answer), [stuckTool(1_500, aborted)]);
+    const stuckTurn = h.agent.processDirect('A', 'cli:a');
+    const other = await h.agent.processDirect('B', 'cli:b');
+    expect(other.reply).toBe('B answered');
+    expect(aborted).toEqual([]); // chat A is still waiting on its tool
+    expect((await stuckTurn).reply).toContain('timed out after 1.5 s');
+    expect(aborted).toEqual(['cli:a']);
+  });
+});
