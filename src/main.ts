@@ -199,9 +199,14 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   return parts;
 }
 
-/** The dashboard inside `start`/`gateway` when MAGPIE_DASHBOARD_PORT is set; logs its login URL. */
+/** The dashboard inside `start`/`gateway` when MAGPIE_DASHBOARD_PORT is set; logs its URL and where its token is. */
 async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part> {
   const { startDashboard } = await import('./ops/dashboard-server.js');
+  const { loadDashboardToken } = await import('./ops/dashboard-auth.js');
+  const access = loadDashboardToken({
+    configured: options.config.dashboard.token,
+    stateDir: options.config.stateDir,
+  });
   const dashboard = await startDashboard({
     redis: bus.redis,
     url: bus.url,
@@ -209,9 +214,12 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     workspace: options.config.workspace,
     logger: options.logger,
     port: options.config.dashboard.port,
-    token: options.config.dashboard.token,
+    token: access.token,
   });
-  options.logger.info(`dashboard at ${dashboard.loginUrl}`);
+  options.logger.info(
+    { url: dashboard.url, signInWith: access.source },
+    `dashboard at ${dashboard.url} (sign in with the token in ${access.source})`,
+  );
   return { name: 'dashboard', close: () => dashboard.close() };
 }
 

@@ -30,12 +30,15 @@ pre{white-space:pre-wrap;word-break:break-word;margin:0;font:13px/1.4 ui-monospa
 .msg{border-left:3px solid #c9d3e6;padding:4px 10px;margin:8px 0}.msg.user{border-color:#3b82f6}.msg.assistant{border-color:#1a7f37}.msg.tool{border-color:#9aa3b5}
 `;
 
-/** The page frame: header with navigation, then `body`. */
-export function page(title: string, body: string, script = ''): string {
+/**
+ * The page frame: header with navigation, then `body`, then the page's script
+ * loaded from `scriptSrc` (the Content-Security-Policy allows no inline script).
+ */
+export function page(title: string, body: string, scriptSrc = ''): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · magpie</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>${STYLE}</style></head>
 <body><header><b>magpie</b><a href="/">Overview</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a></header>
-${body}${script ? `<script>${script}</script>` : ''}</body></html>`;
+${body}${scriptSrc ? `<script src="${escapeHtml(scriptSrc)}"></script>` : ''}</body></html>`;
 }
 
 /** The live overview: workers, queues, running turns, recent turns, schedules (polls every 2 s). */
@@ -48,11 +51,14 @@ export function overviewPage(): string {
 <section><h2>Schedules</h2><table id="schedules"><thead><tr><th>what</th><th>when</th><th>next run</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Errors</h2><table id="errors"><thead><tr><th>at</th><th>where</th><th>message</th></tr></thead><tbody></tbody></table></section>
 </main>`;
-  return page('Overview', body, OVERVIEW_SCRIPT);
+  return page('Overview', body, OVERVIEW_SCRIPT_PATH);
 }
 
-// Browser code: builds rows with textContent only (no innerHTML of data).
-const OVERVIEW_SCRIPT = `
+/** Where the server serves {@link OVERVIEW_SCRIPT}. */
+export const OVERVIEW_SCRIPT_PATH = '/assets/overview.js';
+
+/** The overview's browser code: builds rows with textContent only (no innerHTML of data). */
+export const OVERVIEW_SCRIPT = `
 function row(cells){const tr=document.createElement('tr');for(const c of cells){const td=document.createElement('td');
 const v=typeof c==='object'&&c!==null?c:{text:c};td.textContent=v.text==null?'':String(v.text);if(v.cls)td.className=v.cls;tr.appendChild(td);}return tr;}
 function fill(id,rows,empty){const tb=document.querySelector('#'+id+' tbody');tb.replaceChildren(...rows);

@@ -1,10 +1,11 @@
 /**
  * The local web dashboard: Bull Board for the queues, our own pages for live
  * turns, sessions and schedules, and Prometheus `/metrics`. Bound to
- * 127.0.0.1 only; every route needs the token (`?token=` once, which sets an
- * HttpOnly cookie, or `Authorization: Bearer <token>`).
+ * 127.0.0.1 only. In front of every route: security headers and a Host check
+ * (dashboard-guard.ts), then the token (dashboard-auth.ts: a sign-in form or
+ * `?token=` once, which sets an HttpOnly cookie holding a value derived from
+ * the token, or `Authorization: Bearer <token>`).
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -17,7 +18,15 @@ import type { Redis } from 'ioredis';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
-import { overviewPage, sessionsPage, transcriptPage } from './dashboard-pages.js';
+import { dashboardAuth } from './dashboard-auth.js';
+import { requireLoopbackHost, securityHeaders } from './dashboard-guard.js';
+import {
+  OVERVIEW_SCRIPT,
+  OVERVIEW_SCRIPT_PATH,
+  overviewPage,
+  sessionsPage,
+  transcriptPage,
+} from './dashboard-pages.js';
 import { createMetrics } from './metrics.js';
 import { discoverQueues } from './queues.js';
 import { collectStatus } from './status.js';
@@ -33,33 +42,29 @@ export interface DashboardOptions {
   logger: Logger;
   /** Port on 127.0.0.1; 0 picks a free one. @defaultValue 0 */
   port?: number;
-  /** The access token. @defaultValue 32 random hex characters */
-  token?: string;
+  /** The access token (see loadDashboardToken: MAGPIE_DASHBOARD_TOKEN or the state folder's file). */
+  token: string;
   /** How often the queue list of Bull Board is refreshed. @defaultValue 30000 */
   queueRefreshMs?: number;
 }
 
 export interface Dashboard {
-  /** `http://127.0.0.1:<port>/` */
+  /** `http://127.0.0.1:<port>/` (without the token: safe to log). */
   readonly url: string;
   readonly port: number;
-  readonly token: string;
-  /** The URL that logs a browser in (`?token=`). */
-  readonly loginUrl: string;
   close(): Promise<void>;
 }
-
-const COOKIE = 'magpie_dashboard';
 
 /** Starts the dashboard server. */
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const { redis, prefix, logger } = options;
-  const token = options.token ?? randomBytes(16).toString('hex');
   const sessions = new JsonlSessionStore({ dir: path.join(options.workspace, 'sessions'), logger });
   const metrics = createMetrics(redis, prefix);
   const app = express();
   app.disable('x-powered-by');
-  app.use(authenticate(token));
+  app.use(securityHeaders());
+  app.use(requireLoopbackHost());
+  app.use(dashboardAuth(options.token));
 
   const board = new ExpressAdapter();
   board.setBasePath('/queues');
@@ -91,6 +96,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
 
   app.get('/', (_req, res) => {
     res.type('html').send(overviewPage());
+  });
+  app.get(OVERVIEW_SCRIPT_PATH, (_req, res) => {
+    res.type('text/javascript').send(OVERVIEW_SCRIPT);
   });
   app.get('/api/overview', async (_req, res, next) => {
     try {
@@ -135,6 +143,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       next(err);
     }
   });
+  app.use((_req, res) => {
+    res.status(404).type('text').send('not found');
+  });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     logger.warn({ err: describeError(err) }, 'dashboard request failed');
     res.status(500).type('text').send('internal error (see the log)');
@@ -147,8 +158,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   return {
     url,
     port,
-    token,
-    loginUrl: `${url}?token=${encodeURIComponent(token)}`,
     close() {
       closing ??= (async () => {
         clearInterval(refresh);
@@ -173,41 +182,4 @@ function listen(app: express.Express, port: number): Promise<Server> {
       else resolve(server);
     });
   });
-}
-
-/**
- * Token check for every request: the `?token=` query (sets the cookie and
- * redirects to the same path without it), the cookie, or a bearer header.
- */
-function authenticate(token: string) {
-  const expected = Buffer.from(token);
-  const matches = (given: string | undefined) => {
-    if (!given) return false;
-    const buf = Buffer.from(given);
-    return buf.length === expected.length && timingSafeEqual(buf, expected);
-  };
-  return (req: Request, res: Response, next: NextFunction) => {
-    const query = typeof req.query.token === 'string' ? req.query.token : undefined;
-    if (matches(query)) {
-      res.cookie(COOKIE, token, { httpOnly: true, sameSite: 'strict', path: '/' });
-      const url = new URL(req.originalUrl, 'http://x');
-      url.searchParams.delete('token');
-      res.redirect(303, `${url.pathname}${url.search}`);
-      return;
-    }
-    const bearer = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1];
-    if (matches(bearer) || matches(cookieValue(req.get('cookie'), COOKIE))) {
-      next();
-      return;
-    }
-    res.status(401).type('text').send('magpie dashboard: token required (open the URL printed at start)');
-  };
-}
-
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === name) return decodeURIComponent(v.join('='));
-  }
-  return undefined;
 }

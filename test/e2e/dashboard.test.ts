@@ -1,13 +1,14 @@
 /**
  * The dashboard in headless Chromium (Debian's /usr/bin/chromium through
- * playwright-core): refused without the token, loads with it, shows a turn
- * that just ran, Bull Board lists the queues, a transcript shows hostile text
- * as text; /metrics parses as Prometheus text. Saves a screenshot to
- * test-artifacts/dashboard.png.
+ * playwright-core): a sign-in form without the token, loads after it, shows a
+ * turn that just ran, Bull Board lists the queues, a transcript shows hostile
+ * text as text, no page breaks its Content-Security-Policy; /metrics parses as
+ * Prometheus text. The token is never printed or logged (the URL and where
+ * the token lives are). Saves a screenshot to test-artifacts/dashboard.png.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { freePort } from '../fakes/redis-server.js';
@@ -22,6 +23,8 @@ describe('dashboard', () => {
   let dashboard: Proc | undefined;
   let browser: Browser | undefined;
   let loginUrl: string;
+  let baseUrl: string;
+  let token: string;
   let daemonPort: number;
 
   beforeAll(async () => {
@@ -53,8 +56,12 @@ describe('dashboard', () => {
       expect(await send.exited).toBe(0);
     }
     dashboard = magpie(['dashboard', '--port', '0'], env);
-    await dashboard.waitFor(/magpie dashboard: http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/, 15_000);
-    loginUrl = /(http:\/\/127\.0\.0\.1:\d+\/\?token=\w+)/.exec(dashboard.stdout())?.[1] as string;
+    const printed = /magpie dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(sign in with the token in (\/\S+)\)\n/;
+    await dashboard.waitFor(printed, 15_000);
+    const [, url, tokenFile] = printed.exec(dashboard.stdout()) as RegExpExecArray;
+    baseUrl = url as string;
+    token = readFileSync(tokenFile as string, 'utf8').trim();
+    loginUrl = `${baseUrl}?token=${token}`;
     // playwright gives each launch a fresh temporary profile (its own --user-data-dir).
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
@@ -78,22 +85,50 @@ describe('dashboard', () => {
     await fake?.close();
   });
 
-  it('refuses a browser without the token', async () => {
-    const page = await (browser as Browser).newPage();
-    const response = await page.goto(new URL('/', loginUrl).toString());
+  it('never prints or logs the token: the URL and where the token is instead', async () => {
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    expect(dashboard?.stdout()).not.toContain(token);
+    expect(dashboard?.stderr()).not.toContain(token);
+    expect(daemon?.stderr()).toContain(
+      `dashboard at http://127.0.0.1:${daemonPort}/ (sign in with the token in MAGPIE_DASHBOARD_TOKEN)`,
+    );
+    expect(`${daemon?.stdout()}${daemon?.stderr()}`).not.toContain('in-daemon-token');
+  });
+
+  it('shows a browser without the token a sign-in form, and signs it in with the token', async () => {
+    const context = await (browser as Browser).newContext();
+    const page = await context.newPage();
+    const violations = watchPolicy(page);
+    const response = await page.goto(new URL('/sessions', baseUrl).toString());
     expect(response?.status()).toBe(401);
-    expect(await page.textContent('body')).toContain('token required');
-    await page.close();
+    expect(await page.textContent('body')).toContain('Token required');
+    await page.fill('input[name=token]', 'not the token');
+    await page.click('button[type=submit]');
+    await page.getByText('That is not the token.').waitFor({ timeout: 10_000 });
+    await page.fill('input[name=token]', token);
+    await page.click('button[type=submit]');
+    await page.getByRole('link', { name: 'cli:dash-e2e' }).waitFor({ timeout: 10_000 });
+    expect(new URL(page.url()).pathname).toBe('/sessions');
+    const cookie = (await context.cookies()).find(
+      (c) => c.name === `magpie_dashboard_${new URL(baseUrl).port}`,
+    );
+    expect(cookie?.httpOnly).toBe(true);
+    expect(cookie?.value).toMatch(/^[0-9a-f]{64}$/);
+    expect(cookie?.value).not.toBe(token);
+    expect(violations).toEqual([]);
+    await context.close();
   }, 30_000);
 
   it('loads with the token and shows the turn that just ran; screenshot saved', async () => {
     const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 860 } });
     const page = await context.newPage();
+    const violations = watchPolicy(page);
     const response = await page.goto(loginUrl);
     expect(response?.status()).toBe(200);
     expect(new URL(page.url()).search).toBe(''); // the token left the address bar for an HttpOnly cookie
     const cookies = await context.cookies();
-    expect(cookies.find((c) => c.name === 'magpie_dashboard')?.httpOnly).toBe(true);
+    expect(cookies.find((c) => c.name.startsWith('magpie_dashboard_'))?.httpOnly).toBe(true);
+    expect(cookies.map((c) => c.value)).not.toContain(token);
     const row = page.locator('#turns tbody tr', { hasText: 'cli:dash-e2e' });
     await row.waitFor({ timeout: 10_000 });
     expect(await row.textContent()).toMatch(/ok.*321.*12/);
@@ -105,6 +140,7 @@ describe('dashboard', () => {
 
     await page.goto(new URL('/queues', loginUrl).toString());
     await page.getByText('inbound', { exact: false }).first().waitFor({ timeout: 15_000 });
+    expect(violations).toEqual([]); // the overview's script and Bull Board run under the policy
     await context.close();
   }, 45_000);
 
@@ -124,8 +160,7 @@ describe('dashboard', () => {
   }, 30_000);
 
   it('serves /metrics as Prometheus text with the turns, and the daemon-hosted dashboard wants its token', async () => {
-    const base = new URL('/metrics', loginUrl);
-    const token = new URL(loginUrl).searchParams.get('token') as string;
+    const base = new URL('/metrics', baseUrl);
     expect((await fetch(base)).status).toBe(401);
     const res = await fetch(base, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);
@@ -145,3 +180,19 @@ describe('dashboard', () => {
     expect(((await turns.json()) as unknown[]).length).toBe(2);
   }, 30_000);
 });
+
+/**
+ * Collects Content-Security-Policy violations the page reports (none expected),
+ * except Bull Board's Google Fonts stylesheet, blocked on purpose: the dashboard
+ * loads nothing from other sites (the system fonts are used instead).
+ */
+function watchPolicy(page: Page): string[] {
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    const text = message.text();
+    if (!/Content Security Policy/i.test(text)) return;
+    if (/^Loading the stylesheet 'https:\/\/fonts\.googleapis\.com\//.test(text)) return;
+    violations.push(text);
+  });
+  return violations;
+}

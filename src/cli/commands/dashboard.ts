@@ -4,14 +4,18 @@ import { loadConfig } from '../../config/index.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { createLogger } from '../../log/index.js';
+import { loadDashboardToken } from '../../ops/dashboard-auth.js';
 import { startDashboard } from '../../ops/dashboard-server.js';
 import { parseCommandArgs } from '../args.js';
 
 const HELP = `usage: magpie dashboard [--port N]
 
 Serves the dashboard on 127.0.0.1: queues (Bull Board), live turns, sessions and
-transcripts, schedules, and Prometheus /metrics. Prints the URL with its token
-(MAGPIE_DASHBOARD_TOKEN, or a random one).
+transcripts, schedules, and Prometheus /metrics. Prints its URL and where its
+token is: MAGPIE_DASHBOARD_TOKEN, or a random one kept in dashboard-token in
+magpie's state folder (MAGPIE_STATE_DIR; remove the file for a new token). The
+token is never printed. Sign in with it in the browser's form once (the cookie
+then holds a value derived from it), or send "Authorization: Bearer <token>".
 
 options:
   --port N         port (default MAGPIE_DASHBOARD_PORT, else 8790; 0 = any free port)
@@ -47,6 +51,7 @@ export async function run(argv: string[]): Promise<number> {
     pretty: config.log.pretty,
     secrets: secretValues(config),
   });
+  const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
   const bus = await Bus.connect({ config, logger });
   const dashboard = await startDashboard({
     redis: bus.redis,
@@ -55,9 +60,9 @@ export async function run(argv: string[]): Promise<number> {
     workspace: config.workspace,
     logger,
     port,
-    token: config.dashboard.token,
+    token: access.token,
   });
-  process.stdout.write(`magpie dashboard: ${dashboard.loginUrl}\n`);
+  process.stdout.write(`magpie dashboard: ${dashboard.url} (sign in with the token in ${access.source})\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
