@@ -126,7 +126,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
       ...(options.helperQueue ? [createSpawnTool(options.helperQueue)] : []),
       ...(options.extraTools ?? []),
     ],
-    { secrets },
+    { secrets, defaultTimeLimitMs: config.tools.timeoutMs },
   );
   const context = contextFor(tools);
   const agent = new AgentLoop({

@@ -160,6 +160,7 @@ export const EnvSchema = z.object({
   MAGPIE_CONTEXT_TOKENS: optionalPositive(),
   MAGPIE_TRANSCRIBE_MODEL: optionalText,
   MAGPIE_EXEC_TIMEOUT: duration('60s'),
+  MAGPIE_TOOL_TIMEOUT: duration('120s'),
   MAGPIE_WEB_ALLOW_PRIVATE: boolean,
   MAGPIE_MAX_MEDIA_BYTES: positiveInt(20 * 1024 * 1024),
   REDIS_URL: redisUrl(),
@@ -204,7 +205,12 @@ export interface Config {
    */
   stateDir: string;
   agent: { maxIterations: number };
-  tools: { execTimeoutMs: number; webAllowPrivate: boolean };
+  tools: {
+    execTimeoutMs: number;
+    /** Time limit of a tool call for tools without their own (exec: its timeout plus a grace; subagent: 30 min). */
+    timeoutMs: number;
+    webAllowPrivate: boolean;
+  };
   media: { maxBytes: number };
   redis: { url: string | undefined; prefix: string; concurrency: number };
   telegram: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
@@ -255,7 +261,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       ? path.resolve(e.MAGPIE_STATE_DIR)
       : defaultStateDir(path.resolve(e.MAGPIE_WORKSPACE), env),
     agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },
-    tools: { execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT, webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE },
+    tools: {
+      execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT,
+      timeoutMs: e.MAGPIE_TOOL_TIMEOUT,
+      webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE,
+    },
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
     redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
     telegram: { token: e.TELEGRAM_BOT_TOKEN, apiRoot: e.TELEGRAM_API_ROOT, allowFrom: e.TELEGRAM_ALLOW_FROM },

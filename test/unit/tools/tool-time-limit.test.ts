@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { parseConfig } from '../../../src/config/index.js';
+import { ConfigError } from '../../../src/errors/index.js';
 import type { ChatMessage, ChatRequest } from '../../../src/providers/types.js';
 import type { Tool } from '../../../src/tools/types.js';
 import { type Harness, harness, ScriptedProvider } from '../agent/loop-fixtures.js';
@@ -61,5 +63,21 @@ describe('tool time limits in a turn', () => {
     expect(aborted).toEqual([]); // chat A is still waiting on its tool
     expect((await stuckTurn).reply).toContain('timed out after 1.5 s');
     expect(aborted).toEqual(['cli:a']);
+  });
+});
+
+describe('MAGPIE_TOOL_TIMEOUT', () => {
+  const env = { MAGPIE_WORKSPACE: '/tmp/magpie-tool-timeout-ws', MAGPIE_TIMEZONE: 'UTC' };
+
+  it('defaults to 2 minutes and takes a duration', () => {
+    expect(parseConfig(env).tools.timeoutMs).toBe(120_000);
+    expect(parseConfig({ ...env, MAGPIE_TOOL_TIMEOUT: '5m' }).tools.timeoutMs).toBe(300_000);
+  });
+
+  it('refuses 0 and more than 24 h with one line naming the variable', () => {
+    for (const bad of ['0', '25h', 'soon']) {
+      expect(() => parseConfig({ ...env, MAGPIE_TOOL_TIMEOUT: bad })).toThrow(ConfigError);
+      expect(() => parseConfig({ ...env, MAGPIE_TOOL_TIMEOUT: bad })).toThrow(/^MAGPIE_TOOL_TIMEOUT /);
+    }
   });
 });
