@@ -1,7 +1,16 @@
 /**
- * ContextBuilder: the system prompt and the message list for one LLM call.
- * Order (static parts first, so providers can cache the prefix): identity and
- * tools → bootstrap files → skills → memory → current session and summary.
+ * ContextBuilder: the system prompt and the message list for one LLM call,
+ * laid out so that each request of a session begins with the previous one,
+ * byte for byte (providers bill a cached prefix at a fraction of the price).
+ *
+ * System prompt, what changes rarely: identity, workspace and tools →
+ * bootstrap files → skills (together: the static part, the same for every
+ * session) → the memory snapshot taken when the session's view began → the
+ * current session → the summary of earlier conversation. Then the history
+ * and the turn. What changes often (the time, who wrote, memory written
+ * since the snapshot) rides in a short context block after the text of the
+ * turn's first user message; it is stored with that message (see
+ * prompt-note.ts) and replayed as stored, so it never rewrites earlier bytes.
  */
 import path from 'node:path';
 import { type Logger, silentLogger } from '../log/index.js';
@@ -9,10 +18,11 @@ import type { MemoryStore } from '../memory/store.js';
 import type { ChatMessage } from '../providers/types.js';
 import { sanitizeHistory } from '../sessions/history.js';
 import type { SkillsLoader } from '../skills/loader.js';
-import { CachedFileReader } from '../workspace/cached-file.js';
+import { MemoryView, marksOf, renderSnapshot } from './memory-view.js';
+import { firstLine, PromptFiles } from './prompt-files.js';
+import { forRequest, knownMemory, type PromptNote, snapshotIn } from './prompt-note.js';
 
-/** Bootstrap files, read into the prompt in this order. */
-export const BOOTSTRAP_FILES = ['AGENTS.md', 'SOUL.md', 'USER.md', 'IDENTITY.md'] as const;
+export { BOOTSTRAP_FILES } from './prompt-files.js';
 
 /** What the prompt says about the current chat. */
 export interface SessionInfoForPrompt {
@@ -21,7 +31,7 @@ export interface SessionInfoForPrompt {
   sessionKey: string;
   /** Summary of the conversation before the history that is sent. */
   summary?: string;
-  /** Who sent the latest message (shown in groups). */
+  /** Who sent the turn's message (in its context block). */
   senderName?: string;
   isGroup?: boolean;
 }
@@ -41,41 +51,53 @@ export interface ContextBuilderOptions {
   agentName?: string;
   /** Each bootstrap file is cut after this many characters, with a visible marker. @defaultValue 20_000 */
   bootstrapMaxChars?: number;
+  /**
+   * The bootstrap files and skills together are cut after this many characters (later parts
+   * first), with a visible marker and a warning naming what was cut. @defaultValue 60_000
+   */
+  promptFilesMaxChars?: number;
   /** @defaultValue a silent logger */
   logger?: Logger;
 }
 
 const SECTION_BREAK = '\n\n---\n\n';
 
-/** Builds prompts for one workspace; holds a file cache, so build one and reuse it. */
+/**
+ * Opening lines of the memory section, before the snapshot. A line about
+ * another way to reach memory belongs here.
+ */
+export const MEMORY_GUIDE: readonly string[] = [
+  'Your memory files as they were when this conversation began. What has been written to them since ' +
+    'is shown in the context block of the message it arrived with.',
+];
+
+/** Builds prompts for one workspace; holds file caches, so build one and reuse it. */
 export class ContextBuilder {
   private readonly workspace: string;
   private readonly memory: MemoryStore;
-  private readonly skills: SkillsLoader;
   private readonly tools: () => { name: string; description: string }[];
   private readonly timezone: string;
   private readonly now: () => Date;
   private readonly agentName: string;
-  private readonly bootstrapMaxChars: number;
-  private readonly logger: Logger;
-  private readonly reader = new CachedFileReader();
+  private readonly files: PromptFiles;
+  private readonly memoryView: MemoryView;
   private readonly timeFormat: Intl.DateTimeFormat;
 
   constructor(options: ContextBuilderOptions) {
     this.workspace = path.resolve(options.workspace);
     this.memory = options.memory;
-    this.skills = options.skills;
     this.tools = options.tools;
     this.timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     this.now = options.now ?? (() => new Date());
     this.agentName = options.agentName ?? 'magpie';
-    this.bootstrapMaxChars = options.bootstrapMaxChars ?? 20_000;
-    if (!Number.isInteger(this.bootstrapMaxChars) || this.bootstrapMaxChars < 1) {
-      throw new RangeError(
-        `bootstrapMaxChars must be a positive whole number, got ${options.bootstrapMaxChars}`,
-      );
-    }
-    this.logger = options.logger ?? silentLogger();
+    this.files = new PromptFiles({
+      workspace: this.workspace,
+      skills: options.skills,
+      fileMaxChars: options.bootstrapMaxChars ?? 20_000,
+      totalMaxChars: options.promptFilesMaxChars ?? 60_000,
+      logger: options.logger ?? silentLogger(),
+    });
+    this.memoryView = new MemoryView({ memory: options.memory });
     this.timeFormat = new Intl.DateTimeFormat('en-GB', {
       timeZone: this.timezone,
       weekday: 'long',
@@ -90,35 +112,73 @@ export class ContextBuilder {
 
   /** How many bootstrap files were read from disk so far (unchanged files are served from the cache). */
   get fileReads(): number {
-    return this.reader.reads;
+    return this.files.reads;
   }
 
-  /** The whole system prompt for one turn. */
-  async buildSystemPrompt(session: SessionInfoForPrompt): Promise<string> {
-    const [bootstrap, skills, memory] = await Promise.all([
-      this.bootstrapSection(),
-      this.skillsSection(),
-      this.memory.getMemoryContext(),
+  /**
+   * The system prompt. `snapshot` is the memory section's text as the session
+   * first saw it; without one, memory as it is now.
+   */
+  async buildSystemPrompt(session: SessionInfoForPrompt, snapshot?: string): Promise<string> {
+    return (await this.systemMessage(session, snapshot)).content;
+  }
+
+  /** The system message, with the length of its static part (the same for every session). */
+  async systemMessage(
+    session: SessionInfoForPrompt,
+    snapshot?: string,
+  ): Promise<Extract<ChatMessage, { role: 'system' }>> {
+    const [files, memory] = await Promise.all([
+      this.files.sections(),
+      snapshot ?? this.memoryView.read().then(renderSnapshot),
     ]);
-    const sections = [this.identitySection(), ...bootstrap];
-    if (skills) sections.push(skills);
-    if (memory) sections.push(`# Memory\n\n${memory}`);
-    sections.push(sessionSection(session));
+    const head = [this.identitySection(), ...files].join(SECTION_BREAK);
+    const tail: string[] = [];
+    if (memory) tail.push(['# Memory', ...MEMORY_GUIDE, memory].join('\n\n'));
+    tail.push(sessionSection(session));
     if (session.summary?.trim()) {
-      sections.push(`# Summary of the earlier conversation\n\n${session.summary.trim()}`);
+      tail.push(`# Summary of the earlier conversation\n\n${session.summary.trim()}`);
     }
-    return sections.join(SECTION_BREAK);
+    return { role: 'system', content: [head, ...tail].join(SECTION_BREAK), staticChars: head.length };
   }
 
-  /** `[system prompt, ...history, ...current]`; history is sanitised and stripped of timestamps. */
+  /**
+   * `[system prompt, ...history, ...current]`: the history sanitised, every
+   * message reduced to what the model reads, user messages with their
+   * context blocks. The memory snapshot is the one the messages carry.
+   */
   async buildMessages(args: {
     history: ChatMessage[];
     session: SessionInfoForPrompt;
     current: ChatMessage[];
   }): Promise<ChatMessage[]> {
-    const system = await this.buildSystemPrompt(args.session);
-    const history = sanitizeHistory(args.history).map(withoutTimestamp);
-    return [{ role: 'system', content: system }, ...history, ...args.current];
+    const history = sanitizeHistory(args.history);
+    const snapshot = snapshotIn(history) ?? snapshotIn(args.current);
+    const system = await this.systemMessage(args.session, snapshot);
+    return [system, ...history.map(forRequest), ...args.current.map(forRequest)];
+  }
+
+  /**
+   * The note for the first new user message of a turn: its context block
+   * (the time, today's daily note, the sender, memory written since the
+   * model last saw it) and what the model then knows of memory. When `known`
+   * (the messages before it) carries no snapshot, the note takes one.
+   */
+  async noteFor(args: { known: readonly ChatMessage[]; session: SessionInfoForPrompt }): Promise<PromptNote> {
+    const files = await this.memoryView.read();
+    const known = knownMemory(args.known);
+    const today = path.relative(this.workspace, this.memory.todayPath()).split(path.sep).join('/');
+    const lines = [`Time: ${this.formatNow()} (${this.timezone}). Today's daily note: ${today}`];
+    const { senderName, isGroup } = args.session;
+    if (isGroup) lines.push(`Group chat${senderName ? `; this message is from ${senderName}` : ''}.`);
+    else if (senderName) lines.push(`From: ${senderName}.`);
+    const changes = known ? this.memoryView.changes(files, known) : '';
+    if (changes) lines.push(`Memory written since you last saw it:\n\n${changes}`);
+    return {
+      context: `<context>\n${lines.join('\n')}\n</context>`,
+      memory: marksOf(files),
+      ...(known ? {} : { snapshot: renderSnapshot(files) }),
+    };
   }
 
   private identitySection(): string {
@@ -136,9 +196,8 @@ export class ContextBuilder {
       `- Long-term memory: ${path.join(memoryDir, 'MEMORY.md')}. When you learn a durable fact about the user ` +
         '(names, preferences, standing plans, people and places that matter), record it there at once with ' +
         'edit_file or append_file (write_file only to reorganise the whole file). Keep it short and current.',
-      `- Daily notes: ${path.join(memoryDir, 'YYYYMM', 'YYYYMMDD.md')} (today's note: ` +
-        `${path.relative(this.workspace, this.memory.todayPath())}). Append today's events, decisions and ` +
-        'finished tasks there; a new note starts with "# YYYY-MM-DD".',
+      `- Daily notes: ${path.join(memoryDir, 'YYYYMM', 'YYYYMMDD.md')} (the context block names today's). ` +
+        'Append today\'s events, decisions and finished tasks there; a new note starts with "# YYYY-MM-DD".',
       `- Skills: ${path.join(this.workspace, 'skills', '<name>', 'SKILL.md')}.`,
       '',
       '## Tools',
@@ -147,51 +206,13 @@ export class ContextBuilder {
         ? 'No tools are available in this turn.'
         : tools.map((t) => `- ${t.name}: ${firstLine(t.description)}`).join('\n'),
       '',
-      '## Time',
+      '## Context blocks',
       '',
-      // To the minute only: a finer clock would change the prompt on every call.
-      `Current time: ${this.formatNow()} (${this.timezone}).`,
+      'magpie (not the user) ends a message with a <context> block: the current time in your time zone, ' +
+        "today's daily note, who wrote the message, and anything written to memory since you last saw it. " +
+        'The latest block is the current one.',
     ];
     return lines.join('\n');
-  }
-
-  private async bootstrapSection(): Promise<string[]> {
-    const texts = await Promise.all(
-      BOOTSTRAP_FILES.map((name) => this.reader.read(path.join(this.workspace, name))),
-    );
-    const out: string[] = [];
-    BOOTSTRAP_FILES.forEach((name, i) => {
-      const text = texts[i]?.trim();
-      if (!text) return;
-      out.push(`## ${name}\n\n${this.cap(name, text)}`);
-    });
-    return out;
-  }
-
-  private cap(name: string, text: string): string {
-    if (text.length <= this.bootstrapMaxChars) return text;
-    const cut = text.length - this.bootstrapMaxChars;
-    this.logger.warn(
-      { file: name, chars: text.length, limit: this.bootstrapMaxChars },
-      'context: bootstrap file truncated',
-    );
-    return `${text.slice(0, this.bootstrapMaxChars)}\n\n[… truncated ${cut} chars]`;
-  }
-
-  private async skillsSection(): Promise<string> {
-    const { skills } = await this.skills.load();
-    if (skills.length === 0) return '';
-    const always = skills.filter((s) => s.always);
-    const onDemand = skills.filter((s) => !s.always);
-    const parts = ['# Skills'];
-    for (const skill of always) parts.push(`## Skill: ${skill.name}\n\n${skill.body}`);
-    if (onDemand.length > 0) {
-      parts.push(
-        'Skills available on demand (load one with load_skill before following it):\n' +
-          onDemand.map((s) => `- ${s.name}: ${firstLine(s.description)}`).join('\n'),
-      );
-    }
-    return parts.join('\n\n');
   }
 
   private formatNow(): string {
@@ -202,29 +223,11 @@ export class ContextBuilder {
 }
 
 function sessionSection(session: SessionInfoForPrompt): string {
-  const lines = [
+  return [
     '# Current session',
     '',
     `Channel: ${session.channel}`,
     `Chat ID: ${session.chatId}`,
     `Session: ${session.sessionKey}`,
-  ];
-  if (session.isGroup) {
-    lines.push(
-      `This is a group chat${session.senderName ? `; the latest message is from ${session.senderName}` : ''}.`,
-    );
-  } else if (session.senderName) {
-    lines.push(`You are talking with ${session.senderName}.`);
-  }
-  return lines.join('\n');
-}
-
-function firstLine(text: string): string {
-  return text.trim().split('\n')[0] ?? '';
-}
-
-function withoutTimestamp(message: ChatMessage): ChatMessage {
-  if (!('ts' in message)) return message;
-  const { ts: _ts, ...rest } = message as ChatMessage & { ts?: string };
-  return rest as ChatMessage;
+  ].join('\n');
 }

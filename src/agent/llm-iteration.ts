@@ -34,11 +34,6 @@ export interface IterationDeps {
   model?: string;
   /** Converts messages that arrived during the turn into user messages. */
   userMessages: (batch: InboundMessage[], signal?: AbortSignal) => Promise<UserTurnMessage[]>;
-  /** Adds a call's token usage to the session's totals (/status). */
-  addUsage: (
-    sessionKey: string,
-    usage: { promptTokens: number; completionTokens: number } | undefined,
-  ) => void;
 }
 
 /**
@@ -90,6 +85,7 @@ export async function runIterations(
         messages,
         ...(definitions.length > 0 ? { tools: definitions } : {}),
         ...(deps.model ? { model: deps.model } : {}),
+        cacheKey: req.sessionKey,
         signal,
       });
     } catch (err) {
@@ -107,7 +103,6 @@ export async function runIterations(
       throw err;
     }
     meter.llmCall(response.usage);
-    deps.addUsage(req.sessionKey, response.usage);
     last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
     if (response.toolCalls.length === 0) return { content: response.content, outcome: 'ok' };
     const answered = new Map<string, string>();
@@ -182,5 +177,5 @@ async function drainPending(run: TurnRun, deps: IterationDeps): Promise<void> {
   const user = await deps.userMessages(pending, run.signal);
   const ids = pending.map((m) => m.id);
   run.req.ids.push(...ids);
-  await addUserToTurn(deps.sessions, run, user, ids);
+  await addUserToTurn(deps.sessions, run, user, ids, deps.context);
 }

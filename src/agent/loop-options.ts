@@ -8,6 +8,8 @@ import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
 import type { OutboundSink, StateStore } from './ports.js';
+import type { PromptNote } from './prompt-note.js';
+import type { TokenPrices } from './token-usage.js';
 import type { LoopTools } from './tool-batch.js';
 
 /** The session facts the system prompt shows (ContextBuilder's SessionInfoForPrompt). */
@@ -27,6 +29,11 @@ export interface LoopContextBuilder {
     session: PromptSession;
     current: ChatMessage[];
   }): Promise<ChatMessage[]>;
+  /**
+   * The note stored with the first new user message of a turn (its context block: time, sender,
+   * memory written since; see prompt-note.ts). Builders without it send messages as they are.
+   */
+  noteFor?(args: { known: readonly ChatMessage[]; session: PromptSession }): Promise<PromptNote>;
 }
 
 /** What `new AgentLoop(...)` takes; defaults are merged (and checked) in the constructor. */
@@ -65,4 +72,6 @@ export interface AgentLoopOptions {
   memoryFlush?: boolean;
   /** Tools of the memory-flush turn. @defaultValue the loop's tools */
   flushTools?: LoopTools;
+  /** Prices per million tokens: /status shows an estimated cost. @defaultValue none (no cost shown) */
+  prices?: TokenPrices;
 }

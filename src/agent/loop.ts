@@ -10,14 +10,15 @@ import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { ChatMessage } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
 import { type IterationDeps, runIterations } from './llm-iteration.js';
 import type { AgentLoopOptions } from './loop-options.js';
-import { LruMap } from './lru-map.js';
 import { contextLimitFor } from './model-limits.js';
-import { parseSlashCommand, runSlashCommand, type SessionUsage } from './slash-commands.js';
+import { parseSlashCommand, runSlashCommand } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
+import type { TokenCounts } from './token-usage.js';
 import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
 import {
@@ -48,8 +49,6 @@ export type { TurnRequest } from './turn-request.js';
 export { contextFullReply, STOPPED_REPLY, type TurnRun } from './turn-run.js';
 
 const DEFAULT_REPLY = 'Done. I have nothing more to add.';
-/** How many sessions' token totals (/status) a long-running worker keeps. */
-const USAGE_SESSIONS = 1000;
 
 /** The agent core. Shared by every session; all per-turn state lives in the turn. */
 export class AgentLoop implements AgentRunner {
@@ -60,8 +59,6 @@ export class AgentLoop implements AgentRunner {
   readonly #summarizer: SessionSummarizer;
   readonly #compactor: TurnCompactor;
   readonly #iteration: IterationDeps;
-  /** Token totals per session for /status, for the most recent sessions only (bounded). */
-  readonly #usage = new LruMap<string, SessionUsage>(USAGE_SESSIONS);
 
   constructor(options: AgentLoopOptions) {
     const maxIterations = options.maxIterations ?? 20;
@@ -115,7 +112,6 @@ export class AgentLoop implements AgentRunner {
       contextTokens,
       ...(options.model ? { model: options.model } : {}),
       userMessages: (batch, signal) => this.#userMessages(batch, signal),
-      addUsage: (key, usage) => this.#addUsage(key, usage),
     };
   }
 
@@ -159,9 +155,8 @@ export class AgentLoop implements AgentRunner {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,
-      usage: this.#usage.get(key),
+      ...(this.#o.prices ? { prices: this.#o.prices } : {}),
     });
-    if (command === 'new') this.#usage.delete(key);
     if (batch.length > 1) {
       const rest = await this.processMessage(batch.slice(1), options);
       return { ...rest, reply: rest.reply === undefined ? reply : `${reply}\n\n${rest.reply}` };
@@ -230,12 +225,18 @@ export class AgentLoop implements AgentRunner {
         ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText },
         ...{ history, summary, turn: [] },
       };
-      await addUserToTurn(this.#o.sessions, run, req.user, req.ids);
+      await addUserToTurn(this.#o.sessions, run, req.user, req.ids, this.#o.context);
 
       const { content, outcome } = await this.runLLMIteration(run);
       const text =
         outcome === 'cancelled' ? STOPPED_REPLY : content.trim() === '' ? this.#o.defaultReply : content;
-      await recordInTurn(this.#o.sessions, run, { role: 'assistant', content: text });
+      // The turn's tokens ride on its final message, so /status can sum a conversation from its log.
+      const final: ChatMessage & { usage?: TokenCounts } = {
+        role: 'assistant',
+        content: text,
+        ...(meter.reported ? { usage: meter.counts() } : {}),
+      };
+      await recordInTurn(this.#o.sessions, run, final);
       const metrics = meter.finish(outcome);
       logTurn(log, metrics);
       if (!req.noHistory && outcome !== 'cancelled' && overSummaryBudget(run, this.#o.summarizeAtTokens))
@@ -317,13 +318,5 @@ export class AgentLoop implements AgentRunner {
       logger: this.#o.logger,
       ...(signal ? { signal } : {}),
     });
-  }
-
-  #addUsage(key: string, usage: { promptTokens: number; completionTokens: number } | undefined): void {
-    if (!usage) return;
-    const total = this.#usage.get(key) ?? { promptTokens: 0, completionTokens: 0 };
-    total.promptTokens += usage.promptTokens;
-    total.completionTokens += usage.completionTokens;
-    this.#usage.set(key, total);
   }
 }

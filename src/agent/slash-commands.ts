@@ -4,6 +4,7 @@
  */
 import type { SessionStore } from '../sessions/types.js';
 import { estimateTokens } from './summarize.js';
+import { describeCounts, type TokenPrices, usageOfEntries } from './token-usage.js';
 
 export type SlashCommand = 'new' | 'status' | 'help' | 'stop';
 
@@ -26,18 +27,12 @@ export function parseSlashCommand(content: string): SlashCommand | undefined {
   return SLASH_COMMANDS.some((c) => c.command === name) ? (name as SlashCommand) : undefined;
 }
 
-/** Tokens the endpoint reported for a session (kept by the running process). */
-export interface SessionUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
-
 export interface SlashCommandContext {
   sessionKey: string;
   sessions: SessionStore;
   model: string;
-  /** Reported usage this process has seen for the session, if any. */
-  usage: SessionUsage | undefined;
+  /** Prices per million tokens: /status adds an estimated cost. */
+  prices?: TokenPrices;
 }
 
 /** Runs a command and returns the reply text. */
@@ -63,13 +58,15 @@ async function statusText(ctx: SlashCommandContext): Promise<string> {
     ctx.sessions.getSummary(ctx.sessionKey),
   ]);
   const contextTokens = estimateTokens(context) + Math.ceil((summary?.length ?? 0) / 4);
-  const used = ctx.usage
-    ? `${ctx.usage.promptTokens + ctx.usage.completionTokens} (${ctx.usage.promptTokens} in, ${ctx.usage.completionTokens} out)`
-    : `~${estimateTokens(history)} (estimated from the history)`;
+  // Each turn's counts are stored with its reply, so every worker (and `magpie agent`) sees them all.
+  const usage = usageOfEntries(history);
+  const used = usage
+    ? describeCounts(usage, ctx.prices)
+    : `~${estimateTokens(history)} (estimated from the history; the endpoint reported none)`;
   return [
     `Model: ${ctx.model}`,
     `Session: ${ctx.sessionKey}, ${history.length} message(s)${summary ? ', older ones summarised' : ''}`,
-    `Tokens used this session: ${used}`,
+    `Tokens this conversation: ${used}`,
     `Context now: ~${contextTokens} tokens`,
   ].join('\n');
 }

@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../log/index.js';
 import type { Usage } from '../providers/types.js';
+import type { TokenCounts } from './token-usage.js';
 import type { ToolCallMetric, TurnMetrics, TurnOutcome } from './types.js';
 
 /** Collects the figures of one turn. */
@@ -14,7 +15,10 @@ export class TurnMeter {
   readonly #now: () => number;
   #llmCalls = 0;
   #promptTokens = 0;
+  #cachedTokens = 0;
+  #cacheWriteTokens = 0;
   #completionTokens = 0;
+  #reported = false;
   readonly #toolCalls: ToolCallMetric[] = [];
 
   constructor(sessionKey: string, now: () => number = () => performance.now()) {
@@ -27,7 +31,10 @@ export class TurnMeter {
   llmCall(usage: Usage | undefined): void {
     this.#llmCalls += 1;
     if (usage) {
+      this.#reported = true;
       this.#promptTokens += usage.promptTokens;
+      this.#cachedTokens += usage.cachedTokens ?? 0;
+      this.#cacheWriteTokens += usage.cacheWriteTokens ?? 0;
       this.#completionTokens += usage.completionTokens;
     }
   }
@@ -41,12 +48,29 @@ export class TurnMeter {
     return this.#llmCalls;
   }
 
+  /** True once the endpoint reported usage for a call of this turn. */
+  get reported(): boolean {
+    return this.#reported;
+  }
+
+  /** The tokens of the turn so far. */
+  counts(): TokenCounts {
+    return {
+      promptTokens: this.#promptTokens,
+      cachedTokens: this.#cachedTokens,
+      cacheWriteTokens: this.#cacheWriteTokens,
+      completionTokens: this.#completionTokens,
+    };
+  }
+
   /** The figures so far, stamped with the outcome. */
   finish(outcome: TurnOutcome): TurnMetrics {
     return {
       sessionKey: this.#sessionKey,
       llmCalls: this.#llmCalls,
       promptTokens: this.#promptTokens,
+      cachedTokens: this.#cachedTokens,
+      cacheWriteTokens: this.#cacheWriteTokens,
       completionTokens: this.#completionTokens,
       toolCalls: [...this.#toolCalls],
       wallMs: Math.round(this.#now() - this.#started),

@@ -8,7 +8,8 @@ import type { Logger } from '../log/index.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { ToolContext } from '../tools/types.js';
-import type { PromptSession } from './loop-options.js';
+import type { LoopContextBuilder, PromptSession } from './loop-options.js';
+import { withNote } from './prompt-note.js';
 import { estimateTokens } from './summarize.js';
 import type { TurnMeter } from './turn-metrics.js';
 import { inboundIdOf, type TurnRequest } from './turn-request.js';
@@ -70,14 +71,17 @@ export async function recordInTurn(
 
 /**
  * Appends user messages to the session (tagged with their inbound ids) and to
- * the turn. A redone turn (a retried or crashed job) finds its messages
- * already in the history: they are not stored or sent twice.
+ * the turn. The first of them carries the context builder's note (its context
+ * block: time, sender, memory written since), stored with it so later
+ * requests replay it as sent. A redone turn (a retried or crashed job) finds
+ * its messages already in the history: they are not stored or sent twice.
  */
 export async function addUserToTurn(
   sessions: SessionStore,
   run: TurnRun,
   user: UserTurnMessage[],
   ids: readonly string[],
+  context?: Pick<LoopContextBuilder, 'noteFor'>,
 ): Promise<void> {
   const logged = new Set(run.history.map(inboundIdOf).filter((id) => id !== undefined));
   const fresh = user.flatMap((u, i) => {
@@ -91,6 +95,14 @@ export async function addUserToTurn(
   if (fresh.length < user.length)
     run.log.info({ redone: user.length - fresh.length }, 'redone turn: messages already stored');
   if (fresh.length === 0) return;
+  const note = await context?.noteFor?.({
+    known: [...run.history, ...run.turn],
+    session: promptSessionOf(run),
+  });
+  if (note) {
+    const first = fresh[0]!;
+    fresh[0] = { forModel: withNote(first.forModel, note), forLog: withNote(first.forLog, note) };
+  }
   await sessions.append(run.req.sessionKey, ...fresh.map((u) => u.forLog));
   run.turn.push(...fresh.map((u) => u.forModel));
 }

@@ -15,7 +15,12 @@ export interface ToolCallMetric {
 export interface TurnMetrics {
   sessionKey: string;
   llmCalls: number;
+  /** Prompt tokens, cached ones included. */
   promptTokens: number;
+  /** Prompt tokens the provider served from its cache (0 when it reported none). */
+  cachedTokens?: number;
+  /** Prompt tokens written to the provider's cache (0 when it reported none). */
+  cacheWriteTokens?: number;
   completionTokens: number;
   toolCalls: ToolCallMetric[];
   wallMs: number;

@@ -15,7 +15,15 @@ export type ContentPart = { type: 'text'; text: string } | { type: 'image'; url:
 
 /** A message as the agent stores and sends it (provider-neutral, camelCase). */
 export type ChatMessage =
-  | { role: 'system'; content: string }
+  | {
+      role: 'system';
+      content: string;
+      /**
+       * Leading characters of `content` that are the same for every session (identity, tools,
+       * bootstrap files, skills): a provider may put a prompt-cache breakpoint there.
+       */
+      staticChars?: number;
+    }
   | { role: 'user'; content: string | ContentPart[]; name?: string }
   | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
   | { role: 'tool'; toolCallId: string; name?: string; content: string };
@@ -28,9 +36,14 @@ export interface ToolDefinition {
 }
 
 export interface Usage {
+  /** Every prompt token, cached ones included. */
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Prompt tokens served from the provider's prompt cache (part of promptTokens); absent when not reported. */
+  cachedTokens?: number;
+  /** Prompt tokens written to the provider's cache by this call (part of promptTokens); absent when not reported. */
+  cacheWriteTokens?: number;
 }
 
 export interface ChatRequest {
@@ -39,6 +52,11 @@ export interface ChatRequest {
   tools?: ToolDefinition[];
   /** Overrides the provider's default model. */
   model?: string;
+  /**
+   * The conversation the call belongs to (the session key): calls with one key begin with the same
+   * bytes. A provider may send a hash of it as a prompt-cache hint; the key itself never leaves.
+   */
+  cacheKey?: string;
   maxTokens?: number;
   temperature?: number;
   /** Aborts the HTTP request; the call then rejects with CancelledError. */

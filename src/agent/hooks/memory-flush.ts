@@ -70,6 +70,8 @@ export async function runMemoryFlush(options: MemoryFlushOptions): Promise<numbe
         messages,
         ...(definitions.length > 0 ? { tools: definitions } : {}),
         ...(options.model ? { model: options.model } : {}),
+        // The same prefix as the session's own requests: the provider's cache serves it.
+        cacheKey: options.session.sessionKey,
         signal,
       });
       if (response.toolCalls.length === 0) break;

@@ -10,6 +10,7 @@ import { OpenAI, toFile } from 'openai';
 import { type AppError, CancelledError, ConfigError, ProviderError } from '../../errors/index.js';
 import { type Logger, silentLogger } from '../../log/index.js';
 import type { ChatRequest, ChatResponse, LLMProvider } from '../types.js';
+import { cacheHintsFor, type PromptCacheMode, promptCacheKey, withCacheControl } from './cache-hints.js';
 import { type ErrorContext, timeoutError, toProviderError } from './errors.js';
 import { toSdkMessage, toSdkTools } from './messages.js';
 import { withRetry } from './retry.js';
@@ -50,6 +51,12 @@ export interface OpenAIProviderOptions {
    * @defaultValue 'whisper-1'
    */
   transcribeModel?: string;
+  /**
+   * Prompt-cache hints: `auto` sends `prompt_cache_key` to OpenAI's API and `cache_control`
+   * breakpoints for Claude models elsewhere (see cache-hints.ts); `off` sends neither.
+   * @defaultValue 'auto'
+   */
+  promptCache?: PromptCacheMode;
 }
 
 /**
@@ -70,6 +77,8 @@ export class OpenAIProvider implements LLMProvider {
   private readonly logger: Logger;
   private readonly context: ErrorContext;
   private readonly completionTokensField: 'max_tokens' | 'max_completion_tokens';
+  private readonly baseURL: string;
+  private readonly promptCache: PromptCacheMode;
 
   constructor(options: OpenAIProviderOptions) {
     if (!URL.canParse(options.baseURL)) {
@@ -84,6 +93,13 @@ export class OpenAIProvider implements LLMProvider {
     this.transcribeModel = options.transcribeModel || 'whisper-1';
     this.logger = (options.logger ?? silentLogger()).child({ component: 'provider' });
     this.context = { baseURL: options.baseURL, apiKey: options.apiKey };
+    this.baseURL = options.baseURL;
+    this.promptCache = options.promptCache ?? 'auto';
+    if (this.promptCache !== 'auto' && this.promptCache !== 'off') {
+      throw new ConfigError(
+        `provider option promptCache must be auto or off, got ${String(this.promptCache)}`,
+      );
+    }
     // OpenAI's newer models refuse max_tokens; compatible servers mostly know only max_tokens.
     this.completionTokensField =
       new URL(options.baseURL).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
@@ -164,14 +180,25 @@ export class OpenAIProvider implements LLMProvider {
     onDelta: ((text: string) => void) | undefined,
   ): Promise<ChatResponse> {
     const tools = toSdkTools(request.tools);
+    const model = request.model ?? this.model;
+    const hints = cacheHintsFor(this.baseURL, model, this.promptCache);
+    const system = request.messages[0];
+    const sdkMessages = request.messages.map(toSdkMessage);
+    // Fields that never change within a session first, the messages last: the body of each call
+    // then begins with the previous call's bytes (see docs/ARCHITECTURE.md, prompt caching).
     const body: OpenAI.ChatCompletionCreateParamsStreaming = {
-      model: request.model ?? this.model,
-      messages: request.messages.map(toSdkMessage),
+      model,
       stream: true,
       stream_options: { include_usage: true },
-      ...(tools ? { tools } : {}),
       ...(request.maxTokens !== undefined ? { [this.completionTokensField]: request.maxTokens } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+      ...(hints.promptCacheKey && request.cacheKey
+        ? { prompt_cache_key: promptCacheKey(request.cacheKey) }
+        : {}),
+      ...(tools ? { tools } : {}),
+      messages: hints.cacheControl
+        ? withCacheControl(sdkMessages, system?.role === 'system' ? system.staticChars : undefined)
+        : sdkMessages,
     };
     return this.call(request.signal, async (signal, touch) => {
       const stream = await this.client.chat.completions.create(body, { signal });

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OpenAI } from 'openai';
 import type { ChatResponse, ToolCall, Usage } from '../types.js';
+import { toUsage } from './usage.js';
 
 type Chunk = OpenAI.ChatCompletionChunk;
 type ToolCallDelta = NonNullable<OpenAI.ChatCompletionChunk.Choice.Delta['tool_calls']>[number];
@@ -31,7 +32,7 @@ export class StreamAccumulator {
   add(chunk: Chunk): string {
     this.chunks++;
     if (typeof chunk.model === 'string' && chunk.model) this.model = chunk.model;
-    if (chunk.usage) this.usage = toUsage(chunk.usage);
+    if (chunk.usage) this.usage = toUsage(chunk.usage) ?? this.usage;
     let text = '';
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
@@ -88,14 +89,4 @@ export class StreamAccumulator {
     }
     return Math.max(this.lastIndex, 0);
   }
-}
-
-function toUsage(usage: NonNullable<Chunk['usage']>): Usage {
-  const promptTokens = usage.prompt_tokens ?? 0;
-  const completionTokens = usage.completion_tokens ?? 0;
-  return {
-    promptTokens,
-    completionTokens,
-    totalTokens: usage.total_tokens ?? promptTokens + completionTokens,
-  };
 }

@@ -1,12 +1,14 @@
 /** AgentLoop input handling: slash commands and media/group messages turned into user content. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { failureReply, isTransient } from '../../../src/agent/failure-reply.js';
+import { AgentLoop } from '../../../src/agent/loop.js';
 import { parseSlashCommand } from '../../../src/agent/slash-commands.js';
 import { toUserMessage, VOICE_NOT_TRANSCRIBED } from '../../../src/agent/user-content.js';
 import { ProviderError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { ContentPart } from '../../../src/providers/types.js';
-import { type Harness, harness, inbound, ScriptedProvider } from './loop-fixtures.js';
+import { ToolRegistry } from '../../../src/tools/registry.js';
+import { type Harness, harness, inbound, ScriptedProvider, simpleContext } from './loop-fixtures.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -46,14 +48,45 @@ describe('slash commands', () => {
     const { reply } = await h.agent.processDirect('/status', 'cli:s');
     expect(reply).toContain('Model: scripted-model');
     expect(reply).toContain('2 message(s)');
-    expect(reply).toContain('Tokens used this session: 320 (300 in, 20 out)');
+    expect(reply).toContain('Tokens this conversation: 300 in (0 cached), 20 out');
+  });
+
+  it('/status sums the conversation from its log: cached tokens, every turn, a cost with prices', async () => {
+    const usage = (prompt: number, cached: number, out: number) => ({
+      promptTokens: prompt,
+      cachedTokens: cached,
+      completionTokens: out,
+      totalTokens: prompt + out,
+    });
+    const provider = new ScriptedProvider([
+      { content: 'one', usage: usage(2_000, 0, 100) },
+      { content: 'two', usage: usage(3_000, 1_900, 50) },
+    ]);
+    h = await harness(provider);
+    await h.agent.processDirect('first', 'cli:c');
+    await h.agent.processDirect('second', 'cli:c');
+    // Another loop on the same sessions (a second worker, or `magpie agent`) sees the same totals.
+    const other = new AgentLoop({
+      provider,
+      tools: new ToolRegistry([]),
+      sessions: h.sessions,
+      context: simpleContext,
+      logger: silentLogger(),
+      outbound: h.sink,
+      workspace: h.dir,
+      prices: { input: 2, cachedInput: 0.5, output: 8 },
+    });
+    const { reply } = await other.processDirect('/status', 'cli:c');
+    expect(reply).toContain('Tokens this conversation: 5,000 in (1,900 cached), 150 out, cost ≈ 0.00835');
+    await h.agent.processDirect('/new', 'cli:c');
+    expect((await h.agent.processDirect('/status', 'cli:c')).reply).toMatch(/Tokens this conversation: ~0 /);
   });
 
   it('/status estimates tokens when the endpoint reported none', async () => {
     h = await harness(new ScriptedProvider([{ content: 'hello there' }]));
     await h.agent.processDirect('hi', 'cli:e');
     const { reply } = await h.agent.processDirect('/status', 'cli:e');
-    expect(reply).toMatch(/Tokens used this session: ~\d+ \(estimated/);
+    expect(reply).toMatch(/Tokens this conversation: ~\d+ \(estimated/);
   });
 
   it('/help lists the commands', async () => {
