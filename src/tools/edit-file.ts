@@ -4,9 +4,10 @@
  * the rewrite is atomic and lands in the very folder the file was read from.
  */
 import { z } from 'zod';
+import { AppError } from '../errors/index.js';
 import { fail, ok, type Tool } from './types.js';
 import { WorkspaceFiles } from './workspace-files.js';
-import { FileToolError, fileError } from './workspace-path.js';
+import { fileError } from './workspace-path.js';
 import type { FileToolOptions } from './write-file.js';
 
 const parameters = z.object({
@@ -42,14 +43,14 @@ export function createEditFileTool(
         await files.replace(requested, (text) => {
           const matches = countOccurrences(text, oldText);
           if (matches === 0) {
-            throw new FileToolError(
-              'missing',
+            throw new AppError(
+              'TOOL_FAILED',
               `old_text not found in ${requested}; read the file and copy the exact text to replace`,
             );
           }
           if (matches > 1) {
-            throw new FileToolError(
-              'changed',
+            throw new AppError(
+              'TOOL_FAILED',
               `old_text matches ${matches} times in ${requested}, add context so it matches exactly once`,
             );
           }

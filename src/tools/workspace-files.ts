@@ -189,9 +189,10 @@ export class WorkspaceFiles {
       const handle = await openNoFollow(tempPath, TEMP_FLAGS, requested, 0o666);
       try {
         try {
-          await walked.verify(handle, temp);
           if (entry) await handle.chmod(entry.mode & 0o7777);
           await handle.writeFile(content, 'utf8');
+          // Checked last, right before the rename: the folder we hold is still inside.
+          await walked.verify(handle, temp);
         } finally {
           await handle.close();
         }

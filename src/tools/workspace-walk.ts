@@ -288,7 +288,16 @@ async function walkPortable(
   const dirPath = atRoot ? real : path.dirname(real);
   const name = atRoot ? undefined : path.basename(real);
   if (options.createParents) {
-    await mkdir(dirPath, { recursive: true });
+    await mkdir(dirPath, { recursive: true }).catch((err: unknown) => {
+      if (errnoOf(err) !== 'EEXIST' && errnoOf(err) !== 'ENOTDIR') throw err;
+      throw new FileToolError(
+        'not-directory',
+        `${requested}: a part of the path is a file, not a directory`,
+        {
+          cause: err,
+        },
+      );
+    });
     if ((await realpath(dirPath)) !== dirPath) throw changedError(requested);
   }
   const entry = name === undefined ? undefined : await lstatOrMissing(real);
