@@ -3,6 +3,8 @@
  * `node:http` server on 127.0.0.1 speaking chat completions (SSE streaming and
  * plain JSON, tool calls split across chunks, usage), model listing and audio
  * transcription. Replies are scripted per test with `enqueue` or a responder.
+ * Like a provider's prompt cache, it reports as cached (`cached_tokens`) the
+ * longest byte-identical prefix a request shares with one of the recent ones.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -23,8 +25,12 @@ export interface FakeReply {
   toolCalls?: FakeToolCall[];
   /** Sent as `delta.reasoning_content` (non-streaming: `message.reasoning_content`). */
   reasoning?: string;
-  /** Usage reported; when absent, estimated from the text lengths. */
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  /**
+   * Usage reported as given (extra fields such as `prompt_tokens_details` or `cache_read_input_tokens`
+   * pass through); when absent, estimated from the text lengths, with `prompt_tokens_details.cached_tokens`
+   * for the prefix shared with a recent request.
+   */
+  usage?: { prompt_tokens: number; completion_tokens: number; [field: string]: unknown };
   /**
    * Wait before answering (a slow model). Streaming replies send the headers and the role chunk first,
    * then wait, so the client sees an open stream. Stops cleanly if the client disconnects.
@@ -47,6 +53,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary fields of the request body.
   body: any;
+  /** The body exactly as it arrived (for byte-prefix checks). */
+  raw: string;
 }
 
 export type FakeResponder = (req: RecordedRequest, index: number) => FakeReply | Promise<FakeReply>;
@@ -82,6 +90,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   const transcript = options.transcript ?? 'fake transcript';
   const queue: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
+  /** Bodies of the latest chat requests: the fake's "prompt cache". */
+  const recent: string[] = [];
   const waiters = new Set<() => void>();
   let responder = options.responder;
 
@@ -103,12 +113,17 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       options.apiKey === undefined || req.headers.authorization === `Bearer ${options.apiKey}`;
 
     if (req.method === 'POST' && path === '/v1/chat/completions') {
+      const raw = rawBody.toString('utf8');
       const recorded: RecordedRequest = {
         method: req.method,
         path,
         headers: req.headers,
-        body: parseJson(rawBody.toString('utf8')),
+        body: parseJson(raw),
+        raw,
       };
+      const cachedChars = Math.max(0, ...recent.map((earlier) => commonPrefix(earlier, raw)));
+      recent.push(raw);
+      if (recent.length > RECENT_BODIES) recent.shift();
       const index = requests.push(recorded) - 1;
       notify();
       if (!authorized) return sendAuthError(res);
@@ -116,7 +131,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         return sendError(res, 400, { message: 'request body is not JSON', type: 'invalid_request_error' });
       }
       const reply = await nextReply(recorded, index);
-      return sendChat(res, recorded.body, reply, abort);
+      return sendChat(res, recorded.body, reply, abort, cachedChars);
     }
     if (!authorized) return sendAuthError(res);
     if (req.method === 'GET' && path === '/v1/models') {
@@ -270,12 +285,29 @@ function split(text: string, count: number): string[] {
   return pieces;
 }
 
+/** Chat bodies the fake's prompt cache remembers. */
+const RECENT_BODIES = 32;
+
+/** Length of the longest common prefix of two strings. */
+export function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i += 1;
+  return i;
+}
+
 function estimateTokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the request body is whatever the client sent.
-async function sendChat(res: ServerResponse, body: any, reply: FakeReply, abort: AbortSignal): Promise<void> {
+async function sendChat(
+  res: ServerResponse,
+  // biome-ignore lint/suspicious/noExplicitAny: the request body is whatever the client sent.
+  body: any,
+  reply: FakeReply,
+  abort: AbortSignal,
+  cachedChars: number,
+): Promise<void> {
   const stream = body.stream === true;
   const delayMs = reply.delayMs ?? 0;
   const opensStream = stream && reply.raw === undefined && reply.status === undefined && !reply.error;
@@ -300,9 +332,11 @@ async function sendChat(res: ServerResponse, body: any, reply: FakeReply, abort:
     id: call.id ?? `call_${i}_${id.slice(-8)}`,
   }));
   const finishReason = calls.length > 0 ? 'tool_calls' : 'stop';
+  const promptTokens = estimateTokens(JSON.stringify(body.messages ?? ''));
   const usage = reply.usage ?? {
-    prompt_tokens: estimateTokens(JSON.stringify(body.messages ?? '')),
+    prompt_tokens: promptTokens,
     completion_tokens: estimateTokens(content + calls.map((c) => c.arguments).join('')),
+    prompt_tokens_details: { cached_tokens: Math.min(promptTokens, Math.floor(cachedChars / 4)) },
   };
   const fullUsage = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
 
@@ -378,11 +412,19 @@ async function sendChat(res: ServerResponse, body: any, reply: FakeReply, abort:
   res.end('data: [DONE]\n\n');
 }
 
-/** The text of the last user message the model was sent. */
+/** The text of the last user message the model was sent, without the context block magpie ends it with. */
 export function lastUserText(req: RecordedRequest): string {
   const messages = req.body.messages as Array<{ role: string; content: unknown }>;
   const last = [...messages].reverse().find((m) => m.role === 'user');
   if (!last) return '';
-  if (typeof last.content === 'string') return last.content;
-  return (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join(' ');
+  const text =
+    typeof last.content === 'string'
+      ? last.content
+      : (last.content as Array<{ type: string; text?: string }>).map((p) => p.text ?? '').join(' ');
+  return withoutContextBlock(text);
+}
+
+/** `text` without a trailing `<context>…</context>` block (see src/agent/prompt-note.ts). */
+export function withoutContextBlock(text: string): string {
+  return text.replace(/\s*<context>\n[\s\S]*?\n<\/context>$/, '');
 }
