@@ -4,6 +4,7 @@
  * `gateway` (channels and outbound delivery) or `worker` (turns and
  * schedules). Shuts down in order: intake → workers → queues → Redis.
  */
+import { visionCapable } from './agent/model-vision.js';
 import type { StateStore } from './agent/ports.js';
 import type { AgentRunner } from './agent/types.js';
 import { Bus } from './bus/bus.js';
@@ -19,6 +20,7 @@ import { type Config, loadConfig, parseDuration } from './config/index.js';
 import { secretValues } from './config/secrets.js';
 import { ConfigError, describeError, ExitCode } from './errors/index.js';
 import { createLogger, type Logger } from './log/index.js';
+import { startMcp } from './mcp/start.js';
 import { TurnWorker } from './worker/turn-worker.js';
 
 export type Role = 'start' | 'gateway' | 'worker';
@@ -119,15 +121,31 @@ async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
   const scheduler = await import('./scheduler/index.js');
   const helpersModule = await import('./helpers/index.js');
   const helperQueue = new helpersModule.HelpersQueue(bus, logger);
-  const built = await buildAgent({
+  // MCP servers (mcp.json) start in parallel before the first turn; without the file nothing of MCP loads.
+  const mcp = await startMcp({
     config,
     logger,
-    outbound: { publish: (message) => bus.publishOutbound(message) },
-    state,
-    extraTools: [scheduler.createCronTool({ bus, config })],
-    helperQueue,
-    helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
+    env: process.env,
+    vision: visionCapable(config.llm.model, config.vision),
   });
+  // Closed last of the worker's parts: after the turns and helpers that may still call their tools.
+  if (mcp) parts.push({ name: 'mcp servers', close: () => mcp.close() });
+  let built: Awaited<ReturnType<typeof buildAgent>>;
+  try {
+    built = await buildAgent({
+      config,
+      logger,
+      outbound: { publish: (message) => bus.publishOutbound(message) },
+      state,
+      extraTools: [scheduler.createCronTool({ bus, config })],
+      helperQueue,
+      helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
+      ...(mcp ? { mcp } : {}),
+    });
+  } catch (err) {
+    await mcp?.close();
+    throw err;
+  }
   const agent: AgentRunner = built.agent;
   const worker = new TurnWorker({
     bus,

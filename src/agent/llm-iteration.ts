@@ -8,11 +8,12 @@ import type { InboundMessage } from '../bus/messages.js';
 import { CancelledError, hasCode } from '../errors/index.js';
 import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
+import type { ToolImage } from '../tools/types.js';
 import type { TurnCompactor } from './compactor.js';
 import type { HookFactory, IterationHook } from './hooks/types.js';
 import type { LoopContextBuilder } from './loop-options.js';
 import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
-import { type LoopTools, runToolBatch } from './tool-batch.js';
+import { type LoopTools, runToolBatch, toolImagesMessage } from './tool-batch.js';
 import { addUserToTurn, contextFullReply, promptSessionOf, recordInTurn, type TurnRun } from './turn-run.js';
 import type { TurnOutcome } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
@@ -152,6 +153,7 @@ async function runTools(
   calls: ToolCall[],
   answered: ReadonlyMap<string, string>,
 ): Promise<void> {
+  const images: ToolImage[] = [];
   const ran = await runToolBatch(
     calls.filter((c) => !answered.has(c.id)),
     {
@@ -160,6 +162,7 @@ async function runTools(
       meter: run.meter,
       cancelled: run.cancelled,
       onUserText: run.sendUserText,
+      onImages: (found) => images.push(...found),
     },
   );
   const results = calls.map((call): ChatMessage => {
@@ -168,6 +171,8 @@ async function runTools(
     return ran.shift()!;
   });
   await recordInTurn(deps.sessions, run, ...results);
+  // Images (an MCP screenshot) reach the model after the results; the session keeps the text only.
+  if (images.length > 0) run.turn.push(toolImagesMessage(images));
 }
 
 /** Adds messages that arrived for the session while the turn ran. */

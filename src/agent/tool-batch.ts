@@ -6,7 +6,7 @@
  */
 import { describeError } from '../errors/index.js';
 import type { ChatMessage, ToolCall, ToolDefinition } from '../providers/types.js';
-import type { ToolContext, ToolResult } from '../tools/types.js';
+import type { ToolContext, ToolImage, ToolResult } from '../tools/types.js';
 import type { TurnMeter } from './turn-metrics.js';
 
 /** What the loop needs from the tool registry (ToolRegistry satisfies it). */
@@ -29,6 +29,21 @@ export interface ToolBatchOptions {
   cancelled: Promise<void>;
   /** Called with a result's `forUser` text, if any. */
   onUserText?: (text: string) => Promise<void>;
+  /** Called once after the batch with the images the results carry, in call order (none: not called). */
+  onImages?: (images: ToolImage[]) => void;
+}
+
+/**
+ * The user message that shows tool results' images to a vision model (chat
+ * APIs take images in user messages only); it follows the tool results in the
+ * request and is not stored in the session.
+ */
+export function toolImagesMessage(images: readonly ToolImage[]): ChatMessage {
+  const noun = images.length === 1 ? 'the image' : `the ${images.length} images`;
+  return {
+    role: 'user',
+    content: [{ type: 'text', text: `[${noun} returned by the tool calls above]` }, ...images],
+  };
 }
 
 /** Executes `calls` concurrently; the tool messages come back in call order. */
@@ -38,8 +53,9 @@ export async function runToolBatch(
 ): Promise<Extract<ChatMessage, { role: 'tool' }>[]> {
   const { tools, ctx, meter, cancelled } = options;
   const cancelledResult = cancelled.then(() => CANCELLED_RESULT);
-  return Promise.all(
-    calls.map(async (call) => {
+  const images: ToolImage[][] = [];
+  const messages = await Promise.all(
+    calls.map(async (call, index) => {
       if (ctx.signal.aborted) return toolMessage(call, CANCELLED_RESULT);
       const started = performance.now();
       const execution = tools
@@ -50,9 +66,14 @@ export async function runToolBatch(
       if (result.forUser && result !== CANCELLED_RESULT && options.onUserText) {
         await options.onUserText(result.forUser);
       }
+      if (result.images && result.images.length > 0 && result !== CANCELLED_RESULT)
+        images[index] = result.images;
       return toolMessage(call, result);
     }),
   );
+  const shown = images.flat();
+  if (shown.length > 0) options.onImages?.(shown);
+  return messages;
 }
 
 function toolMessage(call: ToolCall, result: ToolResult): Extract<ChatMessage, { role: 'tool' }> {

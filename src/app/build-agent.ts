@@ -10,6 +10,7 @@ import { ContextBuilder } from '../agent/context.js';
 import { AgentLoop } from '../agent/loop.js';
 import type { OutboundSink, StateStore } from '../agent/ports.js';
 import type { Config } from '../config/index.js';
+import { secretValues } from '../config/secrets.js';
 import { AppError, ExitCode } from '../errors/index.js';
 import { HelperRunner } from '../helpers/runner.js';
 import {
@@ -26,9 +27,17 @@ import type { SessionStore } from '../sessions/types.js';
 import { SkillsLoader } from '../skills/loader.js';
 import { createCoreTools, ToolRegistry } from '../tools/index.js';
 import { createLoadSkillTool } from '../tools/load-skill.js';
+import { searchBackendFor } from '../tools/search-backends/index.js';
 import { createSpawnTool } from '../tools/spawn.js';
 import { createSubagentTool } from '../tools/subagent.js';
 import type { Tool } from '../tools/types.js';
+import { createWebSearchTool } from '../tools/web-search.js';
+
+/** Tools that come and go while the agent runs (the MCP servers' tools, see src/mcp/manager.ts). */
+export interface DynamicTools {
+  /** Puts the tools into `registry` and keeps them current there. */
+  attach(registry: ToolRegistry): void;
+}
 
 /** Everything buildAgent made, for callers that need more than the loop (status, tools for helpers). */
 export interface AgentParts {
@@ -60,6 +69,8 @@ export interface BuildAgentOptions {
   helperTracker?: HelperTracker;
   /** Delegation depth limit of helpers. @defaultValue 2 */
   maxHelperDepth?: number;
+  /** The MCP servers' tools (startMcp); none without an mcp.json. */
+  mcp?: DynamicTools;
 }
 
 /**
@@ -76,12 +87,8 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     existingWorkspace(config.workspace),
     options.provider ?? openAIProvider(config, logger),
   ]);
-  const secrets = [
-    config.llm.apiKey,
-    config.telegram.token,
-    config.discord.token,
-    config.dashboard.token,
-  ].filter((s): s is string => typeof s === 'string');
+  const secrets = secretValues(config);
+  const searchBackend = searchBackendFor(config.search);
   const sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
   const memory = new MemoryStore({ workspace, timezone: config.timezone });
   const skills = new SkillsLoader({ dir: path.join(workspace, 'skills'), logger });
@@ -121,6 +128,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
         webAllowPrivate: config.tools.webAllowPrivate,
         secrets,
       }),
+      ...(searchBackend ? [createWebSearchTool(searchBackend)] : []),
       createLoadSkillTool(skills),
       createSubagentTool(helpers),
       ...(options.helperQueue ? [createSpawnTool(options.helperQueue)] : []),
@@ -128,6 +136,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ],
     { secrets, defaultTimeLimitMs: config.tools.timeoutMs },
   );
+  options.mcp?.attach(tools);
   const context = contextFor(tools);
   const agent = new AgentLoop({
     provider,

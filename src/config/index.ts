@@ -137,6 +137,10 @@ const timeZone = z
     { message: 'is not an IANA time zone (e.g. Europe/Lisbon)' },
   );
 
+/** The web search backends, in the order one is picked when MAGPIE_WEB_SEARCH is unset. */
+export const SEARCH_BACKENDS = ['brave', 'tavily', 'searxng'] as const;
+export type SearchBackendName = (typeof SEARCH_BACKENDS)[number];
+
 /** The environment schema. Every variable is listed with its default in `.env.example`. */
 export const EnvSchema = z.object({
   OPENAI_API_KEY: optionalText,
@@ -178,6 +182,31 @@ export const EnvSchema = z.object({
   MAGPIE_HEARTBEAT_INTERVAL: duration('30m', { allowZero: true }),
   MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
   MAGPIE_TIMEZONE: timeZone,
+  MAGPIE_MCP_CONFIG: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? './mcp.json' : v.trim())),
+  MAGPIE_MCP_TIMEOUT: duration('60s'),
+  MAGPIE_WEB_SEARCH: optionalText.refine(
+    (v) => v === undefined || (SEARCH_BACKENDS as readonly string[]).includes(v) || v === 'off',
+    { message: `must be one of ${SEARCH_BACKENDS.join(', ')} or off` },
+  ),
+  BRAVE_API_KEY: optionalText,
+  BRAVE_API_ROOT: optionalUrl().transform((v) => v ?? 'https://api.search.brave.com'),
+  TAVILY_API_KEY: optionalText,
+  TAVILY_API_ROOT: optionalUrl().transform((v) => v ?? 'https://api.tavily.com'),
+  SEARXNG_URL: optionalUrl(),
+  MAGPIE_VISION: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const text = (v ?? '').trim().toLowerCase();
+      if (text === '' || text === 'auto') return 'auto' as const;
+      if (/^(1|true|yes|on)$/.test(text)) return true;
+      if (/^(0|false|no|off)$/.test(text)) return false;
+      ctx.addIssue({ code: 'custom', message: `"${v}" must be auto, true or false` });
+      return z.NEVER;
+    }),
   MAGPIE_DASHBOARD_PORT: optionalPositive(65535),
   MAGPIE_DASHBOARD_TOKEN: optionalText,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -210,6 +239,20 @@ export interface Config {
     /** Time limit of a tool call for tools without their own (exec: its timeout plus a grace; subagent: 30 min). */
     timeoutMs: number;
     webAllowPrivate: boolean;
+  };
+  /**
+   * Whether the model takes images (tool results' images are attached, not described).
+   * 'auto': judged from the model's name (agent/model-vision.ts).
+   */
+  vision: boolean | 'auto';
+  /** MCP servers: the absolute path of mcp.json (it may not exist: then no MCP) and the per-call time limit. */
+  mcp: { configFile: string; timeoutMs: number };
+  /** web_search: the backend in use (undefined: no web_search tool) and every backend's settings. */
+  search: {
+    backend: SearchBackendName | undefined;
+    brave: { apiKey: string | undefined; apiRoot: string };
+    tavily: { apiKey: string | undefined; apiRoot: string };
+    searxng: { url: string | undefined };
   };
   media: { maxBytes: number };
   redis: { url: string | undefined; prefix: string; concurrency: number };
@@ -266,6 +309,14 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       timeoutMs: e.MAGPIE_TOOL_TIMEOUT,
       webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE,
     },
+    vision: e.MAGPIE_VISION,
+    mcp: { configFile: path.resolve(e.MAGPIE_MCP_CONFIG), timeoutMs: e.MAGPIE_MCP_TIMEOUT },
+    search: {
+      backend: searchBackend(e),
+      brave: { apiKey: e.BRAVE_API_KEY, apiRoot: e.BRAVE_API_ROOT },
+      tavily: { apiKey: e.TAVILY_API_KEY, apiRoot: e.TAVILY_API_ROOT },
+      searxng: { url: e.SEARXNG_URL },
+    },
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
     redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
     telegram: { token: e.TELEGRAM_BOT_TOKEN, apiRoot: e.TELEGRAM_API_ROOT, allowFrom: e.TELEGRAM_ALLOW_FROM },
@@ -276,6 +327,27 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
     log: { level: e.LOG_LEVEL, pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY) },
   };
   return deepFreeze(config);
+}
+
+/**
+ * The web search backend: MAGPIE_WEB_SEARCH when set (its key or URL must be
+ * set too), else the first of brave, tavily, searxng that is configured.
+ */
+function searchBackend(e: Env): SearchBackendName | undefined {
+  const configured: Record<SearchBackendName, [string, string | undefined]> = {
+    brave: ['BRAVE_API_KEY', e.BRAVE_API_KEY],
+    tavily: ['TAVILY_API_KEY', e.TAVILY_API_KEY],
+    searxng: ['SEARXNG_URL', e.SEARXNG_URL],
+  };
+  const chosen = e.MAGPIE_WEB_SEARCH;
+  if (chosen === 'off') return undefined;
+  if (chosen !== undefined) {
+    const name = chosen as SearchBackendName;
+    const [variable, value] = configured[name];
+    if (!value) throw new ConfigError(`MAGPIE_WEB_SEARCH is ${name} but ${variable} is not set: set it in .env`);
+    return name;
+  }
+  return SEARCH_BACKENDS.find((name) => configured[name][1] !== undefined);
 }
 
 /**

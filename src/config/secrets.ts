@@ -1,5 +1,5 @@
 /**
- * The secret values in a Config: keys, bot tokens, the dashboard token, and the
+ * The secret values in a Config: keys (LLM, web search), bot tokens, the dashboard token, and the
  * credentials inside configured URLs (user, password, secret-looking query
  * values). Loggers, doctor and error lines redact them in every spelling.
  */
@@ -36,6 +36,11 @@ export function secretValues(config: Config): string[] {
     ...urlCredentials(config.redis.url),
     ...urlCredentials(config.telegram.apiRoot),
     ...urlCredentials(config.discord.apiRoot),
+    config.search.brave.apiKey,
+    config.search.tavily.apiKey,
+    ...urlCredentials(config.search.brave.apiRoot),
+    ...urlCredentials(config.search.tavily.apiRoot),
+    ...urlCredentials(config.search.searxng.url),
   ];
   return [...new Set(values.filter((v): v is string => typeof v === 'string' && v !== ''))];
 }

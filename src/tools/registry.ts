@@ -122,6 +122,11 @@ export class ToolRegistry {
     return this;
   }
 
+  /** Removes a tool (MCP tools of a server that changed its list); true when it was there. */
+  unregister(name: string): boolean {
+    return this.tools.delete(name);
+  }
+
   get(name: string): Tool | undefined {
     return this.tools.get(name);
   }
@@ -136,7 +141,8 @@ export class ToolRegistry {
     return [...this.tools.values()].map((tool) => {
       let def = this.defs.get(tool);
       if (!def) {
-        def = { name: tool.name, description: tool.description, parameters: toJsonSchema(tool.parameters) };
+        const parameters = tool.jsonSchema ?? toJsonSchema(tool.parameters);
+        def = { name: tool.name, description: tool.description, parameters };
         this.defs.set(tool, def);
       }
       return def;

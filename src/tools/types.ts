@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import type { OutboundMessageInput } from '../bus/messages.js';
 import type { Logger } from '../log/index.js';
+import type { ContentPart } from '../providers/types.js';
 
 /** Per-call context: which chat the turn belongs to, and how to reach it. Built fresh for every turn. */
 export interface ToolContext {
@@ -30,12 +31,25 @@ export interface ToolResult {
   /** Optional text shown to the user directly. */
   forUser?: string;
   isError?: boolean;
+  /**
+   * Images for a vision model (an MCP screenshot): the loop attaches them in a
+   * user message after the tool results; the session keeps only `forLLM`.
+   */
+  images?: ToolImage[];
 }
+
+/** An image a tool returns: a data: URL and its type. */
+export type ToolImage = Extract<ContentPart, { type: 'image' }>;
 
 export interface Tool<P extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
   readonly parameters: P;
+  /**
+   * The parameters as JSON Schema, for tools that come with one (MCP tools):
+   * sent to the model instead of the schema made from `parameters`.
+   */
+  readonly jsonSchema?: Record<string, unknown>;
   /**
    * This tool's time limit per call in ms, fixed or from the call's
    * arguments (exec: its own timeout plus a grace). On expiry the registry

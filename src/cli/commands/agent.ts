@@ -6,11 +6,13 @@
  */
 import type { Interface } from 'node:readline';
 import type { AgentLoop } from '../../agent/loop.js';
+import { visionCapable } from '../../agent/model-vision.js';
 import type { OutboundSink } from '../../agent/ports.js';
 import type { OutboundMessageInput } from '../../bus/messages.js';
 import { type Config, loadConfig } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger, type Logger } from '../../log/index.js';
+import { startMcp } from '../../mcp/start.js';
 import { parseCommandArgs } from '../args.js';
 
 const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
@@ -49,11 +51,28 @@ export async function run(argv: string[]): Promise<number> {
   const { config, logLevel } = agentConfig(values.workspace);
   const logger = createLogger({ level: logLevel, pretty: config.log.pretty });
   const { buildAgent } = await import('../../app/build-agent.js');
-  const { agent } = await buildAgent({ config, logger, outbound: new TerminalSink(chat, logger) });
-  const sessionKey = `cli:${chat}`;
-  const code = await (values.message === undefined
-    ? interactive(agent, sessionKey)
-    : once(agent, values.message, sessionKey));
+  // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
+  const mcp = await startMcp({
+    config,
+    logger,
+    env: process.env,
+    vision: visionCapable(config.llm.model, config.vision),
+  });
+  let code: number;
+  try {
+    const { agent } = await buildAgent({
+      config,
+      logger,
+      outbound: new TerminalSink(chat, logger),
+      ...(mcp ? { mcp } : {}),
+    });
+    const sessionKey = `cli:${chat}`;
+    code = await (values.message === undefined
+      ? interactive(agent, sessionKey)
+      : once(agent, values.message, sessionKey));
+  } finally {
+    await mcp?.close();
+  }
   exitWhenIdle(code);
   return code;
 }
