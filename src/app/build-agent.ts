@@ -152,6 +152,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     transcribe: config.llm.transcribeModel !== undefined,
     memoryFlush: true,
     flushTools: tools.without('message', 'spawn', 'subagent', 'cron'),
+    ...(config.prices ? { prices: config.prices } : {}),
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
 }
@@ -179,6 +180,7 @@ async function openAIProvider(config: Config, logger: Logger): Promise<LLMProvid
     model: config.llm.model,
     timeoutMs: config.llm.timeoutMs,
     maxRetries: config.llm.maxRetries,
+    promptCache: config.llm.promptCache,
     logger,
     ...(config.llm.transcribeModel ? { transcribeModel: config.llm.transcribeModel } : {}),
   });

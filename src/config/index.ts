@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import { checkDuration, type DurationBounds } from './duration.js';
+import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
 
 /** A duration variable: above 0 and at most 24 h unless `bounds` say otherwise (see duration.ts). */
 const duration = (fallback: string, bounds: DurationBounds = {}) =>
@@ -163,6 +164,10 @@ export const EnvSchema = z.object({
     }),
   MAGPIE_CONTEXT_TOKENS: optionalPositive(),
   MAGPIE_TRANSCRIBE_MODEL: optionalText,
+  MAGPIE_PROMPT_CACHE: promptCacheSchema,
+  MAGPIE_PRICE_INPUT: priceSchema,
+  MAGPIE_PRICE_CACHED_INPUT: priceSchema,
+  MAGPIE_PRICE_OUTPUT: priceSchema,
   MAGPIE_EXEC_TIMEOUT: duration('60s'),
   MAGPIE_TOOL_TIMEOUT: duration('120s'),
   MAGPIE_WEB_ALLOW_PRIVATE: boolean,
@@ -225,7 +230,11 @@ export interface Config {
     maxRetries: number;
     contextTokens: number | undefined;
     transcribeModel: string | undefined;
+    /** Prompt-cache hints: `auto` where the endpoint takes them, `off` never. */
+    promptCache: 'auto' | 'off';
   };
+  /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated when set. */
+  prices: PriceConfig | undefined;
   /** Absolute path of the workspace folder. */
   workspace: string;
   /**
@@ -298,7 +307,9 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       maxRetries: e.MAGPIE_LLM_MAX_RETRIES,
       contextTokens: e.MAGPIE_CONTEXT_TOKENS,
       transcribeModel: e.MAGPIE_TRANSCRIBE_MODEL,
+      promptCache: e.MAGPIE_PROMPT_CACHE,
     },
+    prices: pricesFrom(e),
     workspace: path.resolve(e.MAGPIE_WORKSPACE),
     stateDir: e.MAGPIE_STATE_DIR
       ? path.resolve(e.MAGPIE_STATE_DIR)
