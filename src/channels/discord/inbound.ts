@@ -50,8 +50,15 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
   try {
     allowed = await ctx.access.isAllowed(sender);
     if (!allowed && !isGroup) {
-      const code = await ctx.access.requestPairing(sender, message.channelId);
-      return { kind: 'pairing', channelId: message.channelId, code };
+      const pairing = await ctx.access.requestPairing(sender, message.channelId);
+      if (pairing.status === 'send')
+        return { kind: 'pairing', channelId: message.channelId, code: pairing.code };
+      // Told recently, or too many strangers pending: say nothing (no flood, nothing stored).
+      return {
+        kind: 'ignore',
+        reason:
+          pairing.status === 'full' ? 'too many pending pairing requests' : 'pairing code sent recently',
+      };
     }
   } catch (err) {
     // Redis is the only thing the access check talks to: retry the message later.

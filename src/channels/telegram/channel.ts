@@ -189,9 +189,14 @@ export class TelegramChannel implements Channel {
         log.debug({ senderId: sender.id }, 'group message from an unknown sender ignored');
         return;
       }
-      const code = await this.access.requestPairing(sender, chatId);
-      log.info({ senderId: sender.id, code }, 'pairing code sent to an unknown sender');
-      await this.notify(chatId, pairingText(code), threadId);
+      const pairing = await this.access.requestPairing(sender, chatId);
+      if (pairing.status === 'send') {
+        log.info({ senderId: sender.id, code: pairing.code }, 'pairing code sent to an unknown sender');
+        await this.notify(chatId, pairingText(pairing.code), threadId);
+      } else {
+        // Told recently, or too many strangers pending: say nothing (no flood, nothing stored).
+        log.debug({ senderId: sender.id, pairing: pairing.status }, 'unknown sender: no pairing message');
+      }
       return;
     }
 

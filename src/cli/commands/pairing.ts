@@ -5,7 +5,12 @@
 
 import { resolveRedisUrl } from '../../bus/local-redis.js';
 import { connectProducer } from '../../bus/redis.js';
-import { approvePairing, listPairingRequests, type PairingRequest } from '../../channels/access.js';
+import {
+  approvePairing,
+  DEFAULT_MAX_PENDING,
+  listPairingRequests,
+  type PairingRequest,
+} from '../../channels/access.js';
 import { loadConfig } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { parseCommandArgs } from '../args.js';
@@ -15,6 +20,8 @@ const HELP = `usage: magpie pairing list
 
 Unknown people who message the bot in a DM get a pairing code. "list" shows the
 pending requests (codes expire after an hour); "approve" admits the sender.
+A sender who keeps writing is sent the same code, at most every 10 minutes; at
+most ${DEFAULT_MAX_PENDING} requests are pending at once (later strangers get no answer).
 
 options:
   --workspace DIR   overrides MAGPIE_WORKSPACE (where the private Redis is recorded)
@@ -49,6 +56,11 @@ export async function run(argv: string[]): Promise<number> {
       const requests = await listPairingRequests(redis, prefix);
       if (requests.length === 0) process.stdout.write('no pending pairing requests\n');
       for (const r of requests) process.stdout.write(`${describeRequest(r)}\n`);
+      if (requests.length >= DEFAULT_MAX_PENDING) {
+        process.stdout.write(
+          `${requests.length} pending, the most kept: new strangers get no code until some are approved or expire\n`,
+        );
+      }
       return ExitCode.ok;
     }
     const approved = await approvePairing(redis, prefix, code!);

@@ -187,6 +187,27 @@ describe('discord channel', () => {
     expect(fake.sent(dm)).toHaveLength(1);
   });
 
+  it('sends a stranger who keeps writing their code once, not once per message', async () => {
+    const bus = new RecordingBus();
+    harness = await startHarness({ redisUrl, bus, allowFrom: () => ['@Friend'] });
+    await harness.channel.start();
+    const { fake } = harness;
+    const stranger = { id: fake.newId(), username: 'pat' };
+    const dm = fake.newId();
+    for (const content of ['hi', 'hello?', 'anyone there?'])
+      fake.dispatchMessage({ channelId: dm, author: stranger, content });
+    // Messages are handled in arrival order: once the friend's is published, the stranger's three were handled.
+    fake.dispatchMessage({
+      channelId: fake.newId(),
+      author: { id: fake.newId(), username: 'friend' },
+      content: 'sentinel',
+    });
+    await until(() => bus.published.length === 1);
+    expect(bus.published[0]).toMatchObject({ content: 'sentinel' });
+    expect(fake.sent(dm)).toHaveLength(1);
+    expect(fake.sent(dm)[0]!.content).toMatch(/approve [A-Z2-9]{6}$/);
+  });
+
   it('allows senders named by @username in the allow-list', async () => {
     const bus = new RecordingBus();
     harness = await startHarness({ redisUrl, bus, allowFrom: () => ['@Friend'] });

@@ -46,7 +46,12 @@ describe('magpie pairing', () => {
   it('lists pending requests and approves one by code', async () => {
     const prefix = `test-${randomUUID()}`;
     const access = new AccessControl({ channel: 'telegram', allowFrom: [], redis, prefix });
-    const code = await access.requestPairing({ id: '8001', username: 'dora', displayName: 'Dora D' }, '8001');
+    const outcome = await access.requestPairing(
+      { id: '8001', username: 'dora', displayName: 'Dora D' },
+      '8001',
+    );
+    if (outcome.status !== 'send') throw new Error(`expected a new code, got ${outcome.status}`);
+    const { code } = outcome;
 
     const list = await magpie(['pairing', 'list'], prefix);
     expect(list.code).toBe(0);

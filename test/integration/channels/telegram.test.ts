@@ -195,6 +195,24 @@ describe('Telegram channel', () => {
     expect(fake.sent(333)[1]!.text).toBe('echo: <b>hello again</b>');
   });
 
+  it('sends a stranger who keeps writing their code once, not once per message', async () => {
+    const { fake, bus, prefix } = await started({ allowFrom: '@someone' });
+    const stranger = { id: 334, first_name: 'Pat', username: 'pat' };
+    for (const text of ['hi', 'hello?', 'anyone there?']) fake.pushUpdate(dmUpdate(stranger, text));
+    // The poller confirms updates only after handling them: all three handled, one code sent.
+    await fake.waitFor(() => fake.pendingUpdates() === 0 && fake.sent(334).length >= 1);
+    expect(fake.sent(334)).toHaveLength(1);
+    const code = /approve ([A-Z2-9]{6})$/.exec(fake.sent(334)[0]!.text)?.[1];
+    expect(await approvePairing(redis, prefix, code!)).toMatchObject({ senderId: '334' });
+    fake.pushUpdate(dmUpdate(stranger, 'now?'));
+    await fake.waitFor(() => bus.published.length === 1);
+    expect(bus.published[0]).toMatchObject({ content: 'now?' });
+    expect(fake.sent(334).map((m) => m.text)).toEqual([
+      `Hi! I don't know you yet. Ask my owner to run: npx magpie pairing approve ${code}`,
+      'echo: <b>now?</b>',
+    ]);
+  });
+
   it('ignores unknown senders in groups silently and never downloads their files', async () => {
     const { fake, bus } = await started({ allowFrom: '111' });
     fake.addFile('photo-x', new Uint8Array([1, 2, 3]));
