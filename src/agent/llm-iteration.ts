@@ -1,11 +1,13 @@
 /**
  * The back-and-forth with the model inside one turn (AgentLoop.runLLMIteration):
  * build the request, keep it within the context window, call the model, run
- * the tools it asks for, take in messages that arrived meanwhile, and stop at
- * a plain answer, a hook's stop, a cancellation or the iteration limit.
+ * the tools it asks for (within the size and count limits of
+ * tool-call-limits.ts), take in messages that arrived meanwhile, and stop at
+ * a plain answer, a hook's stop, a cancellation or the iteration limit. An
+ * empty answer is a provider error, never a reply made up here.
  */
 import type { InboundMessage } from '../bus/messages.js';
-import { CancelledError, hasCode } from '../errors/index.js';
+import { CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
 import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { ToolImage } from '../tools/types.js';
@@ -14,6 +16,7 @@ import type { HookFactory, IterationHook } from './hooks/types.js';
 import type { LoopContextBuilder } from './loop-options.js';
 import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
 import { type LoopTools, runToolBatch, toolImagesMessage } from './tool-batch.js';
+import { boundToolCalls, type ToolCallLimits } from './tool-call-limits.js';
 import { addUserToTurn, contextFullReply, promptSessionOf, recordInTurn, type TurnRun } from './turn-run.js';
 import type { TurnOutcome } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
@@ -31,6 +34,8 @@ export interface IterationDeps {
   compactor: TurnCompactor;
   maxIterations: number;
   contextTokens: number;
+  /** Size and count limits on the tool calls of one response. */
+  toolCallLimits: ToolCallLimits;
   /** Overrides the provider's default model. */
   model?: string;
   /** Converts messages that arrived during the turn into user messages. */
@@ -86,6 +91,8 @@ export async function runIterations(
         messages,
         ...(definitions.length > 0 ? { tools: definitions } : {}),
         ...(deps.model ? { model: deps.model } : {}),
+        // Nothing to add is a fine ending once the message tool has answered the chat.
+        allowEmpty: run.sentToOrigin(),
         cacheKey: req.sessionKey,
         signal,
       });
@@ -105,19 +112,33 @@ export async function runIterations(
     }
     meter.llmCall(response.usage);
     last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
-    if (response.toolCalls.length === 0) return { content: response.content, outcome: 'ok' };
-    const answered = new Map<string, string>();
+    if (response.toolCalls.length === 0) return { content: finalText(run, response.content), outcome: 'ok' };
+    // Oversized and surplus calls are answered without running; hooks and the session see them cut down.
+    const { calls, refused, cutDown } = boundToolCalls(response.toolCalls, deps.toolCallLimits);
+    // The reported completion tokens count what was cut away: measure the next request afresh.
+    if (cutDown) last = undefined;
+    if (refused.size > 0) {
+      run.log.warn(
+        { calls: calls.length, refused: refused.size },
+        'tool calls refused (too large or too many)',
+      );
+    }
+    const bounded = { ...response, toolCalls: calls };
+    const answered = new Map(refused);
     for (const hook of hooks) {
-      const decision = hook.afterCall?.({ iteration, response, log: run.log }) ?? { action: 'continue' };
+      const decision = hook.afterCall?.({ iteration, response: bounded, log: run.log }) ?? {
+        action: 'continue',
+      };
       if (decision.action === 'stop') return { content: decision.reply, outcome: 'loop' };
-      if (decision.action === 'answer') for (const [id, text] of decision.results) answered.set(id, text);
+      if (decision.action !== 'answer') continue;
+      for (const [id, text] of decision.results) if (!refused.has(id)) answered.set(id, text);
     }
     await recordInTurn(deps.sessions, run, {
       role: 'assistant',
       content: response.content || null,
-      toolCalls: response.toolCalls,
+      toolCalls: calls,
     });
-    await runTools(run, deps, response.toolCalls, answered);
+    await runTools(run, deps, calls, answered);
     if (signal.aborted) return { content: '', outcome: 'cancelled' };
   }
   return {
@@ -126,6 +147,17 @@ export async function runIterations(
       'Tell me to continue if you want me to keep going.',
     outcome: 'max_iterations',
   };
+}
+
+/**
+ * The model's final text. Blank text is an answer only when the message tool
+ * already answered the chat (a silent turn); otherwise it is PROVIDER_EMPTY_RESPONSE
+ * (transient), whichever provider sent it.
+ */
+function finalText(run: TurnRun, content: string): string {
+  if (content.trim() !== '') return content;
+  if (run.sentToOrigin()) return '';
+  throw emptyResponseError('no text and no tool calls');
 }
 
 /** The messages of the next call: context, history and the turn, then each hook's `beforeCall`. */

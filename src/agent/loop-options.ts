@@ -11,6 +11,7 @@ import type { OutboundSink, StateStore } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
 import type { TokenPrices } from './token-usage.js';
 import type { LoopTools } from './tool-batch.js';
+import type { ToolCallLimits } from './tool-call-limits.js';
 
 /** The session facts the system prompt shows (ContextBuilder's SessionInfoForPrompt). */
 export interface PromptSession {
@@ -59,8 +60,12 @@ export interface AgentLoopOptions {
   summarizeAtTokens?: number;
   /** Messages kept verbatim after a summary. @defaultValue 8 */
   keepLastMessages?: number;
-  /** The reply when the model's final text is empty. */
-  defaultReply?: string;
+  /**
+   * Limits on one response's tool calls: arguments over `maxArgumentBytes` are refused and stored
+   * cut down; calls past `maxCallsPerResponse` are answered "too many tool calls at once".
+   * @defaultValue `{ maxArgumentBytes: 262_144 (256 KiB), maxCallsPerResponse: 16 }`
+   */
+  toolCallLimits?: Partial<ToolCallLimits>;
   /** Transcribe voice through the provider. @defaultValue false */
   transcribe?: boolean;
   /** Makes each turn's iteration hooks. @defaultValue defaultHooks (trim tool results over 8,000 chars, loop detection) */

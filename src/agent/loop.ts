@@ -19,6 +19,7 @@ import { contextLimitFor } from './model-limits.js';
 import { parseSlashCommand, runSlashCommand } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
 import type { TokenCounts } from './token-usage.js';
+import { toolCallLimits } from './tool-call-limits.js';
 import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
 import {
@@ -48,12 +49,10 @@ export type { LoopTools } from './tool-batch.js';
 export type { TurnRequest } from './turn-request.js';
 export { contextFullReply, STOPPED_REPLY, type TurnRun } from './turn-run.js';
 
-const DEFAULT_REPLY = 'Done. I have nothing more to add.';
-
 /** The agent core. Shared by every session; all per-turn state lives in the turn. */
 export class AgentLoop implements AgentRunner {
   readonly #o: Required<
-    Pick<AgentLoopOptions, 'maxIterations' | 'keepLastMessages' | 'defaultReply' | 'hooks' | 'contextTokens'>
+    Pick<AgentLoopOptions, 'maxIterations' | 'keepLastMessages' | 'hooks' | 'contextTokens'>
   > &
     AgentLoopOptions & { summarizeAtTokens: number };
   readonly #summarizer: SessionSummarizer;
@@ -75,7 +74,6 @@ export class AgentLoop implements AgentRunner {
       hooks: options.hooks ?? defaultHooks,
       maxIterations,
       keepLastMessages: options.keepLastMessages ?? 8,
-      defaultReply: options.defaultReply ?? DEFAULT_REPLY,
       // Background summaries keep sessions lean well before a large window fills (cost, latency).
       summarizeAtTokens: options.summarizeAtTokens ?? Math.floor(Math.min(contextTokens, 32_000) * 0.6),
     };
@@ -110,6 +108,7 @@ export class AgentLoop implements AgentRunner {
       compactor: this.#compactor,
       maxIterations,
       contextTokens,
+      toolCallLimits: toolCallLimits(options.toolCallLimits),
       ...(options.model ? { model: options.model } : {}),
       userMessages: (batch, signal) => this.#userMessages(batch, signal),
     };
@@ -222,21 +221,21 @@ export class AgentLoop implements AgentRunner {
           ]);
       await recording;
       const run: TurnRun = {
-        ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText },
+        ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
         ...{ history, summary, turn: [] },
       };
       await addUserToTurn(this.#o.sessions, run, req.user, req.ids, this.#o.context);
 
       const { content, outcome } = await this.runLLMIteration(run);
-      const text =
-        outcome === 'cancelled' ? STOPPED_REPLY : content.trim() === '' ? this.#o.defaultReply : content;
+      const text = outcome === 'cancelled' ? STOPPED_REPLY : content;
       // The turn's tokens ride on its final message, so /status can sum a conversation from its log.
       const final: ChatMessage & { usage?: TokenCounts } = {
         role: 'assistant',
         content: text,
         ...(meter.reported ? { usage: meter.counts() } : {}),
       };
-      await recordInTurn(this.#o.sessions, run, final);
+      // A silent turn (the message tool answered the chat) may end with nothing more to say.
+      if (text !== '') await recordInTurn(this.#o.sessions, run, final);
       const metrics = meter.finish(outcome);
       logTurn(log, metrics);
       if (!req.noHistory && outcome !== 'cancelled' && overSummaryBudget(run, this.#o.summarizeAtTokens))

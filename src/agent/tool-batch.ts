@@ -1,8 +1,9 @@
 /**
  * Runs the tool calls of one model response concurrently and returns their
  * results in call order. Every call gets a result: a tool's failure is text
- * the model reads, and on cancellation every outstanding call is answered with
- * "operation cancelled by user" so the stored history stays valid.
+ * the model reads, a call answered beforehand (refused, or settled by a hook)
+ * gets that answer without running, and on cancellation every outstanding call
+ * is answered with "operation cancelled by user" so the stored history stays valid.
  */
 import { describeError } from '../errors/index.js';
 import type { ChatMessage, ToolCall, ToolDefinition } from '../providers/types.js';
@@ -29,6 +30,8 @@ export interface ToolBatchOptions {
   cancelled: Promise<void>;
   /** Called with a result's `forUser` text, if any. */
   onUserText?: (text: string) => Promise<void>;
+  /** Results (by call id) of calls that must not run. @defaultValue none */
+  answered?: ReadonlyMap<string, string>;
   /** Called once after the batch with the images the results carry, in call order (none: not called). */
   onImages?: (images: ToolImage[]) => void;
 }
@@ -56,6 +59,8 @@ export async function runToolBatch(
   const images: ToolImage[][] = [];
   const messages = await Promise.all(
     calls.map(async (call, index) => {
+      const answer = options.answered?.get(call.id);
+      if (answer !== undefined) return toolMessage(call, { forLLM: answer, isError: true });
       if (ctx.signal.aborted) return toolMessage(call, CANCELLED_RESULT);
       const started = performance.now();
       const execution = tools

@@ -38,6 +38,8 @@ export interface TurnRun {
   toolCtx: ToolContext;
   /** Shows a tool result's `forUser` text in the origin chat. */
   sendUserText: (text: string) => Promise<void>;
+  /** True once the message tool answered the chat this turn belongs to. */
+  sentToOrigin: () => boolean;
   /** Prior history (may include this turn's messages after a compaction), summary, this turn's messages. */
   history: ChatMessage[];
   summary: string | undefined;

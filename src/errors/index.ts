@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'PROVIDER_SERVER'
   | 'PROVIDER_BAD_REQUEST'
   | 'PROVIDER_BAD_RESPONSE'
+  | 'PROVIDER_EMPTY_RESPONSE'
   | 'CONTEXT_LENGTH_EXCEEDED'
   | 'CANCELLED'
   | 'REDIS_UNAVAILABLE'
@@ -72,6 +73,19 @@ export class ProviderError extends AppError {
     super(code, message, { exitCode: ExitCode.unavailable, ...options });
     this.status = options.status;
   }
+}
+
+/**
+ * The model answered nothing: a completion without any choice, or with neither
+ * text nor tool calls. Transient (a new attempt usually answers); exit code 1.
+ *
+ * @example throw emptyResponseError('no text and no tool calls, finish_reason stop')
+ */
+export function emptyResponseError(detail: string): ProviderError {
+  return new ProviderError('PROVIDER_EMPTY_RESPONSE', `the model sent an empty answer (${detail})`, {
+    transient: true,
+    exitCode: ExitCode.failure,
+  });
 }
 
 /** The turn was cancelled by the user (/stop, Ctrl-C) or by shutdown. */

@@ -151,6 +151,8 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
           await llmProvider(config).chat({
             messages: [{ role: 'user', content: 'Reply with OK.' }],
             maxTokens: 1,
+            // One token may all go to reasoning: an answer at all is what this check is after.
+            allowEmpty: true,
             signal,
           });
           return pass(`one-token completion from ${config.llm.model} in ${Date.now() - started} ms`);

@@ -59,6 +59,11 @@ export interface ChatRequest {
   cacheKey?: string;
   maxTokens?: number;
   temperature?: number;
+  /**
+   * Accept a completion with neither text nor tool calls (a silent turn, e.g. after the message
+   * tool already answered). Otherwise it is a PROVIDER_EMPTY_RESPONSE error. @defaultValue false
+   */
+  allowEmpty?: boolean;
   /** Aborts the HTTP request; the call then rejects with CancelledError. */
   signal?: AbortSignal;
   /** Streaming text deltas as they arrive. */
@@ -77,7 +82,8 @@ export interface ChatResponse {
 /**
  * The port every LLM back-end implements. Errors are ProviderError with codes
  * PROVIDER_AUTH, PROVIDER_UNREACHABLE, PROVIDER_RATE_LIMITED, PROVIDER_SERVER,
- * PROVIDER_BAD_REQUEST, PROVIDER_BAD_RESPONSE or CONTEXT_LENGTH_EXCEEDED;
+ * PROVIDER_BAD_REQUEST, PROVIDER_BAD_RESPONSE, PROVIDER_EMPTY_RESPONSE (a completion with no
+ * choice, or with neither text nor tool calls unless `allowEmpty`) or CONTEXT_LENGTH_EXCEEDED;
  * an aborted signal gives CancelledError.
  */
 export interface LLMProvider {

@@ -223,3 +223,106 @@ describe('magpie agent: bad input gets one line and a defined exit code', () => 
     expect(help.stdout).toContain('--chat ID');
   });
 });
+
+describe('magpie agent: bad input from the model and the configuration (issue 11)', () => {
+  const usageOnly =
+    `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [], usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 } })}\n\n` +
+    'data: [DONE]\n\n';
+
+  it('an SSE stream with no choices → one line, exit 1, no invented reply', async () => {
+    fake = await startFakeOpenAI({ responder: () => ({ raw: usageOnly }) });
+    const out = await agent(['--chat', 'choiceless', '-m', 'hi'], { MAGPIE_LLM_MAX_RETRIES: '0' });
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe('');
+    expect(said(out.stderr)).toEqual([
+      'magpie: the model sent an empty answer (the completion carried no choices)',
+    ]);
+  });
+
+  it('empty content with no tool calls → retried, then one line and exit 1', async () => {
+    fake = await startFakeOpenAI({ responder: () => ({ content: '' }) });
+    const out = await agent(['--chat', 'empty', '-m', 'hi'], { MAGPIE_LLM_MAX_RETRIES: '1' });
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe('');
+    expect(said(out.stderr)).toEqual([
+      'magpie: the model sent an empty answer (no text and no tool calls, finish_reason stop)',
+    ]);
+    expect(out.stderr).not.toContain('nothing more to add');
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('a turn stopped at the step limit prints its reply and exits 1', async () => {
+    fake = await startFakeOpenAI({
+      responder: () => ({ toolCalls: [{ name: 'list_dir', arguments: '{"path":"."}' }] }),
+    });
+    const out = await agent(['--chat', 'steps', '-m', 'loop'], { MAGPIE_MAX_ITERATIONS: '1' });
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain('I stopped after 1 steps without finishing');
+  });
+
+  it('a 10 MB tool-call argument is refused, and the next turn in the same chat succeeds with a small request', async () => {
+    fake = await startFakeOpenAI();
+    fake.enqueue(
+      {
+        toolCalls: [
+          {
+            name: 'write_file',
+            arguments: JSON.stringify({ path: 'big.txt', content: 'x'.repeat(10 * 1024 * 1024) }),
+          },
+        ],
+      },
+      { content: 'That was too big to write.' },
+      { content: 'Hello again.' },
+    );
+    const first = await agent(['--chat', 'huge', '-m', 'write a big file']);
+    expect(first).toMatchObject({ code: 0, stdout: 'That was too big to write.\n' });
+    expect(existsSync(path.join(workspace, 'big.txt'))).toBe(false);
+    const refusal = fake.requests[1]!.body.messages.findLast((m: { role: string }) => m.role === 'tool');
+    expect(refusal.content).toMatch(
+      /^Error: the arguments of this call are \d+ bytes, over the limit of 262144 bytes/,
+    );
+    const second = await agent(['--chat', 'huge', '-m', 'hello']);
+    expect(second).toMatchObject({ code: 0, stdout: 'Hello again.\n' });
+    expect(JSON.stringify(fake.requests[2]!.body).length).toBeLessThan(100_000);
+  }, 60_000);
+
+  it('MAGPIE_EXEC_TIMEOUT=999999h → exit 2 with one line naming the variable', async () => {
+    fake = await startFakeOpenAI();
+    const out = await agent(['-m', 'hi'], { MAGPIE_EXEC_TIMEOUT: '999999h' });
+    expect(out.code).toBe(2);
+    expect(said(out.stderr)).toEqual([
+      'magpie: MAGPIE_EXEC_TIMEOUT "999999h" is too long; at most 24h: fix it in .env (see .env.example)',
+    ]);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('REDIS_URL=http://… → exit 2 with one line naming the variable, without its password', async () => {
+    fake = await startFakeOpenAI();
+    const out = await agent(['-m', 'hi'], { REDIS_URL: 'http://:hunter2-pw@127.0.0.1:6379' });
+    expect(out.code).toBe(2);
+    expect(said(out.stderr)).toHaveLength(1);
+    expect(out.stderr).toContain('REDIS_URL must start with redis:// or rediss://');
+    expect(out.stderr).not.toContain('hunter2-pw');
+  });
+
+  it('credentials in OPENAI_BASE_URL never reach stderr: a key parameter (unreachable) or user info (refused)', async () => {
+    fake = await startFakeOpenAI();
+    const port = await closedPort();
+    const withKey = await agent(['-m', 'hi'], {
+      OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1?api_key=key-in-url-4242`,
+      MAGPIE_LLM_MAX_RETRIES: '1',
+      LOG_LEVEL: 'debug',
+    });
+    expect(withKey.code).toBe(3);
+    expect(said(withKey.stderr)).toHaveLength(1);
+    expect(withKey.stderr).toContain(`http://127.0.0.1:${port}/v1?api_key=[redacted]`);
+    expect(withKey.stderr).not.toContain('key-in-url-4242');
+    const withUser = await agent(['-m', 'hi'], {
+      OPENAI_BASE_URL: `http://alice:pass-in-url-4242@127.0.0.1:${port}/v1`,
+    });
+    expect(withUser.code).toBe(2);
+    expect(said(withUser.stderr)).toHaveLength(1);
+    expect(withUser.stderr).toContain('OPENAI_BASE_URL holds a user name or password');
+    expect(withUser.stderr).not.toContain('pass-in-url-4242');
+  });
+});

@@ -10,6 +10,7 @@ import type { ChatMessage, LLMProvider } from '../../providers/types.js';
 import type { ToolContext } from '../../tools/types.js';
 import type { LoopContextBuilder, PromptSession } from '../loop-options.js';
 import { type LoopTools, runToolBatch } from '../tool-batch.js';
+import { boundToolCalls } from '../tool-call-limits.js';
 import { TurnMeter } from '../turn-metrics.js';
 
 /** The instruction of the flush turn (tests recognise flush requests by it). */
@@ -70,13 +71,17 @@ export async function runMemoryFlush(options: MemoryFlushOptions): Promise<numbe
         messages,
         ...(definitions.length > 0 ? { tools: definitions } : {}),
         ...(options.model ? { model: options.model } : {}),
+        // Saying nothing (after saving, or with nothing to save) is how this turn ends.
+        allowEmpty: true,
         // The same prefix as the session's own requests: the provider's cache serves it.
         cacheKey: options.session.sessionKey,
         signal,
       });
       if (response.toolCalls.length === 0) break;
-      current.push({ role: 'assistant', content: response.content || null, toolCalls: response.toolCalls });
-      const results = await runToolBatch(response.toolCalls, {
+      const bounded = boundToolCalls(response.toolCalls);
+      current.push({ role: 'assistant', content: response.content || null, toolCalls: bounded.calls });
+      const results = await runToolBatch(bounded.calls, {
+        answered: bounded.refused,
         tools: options.tools,
         ctx,
         meter,

@@ -8,8 +8,10 @@ import type { Interface } from 'node:readline';
 import type { AgentLoop } from '../../agent/loop.js';
 import { visionCapable } from '../../agent/model-vision.js';
 import type { OutboundSink } from '../../agent/ports.js';
+import type { TurnOutcome } from '../../agent/types.js';
 import type { OutboundMessageInput } from '../../bus/messages.js';
 import { type Config, loadConfig } from '../../config/index.js';
+import { secretValues } from '../../config/secrets.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import { createLogger, type Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
@@ -28,7 +30,13 @@ options:
 Without -m an interactive prompt starts: Ctrl-C stops the running turn (or clears
 the line), Ctrl-C at an empty prompt twice or Ctrl-D quits.
 
-exit codes: 0 ok, 2 configuration or workspace, 3 model endpoint unreachable or refused, 130 cancelled`;
+exit codes: 0 ok; 1 a turn failed (the model answered nothing, or the turn stopped
+without finishing: step limit, repeated tool calls, context full); 2 configuration
+or workspace; 3 model endpoint unreachable or refused; 130 cancelled.
+Without -m the exit code is 1 when any turn failed.`;
+
+/** Outcomes of a turn that answered but did not finish what was asked. */
+const UNFINISHED: ReadonlySet<TurnOutcome> = new Set(['max_iterations', 'loop', 'context_full']);
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseCommandArgs('agent', argv, {
@@ -49,7 +57,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
   }
   const { config, logLevel } = agentConfig(values.workspace);
-  const logger = createLogger({ level: logLevel, pretty: config.log.pretty });
+  const logger = createLogger({ level: logLevel, pretty: config.log.pretty, secrets: secretValues(config) });
   const { buildAgent } = await import('../../app/build-agent.js');
   // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
   const mcp = await startMcp({
@@ -98,7 +106,7 @@ function agentConfig(workspace: string | undefined): { config: Config; logLevel:
   return { config, logLevel: process.env.LOG_LEVEL ? config.log.level : 'warn' };
 }
 
-/** One message: the reply on stdout; Ctrl-C cancels (exit 130). */
+/** One message: the reply on stdout; Ctrl-C cancels (exit 130); an unfinished turn exits 1. */
 async function once(agent: AgentLoop, text: string, sessionKey: string): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => controller.abort();
@@ -111,7 +119,7 @@ async function once(agent: AgentLoop, text: string, sessionKey: string): Promise
     }
     if (result.reply !== undefined) process.stdout.write(`${result.reply}\n`);
     await agent.idle();
-    return ExitCode.ok;
+    return UNFINISHED.has(result.metrics.outcome) ? ExitCode.failure : ExitCode.ok;
   } finally {
     process.off('SIGINT', onSigint);
   }
@@ -129,6 +137,7 @@ async function interactive(agent: AgentLoop, sessionKey: string): Promise<number
   });
   let running: AbortController | undefined;
   let quitArmed = false;
+  let failed = false;
   let chain: Promise<void> = Promise.resolve();
 
   const turn = async (text: string) => {
@@ -137,7 +146,9 @@ async function interactive(agent: AgentLoop, sessionKey: string): Promise<number
       const result = await agent.processDirect(text, sessionKey, { signal: running.signal });
       if (result.metrics.outcome === 'cancelled') process.stdout.write('(stopped)\n');
       else if (result.reply !== undefined) process.stdout.write(`${result.reply}\n`);
+      if (UNFINISHED.has(result.metrics.outcome)) failed = true;
     } catch (err) {
+      failed = true;
       process.stderr.write(`magpie: ${describeError(err)}\n`);
     } finally {
       running = undefined;
@@ -178,7 +189,7 @@ async function interactive(agent: AgentLoop, sessionKey: string): Promise<number
   await chain;
   await agent.idle();
   if (process.stdout.isTTY) process.stdout.write('\n');
-  return ExitCode.ok;
+  return failed ? ExitCode.failure : ExitCode.ok;
 }
 
 /** The message tool's sends: this chat's go to stdout; other chats cannot be reached from here. */

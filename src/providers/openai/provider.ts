@@ -7,7 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { OpenAI, toFile } from 'openai';
-import { type AppError, CancelledError, ConfigError, ProviderError } from '../../errors/index.js';
+import {
+  type AppError,
+  CancelledError,
+  ConfigError,
+  emptyResponseError,
+  ProviderError,
+} from '../../errors/index.js';
 import { type Logger, silentLogger } from '../../log/index.js';
 import type { ChatRequest, ChatResponse, LLMProvider } from '../types.js';
 import { cacheHintsFor, type PromptCacheMode, promptCacheKey, withCacheControl } from './cache-hints.js';
@@ -211,7 +217,7 @@ export class OpenAIProvider implements LLMProvider {
       // The SDK ends the iteration quietly on abort; `call` turns that into the right error.
       if (signal.aborted) return accumulator.result();
       if (accumulator.empty) throw badResponse('the stream ended without a completion');
-      return accumulator.result();
+      return checkedCompletion(accumulator, request.allowEmpty === true);
     });
   }
 
@@ -272,6 +278,19 @@ export class OpenAIProvider implements LLMProvider {
       },
     });
   }
+}
+
+/**
+ * The accumulated completion, or PROVIDER_EMPTY_RESPONSE (transient) when it carried no
+ * choice at all, or neither text nor tool calls and the caller did not `allowEmpty`.
+ */
+function checkedCompletion(accumulator: StreamAccumulator, allowEmpty: boolean): ChatResponse {
+  if (accumulator.choiceless) throw emptyResponseError('the completion carried no choices');
+  const response = accumulator.result();
+  if (!allowEmpty && response.toolCalls.length === 0 && response.content.trim() === '') {
+    throw emptyResponseError(`no text and no tool calls, finish_reason ${response.finishReason ?? 'none'}`);
+  }
+  return response;
 }
 
 function badResponse(what: string): ProviderError {

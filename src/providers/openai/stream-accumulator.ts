@@ -27,6 +27,8 @@ export class StreamAccumulator {
   private usage: Usage | undefined;
   private model: string | undefined;
   private chunks = 0;
+  /** Choices (index 0) seen across the chunks; none at all is a malformed completion. */
+  private choices = 0;
 
   /** Adds one chunk; returns the new text it carried ('' if none) so the caller can stream it on. */
   add(chunk: Chunk): string {
@@ -36,6 +38,7 @@ export class StreamAccumulator {
     let text = '';
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
+      this.choices++;
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
       const delta = choice.delta;
       if (!delta) continue;
@@ -49,6 +52,11 @@ export class StreamAccumulator {
   /** True until the first chunk arrives. */
   get empty(): boolean {
     return this.chunks === 0;
+  }
+
+  /** True when chunks arrived but none carried a choice (only usage, or nothing usable). */
+  get choiceless(): boolean {
+    return this.chunks > 0 && this.choices === 0;
   }
 
   result(): ChatResponse {

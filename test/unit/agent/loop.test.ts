@@ -134,10 +134,27 @@ describe('AgentLoop', () => {
     expect(toolMessages(provider.requests[1]!).map((m) => m.content)).toEqual(['slow done', 'fast done']);
   });
 
-  it('turns an empty final text into the default reply', async () => {
-    h = await harness(new ScriptedProvider([{ content: '' }]), [], { defaultReply: 'Nothing to say.' });
-    const result = await h.agent.processDirect('hm', 'cli:empty');
-    expect(result.reply).toBe('Nothing to say.');
+  it('an empty final text is a transient PROVIDER_EMPTY_RESPONSE error, never a made-up reply', async () => {
+    h = await harness(new ScriptedProvider([{ content: '  \n' }]));
+    const err = await h.agent.processDirect('hm', 'cli:empty').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderError);
+    expect(err).toMatchObject({ code: 'PROVIDER_EMPTY_RESPONSE', transient: true, exitCode: 1 });
+    const stored = await h.sessions.getContextHistory('cli:empty');
+    expect(stored.filter((m) => m.role === 'assistant')).toEqual([]);
+  });
+
+  it('an empty final text after the message tool answered the chat is a silent turn', async () => {
+    const provider = new ScriptedProvider([
+      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"Here you go"}' }] },
+      { content: '' },
+    ]);
+    h = await harness(provider, [createMessageTool()]);
+    const result = await h.agent.processDirect('send it', 'cli:silent');
+    expect(result.reply).toBeUndefined();
+    expect(result.metrics.outcome).toBe('ok');
+    expect(provider.requests.map((r) => r.allowEmpty)).toEqual([false, true]);
+    const stored = await h.sessions.getContextHistory('cli:silent');
+    expect(stored.at(-1)).toMatchObject({ role: 'tool', toolCallId: 'm' });
   });
 
   it('on cancellation answers every outstanding tool call with "operation cancelled by user"', async () => {

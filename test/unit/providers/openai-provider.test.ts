@@ -314,6 +314,52 @@ describe('OpenAIProvider: errors and retries', () => {
   });
 });
 
+describe('OpenAIProvider: empty completions', () => {
+  const chunk = { id: 'x', object: 'chat.completion.chunk', created: 0, model: 'm' };
+  const usageOnly =
+    `data: ${JSON.stringify({ ...chunk, choices: [], usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 } })}\n\n` +
+    'data: [DONE]\n\n';
+
+  it('an SSE stream with no choices is a transient PROVIDER_EMPTY_RESPONSE, retried', async () => {
+    fake.enqueue({ raw: usageOnly }, { raw: usageOnly });
+    const err = await failure(provider({ maxRetries: 1 }).chat({ messages: hi }));
+    expect(err).toBeInstanceOf(ProviderError);
+    expect(err).toMatchObject({ code: 'PROVIDER_EMPTY_RESPONSE', transient: true, exitCode: 1 });
+    expect(err.message).toBe('the model sent an empty answer (the completion carried no choices)');
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('empty content with no tool calls is PROVIDER_EMPTY_RESPONSE naming the finish reason', async () => {
+    fake.enqueue({ content: '' });
+    const err = await failure(provider({ maxRetries: 0 }).chat({ messages: hi }));
+    expect(err.code).toBe('PROVIDER_EMPTY_RESPONSE');
+    expect(err.message).toBe(
+      'the model sent an empty answer (no text and no tool calls, finish_reason stop)',
+    );
+  });
+
+  it('whitespace only counts as empty; a retry that answers succeeds', async () => {
+    fake.enqueue({ content: ' \n ' }, { content: 'here now' });
+    const reply = await provider({ maxRetries: 1 }).chat({ messages: hi });
+    expect(reply.content).toBe('here now');
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('allowEmpty accepts an empty answer but never a choice-less stream', async () => {
+    fake.enqueue({ content: '' }, { raw: usageOnly });
+    const reply = await provider({ maxRetries: 0 }).chat({ messages: hi, allowEmpty: true });
+    expect(reply).toMatchObject({ content: '', toolCalls: [], finishReason: 'stop' });
+    const err = await failure(provider({ maxRetries: 0 }).chat({ messages: hi, allowEmpty: true }));
+    expect(err.code).toBe('PROVIDER_EMPTY_RESPONSE');
+  });
+
+  it('a tool call with no text is an answer', async () => {
+    fake.enqueue({ toolCalls: [{ name: 'echo', arguments: '{}' }] });
+    const reply = await provider({ maxRetries: 0 }).chat({ messages: hi });
+    expect(reply.toolCalls).toHaveLength(1);
+  });
+});
+
 describe('OpenAIProvider: cancellation', () => {
   it('rejects with CancelledError quickly when aborted mid-stream', async () => {
     const controller = new AbortController();
