@@ -1,14 +1,20 @@
 /**
- * exec: runs a shell command (`/bin/sh -c`) in the workspace. Refused before
- * it runs when the deny list matches; runs with a scrubbed environment in its
- * own process group, which is killed (SIGTERM, then SIGKILL) on timeout or
- * cancellation; output is capped, keeping its start and its end.
+ * exec: runs a shell command (`/bin/sh -c`) in the workspace. With a sandbox
+ * (sandbox.ts) the command runs under bubblewrap and the deny list only
+ * refuses catastrophic commands, as a courtesy; without one the deny list is
+ * the whole guard (exec-policy.ts) and the command sees a scrubbed copy of
+ * magpie's environment. Either way the command runs in its own process group,
+ * which is killed after every command (SIGTERM, then SIGKILL, on timeout or
+ * cancellation; SIGKILL for whatever a finished command left behind); output
+ * is capped, keeping its start and its end, and secret values are redacted.
  */
 import { z } from 'zod';
+import { describeError } from '../errors/index.js';
 import { redactSecrets } from '../log/index.js';
 import { denyReason, scrubEnv } from './exec-policy.js';
 import { CANCELLED_RESULT } from './registry.js';
-import { fail, type Tool, type ToolResult } from './types.js';
+import type { BwrapSandbox, PreparedCommand } from './sandbox.js';
+import { fail, type Tool, type ToolContext, type ToolResult } from './types.js';
 import { resolveInWorkspace } from './workspace-path.js';
 
 export interface ExecOptions {
@@ -22,8 +28,15 @@ export interface ExecOptions {
   killGraceMs?: number;
   /** Values redacted from the output. @defaultValue [] */
   secrets?: string[];
-  /** The environment to scrub and pass on. @defaultValue process.env */
+  /** Without a sandbox: the environment to scrub and pass on. @defaultValue process.env */
   env?: NodeJS.ProcessEnv;
+  /** Run every command in this sandbox. @defaultValue none: on the host, behind the full deny list */
+  sandbox?: BwrapSandbox;
+  /**
+   * Without a sandbox: files and folders no command may name (magpie's `.env`,
+   * its state folder). @defaultValue []
+   */
+  protectedPaths?: string[];
 }
 
 /** Keeps the first and last `max / 2` characters of a stream of text. */
@@ -73,87 +86,51 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
   const maxOutputChars = options.maxOutputChars ?? 10_000;
   const killGraceMs = options.killGraceMs ?? 2_000;
   const secrets = options.secrets ?? [];
+  const { sandbox } = options;
   const env = scrubEnv(options.env ?? process.env);
+  const policy = sandbox
+    ? ({ level: 'courtesy' } as const)
+    : ({ level: 'guard', workspace, protectedPaths: options.protectedPaths ?? [] } as const);
+  const timeoutOf = (seconds: number | undefined): number =>
+    Math.min(seconds === undefined ? defaultTimeoutMs : seconds * 1000, maxTimeoutMs);
 
   return {
     name: 'exec',
     description:
       'Run a shell command in the workspace folder and return its output and exit code. ' +
-      `Default time limit ${Math.round(defaultTimeoutMs / 1000)} s; destructive commands are refused.`,
+      `Default time limit ${Math.round(defaultTimeoutMs / 1000)} s; destructive commands are refused.` +
+      (sandbox
+        ? ` Runs in a sandbox: the workspace is writable (sessions/ read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
+        : ''),
     parameters,
+    timeLimitMs: ({ timeout_seconds: seconds }) => timeoutOf(seconds) + killGraceMs + 5_000,
     async execute({ command, timeout_seconds: timeoutSeconds }, ctx): Promise<ToolResult> {
-      const denied = denyReason(command);
+      const denied = denyReason(command, policy);
       if (denied) {
         return fail(`command refused by the safety policy (${denied}); destructive commands are not allowed`);
       }
       const cwd = await resolveInWorkspace(workspace, '.');
-      const timeoutMs = Math.min(
-        timeoutSeconds === undefined ? defaultTimeoutMs : timeoutSeconds * 1000,
-        maxTimeoutMs,
-      );
+      const timeoutMs = timeoutOf(timeoutSeconds);
+      let prepared: PreparedCommand;
+      try {
+        prepared = sandbox
+          ? await sandbox.prepare(command, timeoutMs / 1000)
+          : {
+              file: '/bin/sh',
+              args: ['-c', command],
+              env: env as Record<string, string>,
+              release: async () => {},
+            };
+      } catch (err) {
+        return fail(`the sandbox could not be prepared: ${describeError(err)}`);
+      }
       const capture = new OutputCapture(maxOutputChars);
-      // Loaded at the first command, not at start-up (most turns run none).
-      const { spawn } = await import('node:child_process');
-      const child = spawn('/bin/sh', ['-c', command], {
-        cwd,
-        env,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
-
-      const killGroup = (signal: NodeJS.Signals): void => {
-        if (child.pid === undefined) return;
-        try {
-          process.kill(-child.pid, signal);
-        } catch (err) {
-          // ESRCH: the group is already gone, which is what we wanted.
-          if (!(err instanceof Error && 'code' in err && err.code === 'ESRCH'))
-            ctx.logger.warn({ err }, 'exec kill failed');
-        }
-      };
-
-      const ending = await new Promise<Ending>((resolve) => {
-        let settled: Ending | undefined;
-        let killTimer: NodeJS.Timeout | undefined;
-        const stop = (kind: 'timeout' | 'cancelled'): void => {
-          if (settled) return;
-          settled = { kind };
-          killGroup('SIGTERM');
-          killTimer = setTimeout(() => killGroup('SIGKILL'), killGraceMs);
-          killTimer.unref();
-        };
-        const timer = setTimeout(() => stop('timeout'), timeoutMs);
-        const onAbort = (): void => stop('cancelled');
-        ctx.signal.addEventListener('abort', onAbort, { once: true });
-        if (ctx.signal.aborted) onAbort();
-        const finish = (end: Ending): void => {
-          clearTimeout(timer);
-          if (killTimer) clearTimeout(killTimer);
-          // Whatever of the group outlived sh after a timeout or cancel goes now.
-          if (settled) killGroup('SIGKILL');
-          ctx.signal.removeEventListener('abort', onAbort);
-          resolve(settled ?? end);
-        };
-        child.once('error', (err) => {
-          capture.push(`failed to start: ${err.message}`);
-          finish({ kind: 'exit', code: null, signal: null });
-        });
-        child.once('exit', (code, signal) => {
-          // A background process may keep the pipes open; stop reading once sh is gone.
-          const drain = setTimeout(() => {
-            child.stdout.destroy();
-            child.stderr.destroy();
-            finish({ kind: 'exit', code, signal });
-          }, 200);
-          child.once('close', () => {
-            clearTimeout(drain);
-            finish({ kind: 'exit', code, signal });
-          });
-        });
-      });
-
+      let ending: Ending;
+      try {
+        ending = await runGroup(prepared, { cwd, timeoutMs, killGraceMs, capture, ctx });
+      } finally {
+        await prepared.release();
+      }
       if (ending.kind === 'cancelled') return { ...CANCELLED_RESULT };
       const output = redactSecrets(capture.text(), secrets).trimEnd();
       const body = output === '' ? '(no output)' : output;
@@ -165,4 +142,87 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
       return ending.code === 0 ? { forLLM: text } : { forLLM: text, isError: true };
     },
   };
+}
+
+interface RunOptions {
+  cwd: string;
+  timeoutMs: number;
+  killGraceMs: number;
+  capture: OutputCapture;
+  ctx: ToolContext;
+}
+
+/**
+ * Spawns the prepared command as the leader of a new process group and waits
+ * for it; the group is killed on timeout or cancellation and, once the
+ * leader has ended, killed again so no background child outlives it.
+ */
+async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise<Ending> {
+  const { capture, ctx } = options;
+  // Loaded at the first command, not at start-up (most turns run none).
+  const { spawn } = await import('node:child_process');
+  const child = spawn(prepared.file, prepared.args, {
+    cwd: options.cwd,
+    env: prepared.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
+
+  const killGroup = (signal: NodeJS.Signals): void => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch (err) {
+      // ESRCH: the group is already gone, which is what we wanted.
+      if (!(err instanceof Error && 'code' in err && err.code === 'ESRCH'))
+        ctx.logger.warn({ err }, 'exec kill failed');
+    }
+  };
+
+  return new Promise<Ending>((resolve) => {
+    let settled: Ending | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let done = false;
+    const stop = (kind: 'timeout' | 'cancelled'): void => {
+      if (settled) return;
+      settled = { kind };
+      killGroup('SIGTERM');
+      killTimer = setTimeout(() => killGroup('SIGKILL'), options.killGraceMs);
+      killTimer.unref();
+    };
+    const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+    const onAbort = (): void => stop('cancelled');
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    if (ctx.signal.aborted) onAbort();
+    const finish = (end: Ending): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (killTimer) clearTimeout(killTimer);
+      // Whatever of the group outlived the command goes now, however it ended.
+      killGroup('SIGKILL');
+      ctx.signal.removeEventListener('abort', onAbort);
+      resolve(settled ?? end);
+    };
+    child.once('error', (err) => {
+      capture.push(`failed to start: ${err.message}`);
+      finish({ kind: 'exit', code: null, signal: null });
+    });
+    child.once('exit', (code, signal) => {
+      // Background children die with the command; what they wrote is still read to the end.
+      killGroup('SIGKILL');
+      // One that left the group may keep the pipes open: stop reading shortly after.
+      const drain = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        finish({ kind: 'exit', code, signal });
+      }, 200);
+      child.once('close', () => {
+        clearTimeout(drain);
+        finish({ kind: 'exit', code, signal });
+      });
+    });
+  });
 }

@@ -10,6 +10,7 @@ import { createListDirTool } from './list-dir.js';
 import { createMessageTool } from './message.js';
 import { createReadFileTool } from './read-file.js';
 import { redactResult } from './registry.js';
+import type { BwrapSandbox } from './sandbox.js';
 import type { Tool } from './types.js';
 import { createWebFetchTool } from './web-fetch.js';
 import { createWriteFileTool } from './write-file.js';
@@ -27,6 +28,10 @@ export interface CoreToolOptions {
   webAllowPrivate?: boolean;
   /** Values to redact from any tool output (API keys, bot tokens). @defaultValue [] */
   secrets?: string[];
+  /** Run exec's commands in this sandbox. @defaultValue none: on the host, behind the full deny list */
+  execSandbox?: BwrapSandbox;
+  /** Files and folders exec's deny list refuses to name without a sandbox (`.env`, the state folder). @defaultValue [] */
+  execProtectedPaths?: string[];
   /** Characters read_file returns at most. @defaultValue 50_000 */
   maxReadChars?: number;
   /** Bytes web_fetch reads at most. @defaultValue 2 MiB */
@@ -62,7 +67,12 @@ export function createCoreTools(options: CoreToolOptions): Tool[] {
     createEditFileTool(workspace),
     createAppendFileTool(workspace),
     createListDirTool(workspace),
-    createExecTool(workspace, { secrets, timeoutMs: options.execTimeoutMs }),
+    createExecTool(workspace, {
+      secrets,
+      timeoutMs: options.execTimeoutMs,
+      sandbox: options.execSandbox,
+      protectedPaths: options.execProtectedPaths,
+    }),
     createWebFetchTool({
       allowPrivate: options.webAllowPrivate,
       maxBytes: options.fetchMaxBytes,

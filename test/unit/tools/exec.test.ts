@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createExecTool, type ExecOptions, OutputCapture } from '../../../src/tools/exec.js';
@@ -121,10 +122,37 @@ describe('exec', () => {
     await waitFor(() => !alive(shPid));
   });
 
-  it('returns when sh exits even if a background process keeps the output open', async () => {
-    const result = await run('sleep 5 & echo $! > bg.pid; echo done');
+  it('returns when sh exits and kills what it left in the background', async () => {
+    const started = Date.now();
+    const result = await run('sleep 30 & echo $! > bg.pid; echo done');
     expect(result.forLLM).toBe('done\n[exit code 0]');
-    process.kill(Number(await readFile(path.join(ws, 'bg.pid'), 'utf8')), 'SIGKILL');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const bgPid = Number(await readFile(path.join(ws, 'bg.pid'), 'utf8'));
+    await waitFor(() => !alive(bgPid));
+  });
+
+  it('kills background children of a command that succeeded, even ones ignoring SIGTERM', async () => {
+    const result = await run(`(trap '' TERM; exec sleep 30) > /dev/null 2>&1 & echo $! > bg.pid`);
+    expect(result.forLLM).toBe('(no output)\n[exit code 0]');
+    const bgPid = Number(await readFile(path.join(ws, 'bg.pid'), 'utf8'));
+    await waitFor(() => !alive(bgPid));
+  });
+
+  it('refuses writes outside the workspace and names of protected files without a sandbox', async () => {
+    const outside = path.join(homedir(), `magpie-exec-outside-${process.pid}.txt`);
+    try {
+      const refused = await run(`echo x > ~/${path.basename(outside)}`);
+      expect(refused.forLLM).toMatch(
+        /refused by the safety policy \(writing or deleting outside the workspace\)/,
+      );
+      expect(existsSync(outside)).toBe(false);
+    } finally {
+      await rm(outside, { force: true });
+    }
+    const secret = await run('cat ../secret.env', {
+      protectedPaths: [path.join(path.dirname(ws), 'secret.env')],
+    });
+    expect(secret.forLLM).toMatch(/refused by the safety policy \(reaching magpie's own files\)/);
   });
 });
 

@@ -1,0 +1,197 @@
+/**
+ * The bubblewrap argument list for one exec command, and the parts of the
+ * host it is built from: which system folders are symlinks (merged /usr),
+ * which /etc entries programs need (an allow-list: the sandbox's uid maps to
+ * the host's, so a whole /etc would hand over /etc/shadow, TLS private keys,
+ * SSH host keys and package-manager credentials), and the environment the
+ * command gets (an allow-list too, not a scrub of magpie's).
+ */
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import path from 'node:path';
+
+/** A host path exposed read-only, or recreated as a symlink when `link` is set. */
+export interface HostEntry {
+  path: string;
+  /** The symlink's target, when the entry is a symlink into /usr or /proc (recreated as such). */
+  link?: string;
+}
+
+/** What of the host the sandbox shows: system folders and /etc entries. */
+export interface HostLayout {
+  system: HostEntry[];
+  etc: HostEntry[];
+}
+
+/** Folders beside /usr that are symlinks into it on merged-/usr systems, folders elsewhere. */
+const SYSTEM_DIRS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/**
+ * The /etc entries programs need: users and groups (no password hashes, those
+ * are in shadow), name resolution, the dynamic linker, time zone and locale,
+ * CA certificates (not /etc/ssl/private), `alternatives` (the targets of
+ * /usr/bin/awk and friends), MIME and terminal data, the OS release, Python's
+ * and Perl's own configuration, fonts, and SSH's client configuration (not the
+ * host keys). Entries ending in `*` match by prefix.
+ */
+export const ETC_ALLOW_LIST: readonly string[] = [
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'hosts',
+  'host.conf',
+  'resolv.conf',
+  'gai.conf',
+  'services',
+  'protocols',
+  'networks',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'locale.alias',
+  'locale.conf',
+  'alternatives',
+  'ssl/certs',
+  'ssl/openssl.cnf',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki/tls/certs',
+  'pki/tls/openssl.cnf',
+  'pki/ca-trust/extracted',
+  'mime.types',
+  'magic',
+  'magic.mime',
+  'terminfo',
+  'inputrc',
+  'os-release',
+  'lsb-release',
+  'debian_version',
+  'shells',
+  'mtab',
+  'python3*',
+  'perl',
+  'fonts',
+  'ssh/ssh_config',
+  'ssh/ssh_config.d',
+];
+
+/** Folders the command may run programs from; fixed, so nothing of a home folder (pyenv, cargo) is on it. */
+export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+
+/** A symlink whose target lies in /usr or /proc (both present inside) is recreated; others are bound (followed). */
+async function entry(file: string): Promise<HostEntry | undefined> {
+  let stats: Awaited<ReturnType<typeof lstat>>;
+  try {
+    stats = await lstat(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  if (!stats.isSymbolicLink()) return { path: file };
+  const target = await readlink(file);
+  const resolved = path.resolve(path.dirname(file), target);
+  return /^\/(usr|proc)\//.test(resolved) ? { path: file, link: target } : { path: file };
+}
+
+/** Reads which system folders and allowed /etc entries exist on this host, and how. */
+export async function readHostLayout(etcDir = '/etc'): Promise<HostLayout> {
+  const system = (await Promise.all(SYSTEM_DIRS.map(entry))).filter((e): e is HostEntry => e !== undefined);
+  const names = new Set<string>();
+  const listing = await readdir(etcDir);
+  for (const allowed of ETC_ALLOW_LIST) {
+    if (allowed.endsWith('*')) {
+      for (const name of listing) if (name.startsWith(allowed.slice(0, -1))) names.add(name);
+    } else {
+      names.add(allowed);
+    }
+  }
+  const etc = (await Promise.all([...names].sort().map((name) => entry(path.join(etcDir, name))))).filter(
+    (e): e is HostEntry => e !== undefined,
+  );
+  return { system, etc };
+}
+
+/** The environment inside the sandbox, built from nothing: PATH, HOME, LANG, TZ and TERM. */
+export function sandboxEnv(options: {
+  home: string;
+  lang?: string;
+  timezone?: string;
+}): Record<string, string> {
+  const safe = (value: string | undefined, fallback: string) =>
+    value && /^[A-Za-z0-9_.@+/:-]+$/.test(value) ? value : fallback;
+  return {
+    PATH: SANDBOX_PATH,
+    HOME: options.home,
+    LANG: safe(options.lang, 'C.UTF-8'),
+    TZ: safe(options.timezone, 'UTC'),
+    TERM: 'dumb',
+  };
+}
+
+/** Everything one bwrap run needs besides the host layout. */
+export interface BwrapArgsInput {
+  layout: HostLayout;
+  /** The workspace's real path: bound read-write at the same path, and the working folder. */
+  workspace: string;
+  /** Share the host's network (otherwise a new network namespace with only loopback). */
+  network: boolean;
+  /** Existing folders inside the workspace bound again read-only over themselves (sessions/). */
+  readOnly: string[];
+  /** Paths inside the workspace hidden: a folder becomes an empty read-only tmpfs, a file /dev/null. */
+  masked: Array<{ path: string; directory: boolean }>;
+  env: Record<string, string>;
+  /** Size of the private /tmp and of /dev/shm, each, in bytes. */
+  tmpBytes: number;
+  /** Options this bwrap has (0.8 added --disable-userns; --size came with 0.5). */
+  features: { disableUserns: boolean; tmpfsSize: boolean };
+  /** What runs inside, after `--`. */
+  command: string[];
+}
+
+/**
+ * The bwrap arguments, in mount order (later mounts cover earlier ones).
+ *
+ * @example
+ * spawn(bwrapPath, bwrapArgs({ …, command: ['/bin/sh', '-c', 'ls'] }), { env: { PATH: SANDBOX_PATH } })
+ */
+export function bwrapArgs(input: BwrapArgsInput): string[] {
+  const args = [
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    ...(input.network ? [] : ['--unshare-net']),
+    ...(input.features.disableUserns ? ['--disable-userns'] : []),
+    '--die-with-parent',
+    '--new-session',
+    // bwrap keeps every capability in the sandbox when started by root; without
+    // them the sandbox cannot remount its read-only binds writable.
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'magpie-sandbox',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+  ];
+  for (const e of [...input.layout.system, ...input.layout.etc]) {
+    if (e.link !== undefined) args.push('--symlink', e.link, e.path);
+    else args.push('--ro-bind-try', e.path, e.path);
+  }
+  const size = (bytes: number) => (input.features.tmpfsSize ? ['--size', String(bytes)] : []);
+  args.push('--proc', '/proc', '--dev', '/dev');
+  args.push(...size(input.tmpBytes), '--tmpfs', '/dev/shm');
+  args.push(...size(input.tmpBytes), '--tmpfs', '/tmp');
+  args.push('--bind', input.workspace, input.workspace);
+  for (const dir of input.readOnly) args.push('--ro-bind', dir, dir);
+  for (const m of input.masked) {
+    if (m.directory) args.push('--tmpfs', m.path, '--remount-ro', m.path);
+    else args.push('--ro-bind', '/dev/null', m.path);
+  }
+  args.push('--remount-ro', '/', '--chdir', input.workspace, '--clearenv');
+  for (const [name, value] of Object.entries(input.env)) args.push('--setenv', name, value);
+  args.push('--', ...input.command);
+  return args;
+}

@@ -1,0 +1,314 @@
+/**
+ * exec's sandbox: each command runs under bubblewrap in new user, pid, ipc,
+ * uts, cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with
+ * the system read-only, the workspace read-write, sessions/ read-only, a
+ * private /tmp, an allow-listed /etc and environment, and limits on
+ * processes, CPU time and file size. `resolveSandbox` settles
+ * MAGPIE_EXEC_SANDBOX (auto, bwrap, off) with a probe run.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { constants } from 'node:fs';
+import { access, lstat, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError } from '../errors/index.js';
+import { bwrapArgs, type HostLayout, readHostLayout, SANDBOX_PATH, sandboxEnv } from './sandbox-args.js';
+import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox-cgroup.js';
+
+/** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else the guard), `bwrap` (required) or `off`. */
+export type SandboxMode = 'auto' | 'bwrap' | 'off';
+
+/** Limits of every sandboxed command. */
+export interface SandboxLimits {
+  /** Processes and threads at once (RLIMIT_NPROC; a pids cgroup when magpie runs as root). @defaultValue 256 */
+  processes: number;
+  /** Largest file a command may write, in bytes (RLIMIT_FSIZE). @defaultValue 1 GiB */
+  fileSizeBytes: number;
+  /** Size of the private /tmp and of /dev/shm, each, in bytes. @defaultValue 512 MiB */
+  tmpBytes: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  processes: 256,
+  fileSizeBytes: 1024 ** 3,
+  tmpBytes: 512 * 1024 ** 2,
+};
+
+export interface BwrapSandboxOptions {
+  /** The workspace's real path. */
+  workspace: string;
+  /** Share the host's network. @defaultValue false */
+  network?: boolean;
+  /** Folders inside the workspace made read-only (made when missing). @defaultValue ['<workspace>/sessions'] */
+  readOnly?: string[];
+  /** Paths hidden when they lie inside the workspace (magpie's data, `.env`). @defaultValue ['<workspace>/.redis'] */
+  hidden?: string[];
+  /** TZ inside. @defaultValue 'UTC' */
+  timezone?: string;
+  /** LANG inside. @defaultValue process.env.LANG, else 'C.UTF-8' */
+  lang?: string;
+  limits?: Partial<SandboxLimits>;
+  /** The bwrap program. @defaultValue the first bwrap in /usr/bin, /usr/local/bin, /bin, then PATH */
+  bwrapPath?: string;
+}
+
+/** A command ready to spawn (`detached`, so its process group can be killed) and what to release after it. */
+export interface PreparedCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Kills whatever is left of the command and removes its cgroup. */
+  release(): Promise<void>;
+}
+
+/** True when `file` exists and may be run. */
+async function executable(file: string): Promise<boolean> {
+  try {
+    await access(file, constants.X_OK);
+    return true;
+  } catch (err) {
+    if (['ENOENT', 'EACCES', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return false;
+    throw err;
+  }
+}
+
+/** The first executable `name` in the system folders, then in `extra` (PATH). */
+async function findProgram(name: string, extra: string[] = []): Promise<string | undefined> {
+  for (const dir of ['/usr/bin', '/usr/local/bin', '/bin', ...extra]) {
+    const file = path.join(dir, name);
+    if (await executable(file)) return file;
+  }
+  return undefined;
+}
+
+function run(file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { env: { PATH: SANDBOX_PATH }, timeout: 5_000 }, (err, stdout, stderr) => {
+      if (err) reject(Object.assign(err, { stderr: String(stderr) }));
+      else resolve(String(stdout) + String(stderr));
+    });
+  });
+}
+
+/** What a sandbox found on this host when it was made. */
+interface SandboxParts {
+  version: string;
+  bwrap: string;
+  prlimit: string;
+  layout: HostLayout;
+  features: { disableUserns: boolean; tmpfsSize: boolean };
+  limits: SandboxLimits;
+  /** Set when magpie runs as root: the process limit comes from a pids cgroup. */
+  cgroups: PidsCgroups | undefined;
+  processLimit: string;
+}
+
+/** A bubblewrap sandbox for one workspace. Make it with {@link BwrapSandbox.create}. */
+export class BwrapSandbox {
+  /** bwrap's version, e.g. "0.8.0". */
+  readonly version: string;
+  /** Whether commands share the host's network. */
+  readonly network: boolean;
+  readonly limits: SandboxLimits;
+  /** How the process limit is enforced, e.g. "processes ≤256 (pids cgroup v1)", for doctor and the logs. */
+  readonly processLimit: string;
+
+  private constructor(
+    private readonly parts: SandboxParts,
+    private readonly options: BwrapSandboxOptions,
+  ) {
+    this.version = parts.version;
+    this.network = options.network ?? false;
+    this.limits = parts.limits;
+    this.processLimit = parts.processLimit;
+  }
+
+  /**
+   * Finds bwrap and prlimit and reads the host's layout; does not run
+   * anything in a sandbox (see {@link BwrapSandbox.probe}).
+   *
+   * @throws ConfigError when bwrap or prlimit is missing.
+   */
+  static async create(options: BwrapSandboxOptions): Promise<BwrapSandbox> {
+    const pathDirs = (process.env.PATH ?? '').split(':').filter((d) => d.startsWith('/'));
+    const bwrap = options.bwrapPath ?? (await findProgram('bwrap', pathDirs));
+    if (!bwrap || !(await executable(bwrap))) {
+      throw new ConfigError(
+        `bwrap not found${bwrap ? ` at ${bwrap}` : ''} (install it: apt-get install bubblewrap)`,
+      );
+    }
+    // prlimit runs inside the sandbox, so it must come from the read-only system folders.
+    const prlimit = await findProgram('prlimit');
+    if (!prlimit) throw new ConfigError('prlimit not found in /usr/bin or /bin (install util-linux)');
+    const [versionText, help, layout] = await Promise.all([
+      run(bwrap, ['--version']),
+      run(bwrap, ['--help']),
+      readHostLayout(),
+    ]);
+    const limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
+    let cgroups: PidsCgroups | undefined;
+    let processLimit = `processes ≤${limits.processes} (RLIMIT_NPROC in the sandbox's user namespace)`;
+    if (process.getuid?.() === 0) {
+      // Root is exempt from RLIMIT_NPROC (the sandbox's uid maps to root): only a pids cgroup stops a fork bomb.
+      const found = await openPidsCgroups();
+      if ('unavailable' in found) {
+        processLimit = `processes unlimited: magpie runs as root and no pids cgroup is writable (${found.unavailable})`;
+      } else {
+        cgroups = found;
+        processLimit = `processes ≤${limits.processes} (pids cgroup ${found.kind})`;
+      }
+    }
+    const parts: SandboxParts = {
+      version: /(\d+\.\d+(?:\.\d+)?)/.exec(versionText)?.[1] ?? 'unknown',
+      bwrap,
+      prlimit,
+      layout,
+      features: { disableUserns: help.includes('--disable-userns'), tmpfsSize: help.includes('--size') },
+      limits,
+      cgroups,
+      processLimit,
+    };
+    return new BwrapSandbox(parts, options);
+  }
+
+  /** True when a fork bomb is stopped by a process limit. */
+  get limitsProcesses(): boolean {
+    return this.parts.cgroups !== undefined || process.getuid?.() !== 0;
+  }
+
+  /** One line for logs and doctor, e.g. "bwrap 0.8.0, network off, processes ≤256 (…)". */
+  describe(): string {
+    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}`;
+  }
+
+  /**
+   * Prepares `command` (POSIX sh) to run in the sandbox with `cpuSeconds` of
+   * CPU time. Makes sessions/ when missing so it can be bound read-only.
+   *
+   * @throws ConfigError when a read-only folder is a symlink or not a folder.
+   */
+  async prepare(command: string, cpuSeconds: number): Promise<PreparedCommand> {
+    const { workspace } = this.options;
+    const readOnly = this.options.readOnly ?? [path.join(workspace, 'sessions')];
+    for (const dir of readOnly) {
+      await mkdir(dir, { recursive: true });
+      if (!(await lstat(dir)).isDirectory())
+        throw new ConfigError(`${dir} is not a folder (a symlink?): exec will not run until it is one`);
+    }
+    const masked: Array<{ path: string; directory: boolean }> = [];
+    for (const hidden of this.options.hidden ?? [path.join(workspace, '.redis')]) {
+      if (!hidden.startsWith(`${workspace}${path.sep}`)) continue; // outside: not mounted at all
+      const stats = await lstat(hidden).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined;
+        throw err;
+      });
+      if (stats && !stats.isSymbolicLink()) masked.push({ path: hidden, directory: stats.isDirectory() });
+    }
+    const { limits, parts } = this;
+    const inner = [
+      parts.prlimit,
+      `--nproc=${limits.processes}`,
+      `--cpu=${Math.max(1, Math.ceil(cpuSeconds))}`,
+      `--fsize=${limits.fileSizeBytes}`,
+      '--core=0',
+      '--',
+      '/bin/sh',
+      '-c',
+      command,
+    ];
+    const args = bwrapArgs({
+      layout: parts.layout,
+      workspace,
+      network: this.network,
+      readOnly,
+      masked,
+      env: sandboxEnv({
+        home: workspace,
+        lang: this.options.lang ?? process.env.LANG,
+        timezone: this.options.timezone,
+      }),
+      tmpBytes: limits.tmpBytes,
+      features: parts.features,
+      command: inner,
+    });
+    const env = { PATH: SANDBOX_PATH };
+    if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => undefined };
+    const cgroup: CommandCgroup = await parts.cgroups.create(limits.processes);
+    // The wrapper joins the cgroup, then becomes bwrap: everything it starts is counted there.
+    return {
+      file: '/bin/sh',
+      args: ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, parts.bwrap, ...args],
+      env,
+      release: () => cgroup.close(),
+    };
+  }
+
+  /**
+   * Runs `exit 0` in the sandbox: resolves undefined when that works, else the
+   * reason (bwrap's own message, e.g. user namespaces disabled).
+   */
+  async probe(): Promise<string | undefined> {
+    const prepared = await this.prepare('exit 0', 5);
+    try {
+      return await new Promise<string | undefined>((resolve) => {
+        const child = spawn(prepared.file, prepared.args, {
+          env: prepared.env,
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+          stderr += chunk;
+        });
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        child.once('error', (err) => {
+          clearTimeout(timer);
+          resolve(err.message);
+        });
+        child.once('close', (code, signal) => {
+          clearTimeout(timer);
+          const said = stderr.trim().split('\n')[0];
+          resolve(code === 0 ? undefined : said || `exit ${code ?? signal}`);
+        });
+      });
+    } finally {
+      await prepared.release();
+    }
+  }
+}
+
+/** How exec runs: in a working sandbox, or on the host with the deny list only (and why). */
+export type SandboxStatus =
+  | { kind: 'bwrap'; sandbox: BwrapSandbox }
+  | { kind: 'off'; mode: SandboxMode; reason: string };
+
+/**
+ * Settles MAGPIE_EXEC_SANDBOX: `off` → off; `auto` → a probed bwrap sandbox,
+ * else off with the reason (to be logged as a warning); `bwrap` → a probed
+ * sandbox or a ConfigError (exit 2).
+ *
+ * @example
+ * const status = await resolveSandbox('auto', { workspace });
+ * if (status.kind === 'off') logger.warn(`exec runs without a sandbox: ${status.reason}`);
+ */
+export async function resolveSandbox(
+  mode: SandboxMode,
+  options: BwrapSandboxOptions,
+): Promise<SandboxStatus> {
+  if (mode === 'off') return { kind: 'off', mode, reason: 'MAGPIE_EXEC_SANDBOX=off' };
+  let reason: string;
+  if (process.platform !== 'linux') {
+    reason = `bubblewrap needs Linux (this is ${process.platform})`;
+  } else {
+    try {
+      const sandbox = await BwrapSandbox.create(options);
+      const failure = await sandbox.probe();
+      if (failure === undefined) return { kind: 'bwrap', sandbox };
+      reason = `bwrap cannot start a sandbox here: ${failure}`;
+    } catch (err) {
+      reason = (err as Error).message;
+    }
+  }
+  if (mode === 'bwrap') {
+    throw new ConfigError(`MAGPIE_EXEC_SANDBOX=bwrap but ${reason}; or set MAGPIE_EXEC_SANDBOX=auto`);
+  }
+  return { kind: 'off', mode, reason };
+}
