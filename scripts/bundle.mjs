@@ -23,7 +23,16 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 
 /** Pure-JS packages that are safe to inline; every other dependency is imported from node_modules. */
-const INLINE = new Set(['zod', 'openai', 'yaml', 'pino', 'ipaddr.js', 'marked', 'cron-parser']);
+const INLINE = new Set([
+  'zod',
+  'openai',
+  'yaml',
+  'pino',
+  'ipaddr.js',
+  'marked',
+  'cron-parser',
+  '@modelcontextprotocol/sdk',
+]);
 const external = Object.keys(pkg.dependencies ?? {})
   .filter((name) => !INLINE.has(name))
   .flatMap((name) => [name, `${name}/*`]);

@@ -38,7 +38,7 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule
     load: () => import('./commands/status.js'),
   },
   doctor: {
-    help: 'check configuration, workspace, Redis, the LLM endpoint and channel tokens',
+    help: 'check configuration, workspace, Redis, the LLM endpoint, channel tokens, MCP servers and web search',
     load: () => import('./commands/doctor.js'),
   },
   pairing: {
@@ -50,6 +50,10 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule
     load: () => import('./commands/cron.js'),
   },
   skills: { help: 'list skills and report malformed ones', load: () => import('./commands/skills.js') },
+  mcp: {
+    help: 'MCP servers of mcp.json: connected or why not, and their tools (--json)',
+    load: () => import('./commands/mcp.js'),
+  },
   dashboard: { help: 'serve the local web dashboard', load: () => import('./commands/dashboard.js') },
 };
 

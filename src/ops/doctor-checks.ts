@@ -2,7 +2,7 @@
  * The checks `magpie doctor` runs, built from the Config: workspace,
  * bootstrap files, Redis (reachable, version, noeviction, persistence), the
  * LLM endpoint (models, optionally one live token), Telegram getMe, Discord
- * /users/@me, and a worker seen alive.
+ * /users/@me, each MCP server, the web search backend, and a worker seen alive.
  */
 import { access, constants, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,12 +14,15 @@ import { AppError, describeError, hasCode } from '../errors/index.js';
 import { OpenAIProvider } from '../providers/openai/provider.js';
 import { listTemplateFiles, templatesDir } from '../workspace/templates.js';
 import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
+import { mcpCheck, searchCheck } from './doctor-reach.js';
 import { listWorkers } from './workers.js';
 
 export interface DoctorOptions {
   config: Config;
   /** Also ask the model for one token. @defaultValue false */
   live?: boolean;
+  /** magpie's environment, for `${VAR}` in mcp.json. @defaultValue process.env */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The checks plus a `close()` for the Redis connection they share. */
@@ -195,6 +198,8 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
         );
       },
     },
+    mcpCheck(config, options.env ?? process.env),
+    searchCheck(config),
     {
       name: 'daemon',
       async run() {

@@ -18,6 +18,8 @@ export interface CheckResult {
 /** One check: a name and how to run it (aborted when its time is up). */
 export interface Check {
   name: string;
+  /** This check's own time limit (MCP servers take a while to start). @defaultValue the run's `timeoutMs` */
+  timeoutMs?: number;
   run(signal: AbortSignal): Promise<CheckResult | CheckResult[]>;
 }
 
@@ -44,7 +46,7 @@ export async function runChecks(checks: Check[], options: RunChecksOptions = {})
   const redact = textRedactor(options.secrets ?? []);
   const lines: CheckLine[] = [];
   for (const check of checks) {
-    const results = await runOne(check, timeoutMs);
+    const results = await runOne(check, check.timeoutMs ?? timeoutMs);
     for (const r of Array.isArray(results) ? results : [results]) {
       lines.push({
         name: check.name,

@@ -10,7 +10,8 @@ const HELP = `usage: magpie doctor [--live]
 
 Checks the configuration, the workspace and its bootstrap files, Redis (version,
 maxmemory-policy noeviction, persistence), the LLM endpoint and model, the
-Telegram and Discord tokens, and that a worker runs. Each check takes at most 3 s.
+Telegram and Discord tokens, each MCP server of mcp.json (at most 25 s), the web
+search backend (one test query), and that a worker runs. Other checks take at most 3 s.
 
 options:
   --live           also ask the model for a one-token completion
