@@ -337,6 +337,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
     log: { level: e.LOG_LEVEL, pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY) },
   };
+  if (isWithin(config.workspace, config.stateDir)) {
+    throw new ConfigError(
+      `MAGPIE_STATE_DIR ${config.stateDir} is inside the workspace, where the assistant's tools could read its secrets: set MAGPIE_STATE_DIR to a folder outside ${config.workspace}`,
+    );
+  }
   return deepFreeze(config);
 }
 
@@ -374,6 +379,12 @@ export function loadConfig(needs: ConfigNeeds = {}, envFile = '.env'): Config {
     }
   }
   return parseConfig(process.env, needs);
+}
+
+/** True when `inner` is `outer` or lies below it (by path, symlinks not followed). */
+function isWithin(outer: string, inner: string): boolean {
+  const rel = path.relative(outer, inner);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 /**
