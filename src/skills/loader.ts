@@ -3,6 +3,7 @@
  * `description`, optional `always`) and a Markdown body with the procedure.
  * Malformed skills are reported, never thrown; files are re-parsed only when changed.
  */
+import { constants } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -53,6 +54,8 @@ const FrontMatter = z.object({
 
 type Parsed = { skill: Skill } | { error: SkillError };
 
+const READ_NONBLOCK = constants.O_RDONLY | constants.O_NONBLOCK;
+
 interface CacheEntry {
   mtimeMs: number;
   size: number;
@@ -99,9 +102,11 @@ export class SkillsLoader {
         if (isMissing(err)) continue; // a folder without SKILL.md is not a skill
         throw err;
       }
+      // A FIFO, socket or device named SKILL.md is not a skill; read without blocking should one be swapped in.
+      if (!info.isFile()) continue;
       let entry = this.cache.get(file);
       if (!entry || entry.mtimeMs !== info.mtimeMs || entry.size !== info.size) {
-        const text = await readFile(file, 'utf8');
+        const text = await readFile(file, { encoding: 'utf8', flag: READ_NONBLOCK });
         this.parses += 1;
         entry = { mtimeMs: info.mtimeMs, size: info.size, result: await parseSkill(file, folder, text) };
         if ('error' in entry.result) {
