@@ -20,6 +20,7 @@ const QUERY_KEY = 'qk-9f8e7d6c5b4a';
 const TELEGRAM_TOKEN = '123456789:AAHfakeTelegramTokenForTests0123456789';
 const TG_ROOT_PASSWORD = 'tg-root-pass-77';
 const DASHBOARD_TOKEN = 'dash-token-5566';
+const BRAVE_KEY = 'brave-key-8899';
 
 const config = parseConfig({
   MAGPIE_WORKSPACE: '/tmp/magpie-redact-ws',
@@ -30,8 +31,17 @@ const config = parseConfig({
   TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN,
   TELEGRAM_API_ROOT: `https://proxy:${TG_ROOT_PASSWORD}@tg.example`,
   MAGPIE_DASHBOARD_TOKEN: DASHBOARD_TOKEN,
+  BRAVE_API_KEY: BRAVE_KEY,
 });
-const SECRETS = [REDIS_PASSWORD, API_KEY, QUERY_KEY, TELEGRAM_TOKEN, TG_ROOT_PASSWORD, DASHBOARD_TOKEN];
+const SECRETS = [
+  REDIS_PASSWORD,
+  API_KEY,
+  QUERY_KEY,
+  TELEGRAM_TOKEN,
+  TG_ROOT_PASSWORD,
+  DASHBOARD_TOKEN,
+  BRAVE_KEY,
+];
 
 /** A real pino logger (createLogger) writing JSON lines into memory. */
 function memoryLogger(secrets = secretValues(config)) {
@@ -101,9 +111,14 @@ describe('redactText', () => {
 });
 
 describe('secretValues', () => {
-  it('lists keys, tokens and the credentials inside configured URLs', () => {
+  it('lists keys, tokens and the credentials inside configured URLs, not plain user names', () => {
     expect(secretValues(config)).toEqual(expect.arrayContaining(SECRETS));
+    expect(secretValues(config)).not.toContain('magpie');
+    expect(secretValues(config)).not.toContain('proxy');
     expect(urlCredentials('redis://:p%40ss@h:1')).toEqual(['p%40ss', 'p@ss']);
+    expect(urlCredentials('redis://magpie:pw-1234@h:1')).toEqual(['pw-1234']);
+    expect(urlCredentials('https://tok_abcdefghijklmnop@h.example')).toEqual(['tok_abcdefghijklmnop']);
+    expect(urlCredentials('https://bob@h.example')).toEqual([]);
     expect(urlCredentials('https://h.example/v1?model=x&key=k1234')).toEqual(['k1234']);
     expect(urlCredentials(undefined)).toEqual([]);
   });
