@@ -69,8 +69,10 @@ export function createWebSearchTool(backend: SearchBackend): Tool<typeof paramet
         return fail(`web_search failed: ${describeError(err)}`);
       }
       const source = `web_search?q=${encodeURIComponent(query)}`;
-      if (hits.length === 0) return { forLLM: `${backend.label} found nothing for "${query}".` };
-      const header = `${backend.label} results for "${query}" (${hits.length}):`;
+      // The query is echoed as JSON with `<` escaped, so it cannot open or close a marked block.
+      const quoted = JSON.stringify(query).replace(/</g, '\\u003c');
+      if (hits.length === 0) return { forLLM: `${backend.label} found nothing for ${quoted}.` };
+      const header = `${backend.label} results for ${quoted} (${hits.length}):`;
       return { forLLM: `${header}\n${wrapUntrusted(source, formatHits(hits.slice(0, wanted)))}` };
     },
   };
