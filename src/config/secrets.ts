@@ -50,7 +50,15 @@ export function secretValues(config: Config): string[] {
     ...urlCredentials(config.search.tavily.apiRoot),
     ...urlCredentials(config.search.searxng.url),
   ];
-  return [...new Set(values.filter((v): v is string => typeof v === 'string' && v !== ''))];
+  return [...new Set(values.filter((v): v is string => typeof v === 'string' && !isPlaceholder(v)))];
+}
+
+/**
+ * A value that stands in for a key a local server does not need (`none`, `ollama`):
+ * a short lowercase word. Redacting it would blank that word in every line.
+ */
+function isPlaceholder(value: string): boolean {
+  return /^[a-z]{0,7}$/.test(value);
 }
 
 function safeDecode(text: string): string {

@@ -119,6 +119,8 @@ describe('secretValues', () => {
     expect(urlCredentials('redis://magpie:pw-1234@h:1')).toEqual(['pw-1234']);
     expect(urlCredentials('https://tok_abcdefghijklmnop@h.example')).toEqual(['tok_abcdefghijklmnop']);
     expect(urlCredentials('https://bob@h.example')).toEqual([]);
+    const local = parseConfig({ MAGPIE_WORKSPACE: '/tmp/x', OPENAI_API_KEY: 'none' });
+    expect(secretValues(local)).toEqual([]);
     expect(urlCredentials('https://h.example/v1?model=x&key=k1234')).toEqual(['k1234']);
     expect(urlCredentials(undefined)).toEqual([]);
   });
