@@ -33,6 +33,8 @@ export interface FakeMcpOptions {
   port?: number;
   /** What the `secret` tool answers (to check redaction). @defaultValue 'no secret' */
   secret?: string;
+  /** Requests without `Authorization: Bearer <token>` get 401. @defaultValue any request is served */
+  token?: string;
 }
 
 export interface FakeMcpServer {
@@ -141,6 +143,9 @@ export async function startFakeMcpServer(options: FakeMcpOptions = {}): Promise<
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     headers.push(req.headers);
+    if (options.token !== undefined && req.headers.authorization !== `Bearer ${options.token}`) {
+      return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+    }
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (mode === 'sse') {
       if (req.method === 'GET' && url.pathname === '/sse') {
