@@ -11,14 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { type FileHandle, open, readdir, rename, unlink } from 'node:fs/promises';
 import { AppError, describeError } from '../errors/index.js';
-import { errnoOf, FileToolError } from './workspace-path.js';
-import {
-  type Confinement,
-  changedError,
-  type Walked,
-  type WalkOptions,
-  walkInWorkspace,
-} from './workspace-walk.js';
+import { changedError, errnoOf, FileToolError } from './workspace-path.js';
+import { type Confinement, type Walked, type WalkOptions, walkInWorkspace } from './workspace-walk.js';
 
 export interface WorkspaceFilesOptions {
   /** The workspace folder every operation is confined to. */

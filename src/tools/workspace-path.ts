@@ -2,9 +2,11 @@
  * What a path a tool was given may name: lexical checks (NUL bytes, `../`,
  * absolute paths outside the workspace), the folders the tools may read but
  * never change (`sessions/`, a legacy `.redis/`), and the one-line errors the
- * model reads. Opening a path safely is workspace-walk.ts's job; this file
- * never touches a file by name, except `resolveInWorkspace` (exec's folder).
+ * model reads, with the small checks the walks share. Opening a path safely
+ * is workspace-walk.ts's job; `resolveInWorkspace` here checks by name only
+ * (exec's working folder, and the portable fallback).
  */
+import type { Stats } from 'node:fs';
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, type ErrorCode } from '../errors/index.js';
@@ -161,6 +163,41 @@ export async function resolveInWorkspace(workspace: string, requested: string): 
   const real = await realPathOrAncestor(path.join(root, rel), requested);
   if (!isInside(root, real)) throw outsideError(requested);
   return real;
+}
+
+/** The refusal for a path that changed under the walk (a race, or a folder deleted meanwhile). */
+export function changedError(requested: string): FileToolError {
+  return new FileToolError('changed', `path "${requested}" changed while it was being opened; try again`);
+}
+
+/** lstat, or undefined when nothing is there. */
+export async function lstatOrMissing(file: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(file);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** A relative path with '/' separators, whatever the platform's. */
+export const toPosix = (rel: string): string => rel.split(path.sep).join('/');
+
+/** Refuses a write into a protected folder, or onto the workspace itself. */
+export function checkWrite(
+  requested: string,
+  rel: string,
+  options: { forWrite?: boolean; want?: 'entry' | 'dir' },
+): void {
+  if (!options.forWrite) return;
+  const folder = protectedFolder(rel);
+  if (folder) throw protectedError(requested, folder);
+  if (rel === '' && options.want !== 'dir') {
+    throw new FileToolError(
+      'directory',
+      `path "${requested}" is the workspace directory itself; name a file`,
+    );
+  }
 }
 
 /** Converts fs errors (ENOENT, EISDIR, …) into one-line tool errors; AppErrors pass through. */

@@ -10,19 +10,23 @@
  * opened (dev and inode) with what it checked.
  */
 import { constants, type Stats } from 'node:fs';
-import { access, type FileHandle, lstat, mkdir, open, readlink, realpath } from 'node:fs/promises';
+import { access, type FileHandle, mkdir, open, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  changedError,
+  checkWrite,
   errnoOf,
   FileToolError,
   isInside,
+  lstatOrMissing,
   outsideError,
   protectedError,
   protectedFolder,
   realWorkspace,
   relativeInWorkspace,
-  resolveInWorkspace,
+  toPosix,
 } from './workspace-path.js';
+import { walkPortable } from './workspace-walk-portable.js';
 
 /** How paths are confined: `proc` (Linux, descriptor-relative), `portable` (real path + inode check), `auto` (proc when /proc is there). */
 export type Confinement = 'auto' | 'proc' | 'portable';
@@ -72,24 +76,8 @@ const DELETED = ' (deleted)';
 
 const fdPath = (handle: FileHandle): string => `${PROC_FD}/${handle.fd}`;
 const components = (rel: string): string[] => rel.split('/').filter((c) => c !== '' && c !== '.');
-const toPosix = (rel: string): string => rel.split(path.sep).join('/');
 const joinRel = (dir: string, name: string | undefined): string =>
   name === undefined ? dir : dir === '' ? name : `${dir}/${name}`;
-
-/** The refusal for a path that changed under the walk (a race, or a folder deleted meanwhile). */
-export function changedError(requested: string): FileToolError {
-  return new FileToolError('changed', `path "${requested}" changed while it was being opened; try again`);
-}
-
-/** lstat, or undefined when nothing is there. */
-export async function lstatOrMissing(file: string): Promise<Stats | undefined> {
-  try {
-    return await lstat(file);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  }
-}
 
 let procAvailable: Promise<boolean> | undefined;
 
@@ -139,7 +127,9 @@ async function walkProc(
 ): Promise<Walked> {
   const stack: Level[] = [{ handle: await open(root, DIR_FLAGS), name: '' }];
   const closeFrom = async (depth: number): Promise<void> => {
-    for (const level of stack.splice(depth).reverse()) await level.handle.close();
+    const closing = await Promise.allSettled(stack.splice(depth).map((level) => level.handle.close()));
+    const failed = closing.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
   };
   try {
     if ((await readlink(fdPath(stack[0]!.handle))) !== root) throw changedError(requested);
@@ -218,19 +208,6 @@ async function walkProc(
   }
 }
 
-/** Refuses a write into a protected folder, or onto the workspace itself. */
-function checkWrite(requested: string, rel: string, options: WalkOptions): void {
-  if (!options.forWrite) return;
-  const folder = protectedFolder(rel);
-  if (folder) throw protectedError(requested, folder);
-  if (rel === '' && options.want !== 'dir') {
-    throw new FileToolError(
-      'directory',
-      `path "${requested}" is the workspace directory itself; name a file`,
-    );
-  }
-}
-
 /** Opens a folder component (O_NOFOLLOW), creating it when asked; 'symlink' when it is one. */
 async function openFolder(
   entryPath: string,
@@ -268,60 +245,4 @@ async function openFolder(
   } catch (err) {
     throw errnoOf(err) === 'ENOTDIR' || errnoOf(err) === 'ELOOP' ? changedError(requested) : err;
   }
-}
-
-/**
- * The fallback where descriptor-relative opening is not available: resolve
- * by real path, then let `verify` compare the opened descriptor's dev and
- * inode with the name's. Narrows the race; does not close it.
- */
-async function walkPortable(
-  root: string,
-  configured: string,
-  requested: string,
-  options: WalkOptions,
-): Promise<Walked> {
-  const real = await resolveInWorkspace(configured, requested);
-  const realRel = toPosix(path.relative(root, real));
-  checkWrite(requested, realRel, options);
-  const atRoot = real === root || options.want === 'dir';
-  const dirPath = atRoot ? real : path.dirname(real);
-  const name = atRoot ? undefined : path.basename(real);
-  if (options.createParents) {
-    await mkdir(dirPath, { recursive: true }).catch((err: unknown) => {
-      if (errnoOf(err) !== 'EEXIST' && errnoOf(err) !== 'ENOTDIR') throw err;
-      throw new FileToolError(
-        'not-directory',
-        `${requested}: a part of the path is a file, not a directory`,
-        {
-          cause: err,
-        },
-      );
-    });
-    if ((await realpath(dirPath)) !== dirPath) throw changedError(requested);
-  }
-  const entry = name === undefined ? undefined : await lstatOrMissing(real);
-  if (entry?.isSymbolicLink()) throw changedError(requested);
-  if (options.want === 'dir') {
-    const st = await lstatOrMissing(real);
-    if (!st) throw new FileToolError('missing', `folder not found: ${requested}`);
-    if (!st.isDirectory()) throw new FileToolError('not-directory', `${requested} is a file, not a folder`);
-  }
-  return {
-    root,
-    dir: { path: dirPath, rel: atRoot ? realRel : toPosix(path.relative(root, dirPath)) },
-    name,
-    entry,
-    entryPath: real,
-    verify: async (handle, other) => {
-      const byName = other === undefined ? real : path.join(dirPath, other);
-      const [opened, named] = await Promise.all([handle.stat(), lstatOrMissing(byName)]);
-      if (!named || opened.dev !== named.dev || opened.ino !== named.ino) throw changedError(requested);
-      const now = await realpath(byName);
-      if (!isInside(root, now)) throw outsideError(requested);
-      checkWrite(requested, toPosix(path.relative(root, now)), options);
-      return now;
-    },
-    close: async () => undefined,
-  };
 }
