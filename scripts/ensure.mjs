@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Installs what is missing before `npm start` / `npm test`: npm packages, a built dist/,
-// and redis-server (from the system's package manager) when REDIS_URL is not set.
-// Quick when everything is there; says in one line what it installed.
+// redis-server (from the system's package manager) when REDIS_URL is not set, and on Linux
+// bubblewrap, exec's sandbox (unless MAGPIE_EXEC_SANDBOX=off). Quick when everything is
+// there; says in one line what it installed.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
@@ -15,10 +16,13 @@ function has(cmd) {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 }
 
-function envHasRedisUrl() {
-  if (process.env.REDIS_URL) return true;
+/** A variable's value from the environment, else from .env; undefined when unset or empty. */
+function envValue(name) {
+  if (process.env[name]) return process.env[name].trim();
   const envFile = path.join(root, '.env');
-  return existsSync(envFile) && /^\s*REDIS_URL\s*=\s*\S+/m.test(readFileSync(envFile, 'utf8'));
+  if (!existsSync(envFile)) return undefined;
+  const match = new RegExp(`^\\s*${name}\\s*=\\s*(\\S+)`, 'm').exec(readFileSync(envFile, 'utf8'));
+  return match?.[1]?.replace(/^["']|["']$/g, '');
 }
 
 if (!existsSync(path.join(root, 'node_modules', '.package-lock.json'))) {
@@ -35,12 +39,18 @@ if (!existsSync(distEntry) || statSync(distEntry).mtimeMs < newestSource(path.jo
   installed.push('a fresh build');
 }
 
-// System packages: redis-server (unless REDIS_URL names another Redis), and for the tests
-// Debian's Chromium at /usr/bin/chromium (the dashboard's browser test drives it).
+// System packages, in one apt run: redis-server (unless REDIS_URL names another Redis),
+// bubblewrap on Linux (exec's sandbox; the tests use it), and for the tests Debian's
+// Chromium at /usr/bin/chromium (the dashboard's browser test drives it).
 const system = [];
-if ((purpose === 'test' || !envHasRedisUrl()) && !has('redis-server')) system.push('redis-server');
+if ((purpose === 'test' || !envValue('REDIS_URL')) && !has('redis-server')) system.push('redis-server');
+const wantsSandbox = purpose === 'test' || envValue('MAGPIE_EXEC_SANDBOX')?.toLowerCase() !== 'off';
+if (process.platform === 'linux' && wantsSandbox && !has('bwrap')) system.push('bubblewrap');
 if (purpose === 'test' && !existsSync('/usr/bin/chromium')) system.push('chromium');
-if (system.length > 0) {
+if (system.length > 0 && !has('apt-get') && purpose === 'start' && system.every((p) => p === 'bubblewrap')) {
+  // Without bubblewrap exec falls back to its deny list (with a warning): not a reason to stop.
+  console.error('magpie: bubblewrap not installed and no apt-get here: install it for exec\'s sandbox');
+} else if (system.length > 0) {
   const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
   const run = (args) =>
     execFileSync(sudo[0] ?? args[0], sudo.length ? args : args.slice(1), { stdio: 'inherit' });

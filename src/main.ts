@@ -21,6 +21,7 @@ import { secretValues } from './config/secrets.js';
 import { ConfigError, describeError, ExitCode } from './errors/index.js';
 import { createLogger, type Logger } from './log/index.js';
 import { startMcp } from './mcp/start.js';
+import type { SandboxStatus } from './tools/sandbox.js';
 import { TurnWorker } from './worker/turn-worker.js';
 
 export type Role = 'start' | 'gateway' | 'worker';
@@ -52,6 +53,12 @@ interface Part {
 export async function startRole(options: RoleOptions): Promise<RunningRole> {
   const { role, config, logger } = options;
   const parts: Part[] = [];
+  // Where exec runs is settled before anything starts: MAGPIE_EXEC_SANDBOX=bwrap
+  // without a working bwrap ends here (exit 2); auto without one warns.
+  const execSandbox =
+    role === 'gateway'
+      ? undefined
+      : await (await import('./app/build-agent.js')).resolveExecSandbox(config, logger);
   let local: LocalRedis | undefined;
   if (role === 'start' && !config.redis.url) {
     local = await startLocalRedis({ workspace: config.workspace, stateDir: config.stateDir, logger });
@@ -68,7 +75,8 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
     if (role !== 'gateway') buses.push(await Bus.connect({ config, logger, url: local?.url, patient: true }));
     // Gateway first, so closing (in reverse) stops the worker's intake and turns before delivery drains.
     if (role !== 'worker') parts.push(...(await startGateway(buses[0] as Bus, options)));
-    if (role !== 'gateway') parts.push(...(await startWorker(buses[buses.length - 1] as Bus, options)));
+    if (role !== 'gateway')
+      parts.push(...(await startWorker(buses[buses.length - 1] as Bus, { ...options, execSandbox })));
     if (role !== 'worker' && config.dashboard.port)
       parts.push(await startDashboardPart(buses[0] as Bus, options));
   } catch (err) {
@@ -113,7 +121,10 @@ export async function runRole(options: RoleOptions): Promise<number> {
   return 0;
 }
 
-async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
+async function startWorker(
+  bus: Bus,
+  options: RoleOptions & { execSandbox?: SandboxStatus },
+): Promise<Part[]> {
   const { config, logger } = options;
   const parts: Part[] = [];
   const state: StateStore = new RedisStateStore(bus.redis, bus.prefix);
@@ -141,6 +152,7 @@ async function startWorker(bus: Bus, options: RoleOptions): Promise<Part[]> {
       helperQueue,
       helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
       ...(mcp ? { mcp } : {}),
+      ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });
   } catch (err) {
     await mcp?.close();

@@ -27,6 +27,7 @@ import type { SessionStore } from '../sessions/types.js';
 import { SkillsLoader } from '../skills/loader.js';
 import { createCoreTools, ToolRegistry } from '../tools/index.js';
 import { createLoadSkillTool } from '../tools/load-skill.js';
+import { resolveSandbox, type SandboxStatus } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
 import { createSpawnTool } from '../tools/spawn.js';
 import { createSubagentTool } from '../tools/subagent.js';
@@ -71,6 +72,8 @@ export interface BuildAgentOptions {
   maxHelperDepth?: number;
   /** The MCP servers' tools (startMcp); none without an mcp.json. */
   mcp?: DynamicTools;
+  /** Where exec runs, when already settled (the daemon settles it before starting). @defaultValue resolveExecSandbox(config, logger) */
+  execSandbox?: SandboxStatus;
 }
 
 /**
@@ -83,9 +86,10 @@ export interface BuildAgentOptions {
  */
 export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts> {
   const { config, logger } = options;
-  const [workspace, provider] = await Promise.all([
+  const [workspace, provider, execSandbox] = await Promise.all([
     existingWorkspace(config.workspace),
     options.provider ?? openAIProvider(config, logger),
+    options.execSandbox ?? resolveExecSandbox(config, logger),
   ]);
   const secrets = secretValues(config);
   const searchBackend = searchBackendFor(config.search);
@@ -127,6 +131,8 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
         execTimeoutMs: config.tools.execTimeoutMs,
         webAllowPrivate: config.tools.webAllowPrivate,
         secrets,
+        ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
+        execProtectedPaths: [path.resolve('.env'), config.stateDir],
       }),
       ...(searchBackend ? [createWebSearchTool(searchBackend)] : []),
       createLoadSkillTool(skills),
@@ -155,6 +161,45 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(config.prices ? { prices: config.prices } : {}),
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
+}
+
+/**
+ * Settles where exec runs (MAGPIE_EXEC_SANDBOX, MAGPIE_EXEC_NETWORK): a bwrap
+ * sandbox that passed a probe run, or none — with a warning when `auto` found
+ * no working bwrap. The sandbox hides a legacy `<workspace>/.redis`, and the
+ * state folder and `.env` should they lie inside the workspace.
+ *
+ * @throws ConfigError (exit 2) for MAGPIE_EXEC_SANDBOX=bwrap when bwrap cannot run here.
+ * @throws AppError WORKSPACE_MISSING (exit 2) when the workspace folder does not exist.
+ */
+export async function resolveExecSandbox(config: Config, logger: Logger): Promise<SandboxStatus> {
+  const workspace = await existingWorkspace(config.workspace);
+  const hidden = await Promise.all(
+    [path.join(workspace, '.redis'), config.stateDir, path.resolve('.env')].map((p) =>
+      realpath(p).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return p;
+        throw err;
+      }),
+    ),
+  );
+  const status = await resolveSandbox(config.tools.execSandbox, {
+    workspace,
+    network: config.tools.execNetwork,
+    hidden,
+    timezone: config.timezone,
+  });
+  if (status.kind === 'off' && status.mode === 'auto') {
+    logger.warn(
+      `exec runs WITHOUT a sandbox (${status.reason}): commands reach everything this user can, guarded only by a deny list; install bubblewrap (apt-get install bubblewrap)`,
+    );
+  } else if (status.kind === 'bwrap' && !status.sandbox.limitsProcesses) {
+    logger.warn(
+      `exec sandbox: ${status.sandbox.processLimit}; run magpie as a normal user to limit processes`,
+    );
+  } else if (status.kind === 'bwrap') {
+    logger.info(`exec sandbox: ${status.sandbox.describe()}`);
+  }
+  return status;
 }
 
 async function existingWorkspace(dir: string): Promise<string> {

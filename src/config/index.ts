@@ -170,6 +170,17 @@ export const EnvSchema = z.object({
   MAGPIE_PRICE_OUTPUT: priceSchema,
   MAGPIE_EXEC_TIMEOUT: duration('60s'),
   MAGPIE_TOOL_TIMEOUT: duration('120s'),
+  MAGPIE_EXEC_SANDBOX: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const text = (v ?? '').trim().toLowerCase();
+      if (text === '') return 'auto' as const;
+      if (text === 'auto' || text === 'bwrap' || text === 'off') return text;
+      ctx.addIssue({ code: 'custom', message: `"${v}" must be auto, bwrap or off` });
+      return z.NEVER;
+    }),
+  MAGPIE_EXEC_NETWORK: boolean,
   MAGPIE_WEB_ALLOW_PRIVATE: boolean,
   MAGPIE_MAX_MEDIA_BYTES: positiveInt(20 * 1024 * 1024),
   REDIS_URL: redisUrl(),
@@ -248,6 +259,10 @@ export interface Config {
     /** Time limit of a tool call for tools without their own (exec: its timeout plus a grace; subagent: 30 min). */
     timeoutMs: number;
     webAllowPrivate: boolean;
+    /** Where exec runs: `auto` (bubblewrap when it works, else the deny list with a warning), `bwrap`, `off`. */
+    execSandbox: 'auto' | 'bwrap' | 'off';
+    /** Whether sandboxed commands share the host's network. */
+    execNetwork: boolean;
   };
   /**
    * Whether the model takes images (tool results' images are attached, not described).
@@ -319,6 +334,8 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT,
       timeoutMs: e.MAGPIE_TOOL_TIMEOUT,
       webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE,
+      execSandbox: e.MAGPIE_EXEC_SANDBOX,
+      execNetwork: e.MAGPIE_EXEC_NETWORK,
     },
     vision: e.MAGPIE_VISION,
     mcp: { configFile: path.resolve(e.MAGPIE_MCP_CONFIG), timeoutMs: e.MAGPIE_MCP_TIMEOUT },

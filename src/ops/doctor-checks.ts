@@ -1,6 +1,6 @@
 /**
  * The checks `magpie doctor` runs, built from the Config: workspace,
- * bootstrap files, Redis (reachable, version, noeviction, persistence), the
+ * bootstrap files, exec's sandbox, Redis (reachable, version, noeviction, persistence), the
  * LLM endpoint (models, optionally one live token), Telegram getMe, Discord
  * /users/@me, each MCP server, the web search backend, and a worker seen alive.
  */
@@ -15,6 +15,7 @@ import { OpenAIProvider } from '../providers/openai/provider.js';
 import { listTemplateFiles, templatesDir } from '../workspace/templates.js';
 import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
 import { mcpCheck, searchCheck } from './doctor-reach.js';
+import { execSandboxCheck } from './doctor-sandbox.js';
 import { listWorkers } from './workers.js';
 
 export interface DoctorOptions {
@@ -75,6 +76,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
         return pass(wanted.join(', '));
       },
     },
+    execSandboxCheck(config),
     {
       name: 'redis',
       async run() {

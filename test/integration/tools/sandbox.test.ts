@@ -14,7 +14,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError, ExitCode } from '../../../src/errors/index.js';
+import { parseConfig } from '../../../src/config/index.js';
+import { AppError, ConfigError, ExitCode } from '../../../src/errors/index.js';
+import { execSandboxCheck } from '../../../src/ops/doctor-sandbox.js';
 import { createExecTool, type ExecOptions } from '../../../src/tools/exec.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { type BwrapSandbox, type BwrapSandboxOptions, resolveSandbox } from '../../../src/tools/sandbox.js';
@@ -331,6 +333,55 @@ describe('MAGPIE_EXEC_SANDBOX', () => {
       kind: 'off',
       mode: 'off',
       reason: 'MAGPIE_EXEC_SANDBOX=off',
+    });
+  });
+});
+
+describe('MAGPIE_EXEC_SANDBOX and MAGPIE_EXEC_NETWORK in the config and in magpie doctor', () => {
+  let ws: string;
+  beforeAll(async () => {
+    ws = await realpath(await mkdtemp(path.join(os.tmpdir(), 'magpie-sandbox-doctor-')));
+  });
+  afterAll(() => rm(ws, { recursive: true, force: true }));
+
+  const config = (env: Record<string, string>) => parseConfig({ MAGPIE_WORKSPACE: ws, ...env });
+
+  it('defaults to auto with the network off, and takes bwrap, off and on', () => {
+    expect(config({}).tools).toMatchObject({ execSandbox: 'auto', execNetwork: false });
+    expect(config({ MAGPIE_EXEC_SANDBOX: 'bwrap', MAGPIE_EXEC_NETWORK: 'on' }).tools).toMatchObject({
+      execSandbox: 'bwrap',
+      execNetwork: true,
+    });
+    expect(config({ MAGPIE_EXEC_SANDBOX: 'OFF', MAGPIE_EXEC_NETWORK: 'off' }).tools).toMatchObject({
+      execSandbox: 'off',
+      execNetwork: false,
+    });
+  });
+
+  it('refuses other values with one line naming the variable', () => {
+    expect(() => config({ MAGPIE_EXEC_SANDBOX: 'docker' })).toThrow(ConfigError);
+    expect(() => config({ MAGPIE_EXEC_SANDBOX: 'docker' })).toThrow(
+      /^MAGPIE_EXEC_SANDBOX "docker" must be auto, bwrap or off/,
+    );
+    expect(() => config({ MAGPIE_EXEC_NETWORK: 'maybe' })).toThrow(
+      /^MAGPIE_EXEC_NETWORK "maybe" is not true or false/,
+    );
+  });
+
+  it('doctor shows bwrap, its version and the network', async () => {
+    const signal = new AbortController().signal;
+    expect(await execSandboxCheck(config({})).run(signal)).toEqual({
+      status: 'ok',
+      detail: expect.stringMatching(/^bwrap \d+\.\d+(\.\d+)?, network off, processes ≤256 \(/),
+    });
+    expect(await execSandboxCheck(config({ MAGPIE_EXEC_NETWORK: 'on' })).run(signal)).toMatchObject({
+      status: 'ok',
+      detail: expect.stringMatching(/, network on, /),
+    });
+    expect(await execSandboxCheck(config({ MAGPIE_EXEC_SANDBOX: 'off' })).run(signal)).toEqual({
+      status: 'skip',
+      detail:
+        'off (MAGPIE_EXEC_SANDBOX=off): exec runs on the host as this user, guarded by a deny list only',
     });
   });
 });
