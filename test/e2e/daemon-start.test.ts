@@ -74,8 +74,16 @@ describe('magpie start with a private redis-server', () => {
     expect(send.stdout().trim()).toMatch(/^answered: .*hello/);
     const status = magpie(['status'], env);
     expect(await status.exited).toBe(0);
-    expect(status.stdout()).toMatch(/Redis +redis:\/\/:\*\*\*@127\.0\.0\.1:\d+/);
+    expect(status.stdout()).toMatch(/Redis +redis:\/\/\S*127\.0\.0\.1:\d+/); // the password hidden
     expect(status.stdout() + status.stderr()).not.toContain(password);
+    const pairing = magpie(['pairing', 'list'], env);
+    expect(await pairing.exited).toBe(0);
+    expect(pairing.stdout().trim()).toBe('no pending pairing requests');
+    const doctor = magpie(['doctor'], env);
+    await doctor.exited;
+    expect(doctor.stdout()).toMatch(/^✓ redis +reachable at redis:\/\/\S*127\.0\.0\.1:\d+/m);
+    expect(doctor.stdout()).toMatch(/^✓ redis +persistence on \(appendonly\)/m);
+    expect(doctor.stdout() + doctor.stderr()).not.toContain(password);
 
     start.child.kill('SIGINT');
     expect(await start.exited).toBe(0);
@@ -123,8 +131,14 @@ describe('magpie start with a private redis-server', () => {
     });
     const proc = magpie(['start'], env);
     expect(await proc.exited).toBe(2);
-    expect(proc.stderr()).toBe(
-      'magpie: redis-server not found: install Redis (apt-get install redis-server) or set REDIS_URL\n',
-    );
+    // Start-up log lines (JSON) may come first; the error is one plain line, the last.
+    const plain = proc
+      .stderr()
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('{'));
+    expect(plain).toEqual([
+      'magpie: redis-server not found: install Redis (apt-get install redis-server) or set REDIS_URL',
+    ]);
+    expect(proc.stderr().endsWith('or set REDIS_URL\n')).toBe(true);
   });
 });
