@@ -1,0 +1,286 @@
+/**
+ * Brings the index up to date with the files: only what changed since the
+ * last sync is read. A note whose size, mtime or inode changed is read again
+ * whole (notes are small); a session log, which is only appended to, is read
+ * from where the last sync stopped (the end of its last complete line), after
+ * checking that the bytes before that point are still the ones seen. A log
+ * renamed by /new keeps its chunks under the new name (same inode); a file
+ * that went away takes its chunks with it.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { type Chunk, noteChunks, sessionChunks } from './chunks.js';
+import type { SqlDatabase, SqlStatement } from './database.js';
+import type { LocalClock } from './dates.js';
+import { openSource, readRange, type ScannedFile } from './sources.js';
+
+/** What one sync changed. */
+export interface SyncStats {
+  /** Files read (whole or their new part). */
+  read: number;
+  /** Files whose chunks were dropped because they went away. */
+  removed: number;
+  /** Chunks added. */
+  chunks: number;
+}
+
+/** A note (or MEMORY.md) larger than this is indexed up to here. */
+const MAX_NOTE_BYTES = 4 * 1024 * 1024;
+/** Session logs are read in blocks of this size. */
+const BLOCK_BYTES = 4 * 1024 * 1024;
+/** A single session line longer than this (an inlined image) is skipped. */
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
+/** Bytes before a log's read offset remembered to notice a rewritten log. */
+const TAIL_BYTES = 64;
+/** The event loop gets a turn at least this often during a long sync. */
+const YIELD_EVERY_MS = 50;
+
+interface SourceRow {
+  id: number;
+  path: string;
+  kind: string;
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  readTo: number;
+  lines: number;
+  tail: string;
+}
+
+const sameFile = (row: SourceRow, file: ScannedFile) => row.dev === file.dev && row.ino === file.ino;
+const inodeKey = (dev: number, ino: number) => `${dev}:${ino}`;
+
+/**
+ * Syncs the index in `db` (inside the caller's transaction) with `scanned`,
+ * the files found in `workspace` (a real path) just now.
+ */
+export async function syncIndex(
+  db: SqlDatabase,
+  workspace: string,
+  scanned: ScannedFile[],
+  clock: LocalClock,
+): Promise<SyncStats> {
+  const rows = db
+    .all('SELECT id, path, kind, dev, ino, size, mtime_ms, read_to, lines, tail FROM source')
+    .map(
+      (r): SourceRow => ({
+        id: Number(r.id),
+        path: String(r.path),
+        kind: String(r.kind),
+        dev: Number(r.dev),
+        ino: Number(r.ino),
+        size: Number(r.size),
+        mtimeMs: Number(r.mtime_ms),
+        readTo: Number(r.read_to),
+        lines: Number(r.lines),
+        tail: String(r.tail),
+      }),
+    );
+  const byPath = new Map(rows.map((r) => [r.path, r]));
+  const scannedByPath = new Map(scanned.map((f) => [f.rel, f]));
+  followRenames(db, scanned, rows, byPath, scannedByPath);
+
+  const insert = db.prepare(
+    'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const stats: SyncStats = { read: 0, removed: 0, chunks: 0 };
+  const present = new Set<number>();
+  let lastYield = Date.now();
+  try {
+    for (const file of scanned) {
+      let row = byPath.get(file.rel);
+      if (row) present.add(row.id);
+      const unchanged = row && sameFile(row, file) && row.size === file.size && row.mtimeMs === file.mtimeMs;
+      if (unchanged) continue;
+      const appendOnly = row !== undefined && sameFile(row, file) && file.kind === 'session';
+      if (row && !appendOnly) {
+        db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
+        row = { ...row, dev: file.dev, ino: file.ino, readTo: 0, lines: 0, tail: '' };
+      }
+      if (!row) {
+        const id = db.run(
+          'INSERT INTO source (path, kind, dev, ino, size, mtime_ms) VALUES (?, ?, ?, ?, ?, ?)',
+          [file.rel, file.kind, file.dev, file.ino, -1, -1],
+        ).lastInsertRowid;
+        row = {
+          id: Number(id),
+          path: file.rel,
+          kind: file.kind,
+          dev: file.dev,
+          ino: file.ino,
+          size: -1,
+          mtimeMs: -1,
+          readTo: 0,
+          lines: 0,
+          tail: '',
+        };
+      }
+      stats.chunks += await readSource(db, insert, workspace, file, row, clock);
+      stats.read += 1;
+      if (Date.now() - lastYield > YIELD_EVERY_MS) {
+        await yieldToLoop();
+        lastYield = Date.now();
+      }
+    }
+  } finally {
+    insert.finalize();
+  }
+  for (const row of rows) {
+    if (present.has(row.id)) continue;
+    db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
+    db.run('DELETE FROM source WHERE id = ?', [row.id]);
+    stats.removed += 1;
+  }
+  return stats;
+}
+
+/**
+ * A session log that now lives under another name (the same inode, its old
+ * name gone or holding another file) keeps its row: /new renames the live
+ * log, and re-reading it whole would waste the work already done.
+ */
+function followRenames(
+  db: SqlDatabase,
+  scanned: ScannedFile[],
+  rows: SourceRow[],
+  byPath: Map<string, SourceRow>,
+  scannedByPath: Map<string, ScannedFile>,
+): void {
+  const byInode = new Map(rows.filter((r) => r.kind === 'session').map((r) => [inodeKey(r.dev, r.ino), r]));
+  for (const file of scanned) {
+    if (file.kind !== 'session') continue;
+    const occupant = byPath.get(file.rel);
+    if (occupant && sameFile(occupant, file)) continue;
+    const moved = byInode.get(inodeKey(file.dev, file.ino));
+    if (!moved || moved.path === file.rel) continue;
+    const atOldName = scannedByPath.get(moved.path);
+    if (atOldName && sameFile(moved, atOldName)) continue; // a hard link; never indexed anyway
+    if (occupant) {
+      db.run('DELETE FROM chunk WHERE source_id = ?', [occupant.id]);
+      db.run('DELETE FROM source WHERE id = ?', [occupant.id]);
+      rows.splice(rows.indexOf(occupant), 1);
+    }
+    db.run('UPDATE source SET path = ? WHERE id = ?', [file.rel, moved.id]);
+    if (byPath.get(moved.path) === moved) byPath.delete(moved.path);
+    moved.path = file.rel;
+    byPath.set(file.rel, moved);
+  }
+}
+
+/** Reads a file (a note whole, a log from `row.readTo`), inserts its chunks and records what was read. */
+async function readSource(
+  db: SqlDatabase,
+  insert: SqlStatement,
+  workspace: string,
+  file: ScannedFile,
+  row: SourceRow,
+  clock: LocalClock,
+): Promise<number> {
+  const handle = await openSource(workspace, file);
+  if (!handle) {
+    // Gone or no longer a plain file since the scan: forget what it held.
+    db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
+    db.run('UPDATE source SET size = -1, mtime_ms = -1, read_to = 0, lines = 0, tail = ? WHERE id = ?', [
+      '',
+      row.id,
+    ]);
+    return 0;
+  }
+  try {
+    const st = await handle.stat();
+    let chunks: Chunk[];
+    let progress = { readTo: 0, lines: 0, tail: '' };
+    if (file.kind === 'session') {
+      let from = row;
+      if (row.readTo > 0 && !(await continuesFrom(handle, st.size, row))) {
+        db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
+        from = { ...row, readTo: 0, lines: 0, tail: '' };
+      }
+      const read = await readLogLines(handle, st.size, from, clock);
+      chunks = read.chunks;
+      progress = read.progress;
+    } else {
+      const bytes = await readRange(handle, 0, Math.min(st.size, MAX_NOTE_BYTES));
+      chunks = noteChunks(bytes.toString('utf8')).map((c) => (file.day ? { ...c, day: file.day } : c));
+    }
+    for (const c of chunks) {
+      insert.run([row.id, c.line, c.day ?? null, c.ts ?? null, c.role ?? null, c.heading, c.body]);
+    }
+    db.run(
+      'UPDATE source SET dev = ?, ino = ?, size = ?, mtime_ms = ?, read_to = ?, lines = ?, tail = ? WHERE id = ?',
+      [st.dev, st.ino, st.size, st.mtimeMs, progress.readTo, progress.lines, progress.tail, row.id],
+    );
+    return chunks.length;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** True when the log still holds, just before `row.readTo`, the bytes seen there last time. */
+async function continuesFrom(handle: FileHandle, size: number, row: SourceRow): Promise<boolean> {
+  if (size < row.readTo) return false;
+  const start = Math.max(0, row.readTo - TAIL_BYTES);
+  const tail = await readRange(handle, start, row.readTo - start);
+  return tail.toString('base64') === row.tail;
+}
+
+/**
+ * Reads the complete lines from `from.readTo` up to `size`, in blocks; a
+ * half-written last line waits for the next sync. A line longer than
+ * MAX_LINE_BYTES is counted but not indexed.
+ */
+async function readLogLines(
+  handle: FileHandle,
+  size: number,
+  from: SourceRow,
+  clock: LocalClock,
+): Promise<{ chunks: Chunk[]; progress: { readTo: number; lines: number; tail: string } }> {
+  const chunks: Chunk[] = [];
+  let position = from.readTo;
+  let readTo = from.readTo;
+  let lines = from.lines;
+  let carry: Buffer = Buffer.alloc(0);
+  let skipping = false;
+  while (position < size) {
+    const block = await readRange(handle, position, Math.min(BLOCK_BYTES, size - position));
+    if (block.length === 0) break;
+    let base = position - carry.length;
+    let data = carry.length > 0 ? Buffer.concat([carry, block]) : block;
+    position += block.length;
+    if (skipping) {
+      const newline = data.indexOf(0x0a);
+      if (newline < 0) {
+        carry = Buffer.alloc(0);
+        continue;
+      }
+      lines += 1;
+      readTo = base + newline + 1;
+      data = data.subarray(newline + 1);
+      base = readTo;
+      skipping = false;
+    }
+    const end = data.lastIndexOf(0x0a);
+    if (end >= 0) {
+      const complete = data.subarray(0, end);
+      chunks.push(...sessionChunks(complete.toString('utf8'), lines + 1, clock));
+      lines += countLines(complete);
+      readTo = base + end + 1;
+      carry = Buffer.from(data.subarray(end + 1));
+    } else carry = Buffer.from(data);
+    if (carry.length > MAX_LINE_BYTES) {
+      carry = Buffer.alloc(0);
+      skipping = true;
+    }
+  }
+  const start = Math.max(0, readTo - TAIL_BYTES);
+  const tail = (await readRange(handle, start, readTo - start)).toString('base64');
+  return { chunks, progress: { readTo, lines, tail } };
+}
+
+/** Lines in a block that ended just before a newline: its newlines plus the last one. */
+function countLines(block: Buffer): number {
+  let n = 1;
+  for (const byte of block) if (byte === 0x0a) n += 1;
+  return n;
+}

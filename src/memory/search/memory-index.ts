@@ -1,0 +1,179 @@
+/**
+ * MemoryIndex: ranked full-text search over MEMORY.md, every daily note and
+ * every conversation of one workspace, kept in `<stateDir>/memory-index/`
+ * (outside the workspace, so no tool can edit it).
+ *
+ * Every operation takes the index lock (shared by all processes of the
+ * machine), brings the index up to date with the files (only what changed),
+ * does its work and lets go, so a note written a moment ago is found and
+ * two workers never write at once. A missing index is built; one that is
+ * damaged, or was built for another schema, workspace or time zone, is
+ * deleted and rebuilt.
+ */
+import { mkdirSync, realpathSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { AppError } from '../../errors/index.js';
+import { type Logger, silentLogger } from '../../log/index.js';
+import { closeDatabase, inTransaction, openIndexDatabase, type SqlDatabase } from './database.js';
+import { LocalClock } from './dates.js';
+import { FileLock } from './file-lock.js';
+import { type SyncStats, syncIndex } from './indexer.js';
+import { indexedFiles, runSearch, type SearchOptions, type SearchResult } from './search.js';
+import { scanSources } from './sources.js';
+
+export type { SyncStats } from './indexer.js';
+export type { MemoryHit, SearchOptions, SearchResult } from './search.js';
+
+export interface MemoryIndexOptions {
+  /** The workspace whose memory and sessions are indexed. */
+  workspace: string;
+  /** magpie's own data folder (Config.stateDir); the index lives in `<stateDir>/memory-index`. */
+  stateDir: string;
+  /** IANA time zone that decides which day a message belongs to. @defaultValue the system's time zone */
+  timezone?: string;
+  /** Rebuilds and damaged indexes are logged here. @defaultValue a silent logger */
+  logger?: Logger;
+  /** How long an operation waits for another process holding the index. @defaultValue 60_000 */
+  lockTimeoutMs?: number;
+  /** A lock not refreshed for this long was left by a crash and is broken. @defaultValue 30_000 */
+  staleLockMs?: number;
+}
+
+/** Figures about the index, for `magpie memory` and the benchmark. */
+export interface IndexFigures extends SyncStats {
+  /** Files indexed, by kind. */
+  notes: number;
+  sessions: number;
+  longTerm: boolean;
+  /** Chunks in the index. */
+  totalChunks: number;
+  /** Whether the index was built from nothing by this operation. */
+  rebuilt: boolean;
+}
+
+/** What an operation does with the synced index. */
+type Use<T> = (db: SqlDatabase, stats: SyncStats, rebuilt: boolean) => T | Promise<T>;
+
+/** The database files SQLite may leave beside the index. */
+const DB_SIDE_FILES = ['', '-wal', '-shm', '-journal'];
+
+/** The memory search index of one workspace. */
+export class MemoryIndex {
+  readonly workspace: string;
+  /** `<stateDir>/memory-index` */
+  readonly dir: string;
+  readonly dbPath: string;
+  private readonly clock: LocalClock;
+  private readonly logger: Logger;
+  private readonly lock: FileLock;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  /** @throws RangeError for an unknown time zone. */
+  constructor(options: MemoryIndexOptions) {
+    this.workspace = path.resolve(options.workspace);
+    this.dir = path.join(path.resolve(options.stateDir), 'memory-index');
+    this.dbPath = path.join(this.dir, 'index.db');
+    this.clock = new LocalClock(options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone);
+    this.logger = options.logger ?? silentLogger();
+    this.lock = new FileLock({
+      path: path.join(this.dir, 'index.lock'),
+      timeoutMs: options.lockTimeoutMs ?? 60_000,
+      staleMs: options.staleLockMs ?? 30_000,
+    });
+  }
+
+  /**
+   * Brings the index up to date, then searches it.
+   *
+   * @throws AppError TIMEOUT when another process holds the index too long; CancelledError on abort;
+   *   TOOL_FAILED for a query without words or bad options.
+   * @example
+   * const { hits } = await index.search('Marta Coimbra', { since: 20250101 });
+   */
+  search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
+    return this.withIndex(options.signal, false, (db) => runSearch(db, this.clock, query, options));
+  }
+
+  /** Brings the index up to date with the files and returns what that took. */
+  update(signal?: AbortSignal): Promise<IndexFigures> {
+    return this.withIndex(signal, false, figures);
+  }
+
+  /** Deletes the index and builds it again from every file. */
+  reindex(signal?: AbortSignal): Promise<IndexFigures> {
+    return this.withIndex(signal, true, figures);
+  }
+
+  /** Runs one operation at a time in this process, each under the cross-process lock. */
+  private withIndex<T>(signal: AbortSignal | undefined, rebuild: boolean, use: Use<T>): Promise<T> {
+    const run = this.chain.then(async () => {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      const held = await this.lock.acquire(signal);
+      try {
+        // Every user of the index holds our lock, so a SQLite lock folder found now was left by a crash.
+        rmSync(`${this.dbPath}.lock`, { recursive: true, force: true });
+        return await this.openSynced(rebuild, use);
+      } finally {
+        await held.release();
+      }
+    });
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Opens the index (building it when needed), syncs it, runs `use`; a damaged index is rebuilt once. */
+  private async openSynced<T>(rebuild: boolean, use: Use<T>): Promise<T> {
+    try {
+      return await this.attempt(rebuild, use);
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      this.logger.warn({ err, index: this.dbPath }, 'memory index unusable: rebuilding it');
+      try {
+        return await this.attempt(true, use);
+      } catch (again) {
+        if (again instanceof AppError) throw again;
+        throw new AppError(
+          'INTERNAL',
+          `the memory index at ${this.dbPath} cannot be built: ${String(again)}`,
+          {
+            cause: again,
+          },
+        );
+      }
+    }
+  }
+
+  private async attempt<T>(rebuild: boolean, use: Use<T>): Promise<T> {
+    if (rebuild) this.deleteFiles();
+    const workspace = realpathSync(this.workspace);
+    const identity = { workspace, timezone: this.clock.timezone };
+    let { db, state } = await openIndexDatabase(this.dbPath, identity);
+    if (state === 'mismatch') {
+      closeDatabase(db);
+      this.logger.info(
+        { index: this.dbPath },
+        'memory index was built for another version, workspace or time zone: rebuilding',
+      );
+      this.deleteFiles();
+      ({ db, state } = await openIndexDatabase(this.dbPath, identity));
+    }
+    try {
+      const stats = await inTransaction(db, () =>
+        syncIndex(db, workspace, scanSources(workspace), this.clock),
+      );
+      return await use(db, stats, state === 'fresh');
+    } finally {
+      closeDatabase(db);
+    }
+  }
+
+  private deleteFiles(): void {
+    for (const suffix of DB_SIDE_FILES) rmSync(`${this.dbPath}${suffix}`, { force: true });
+    rmSync(`${this.dbPath}.lock`, { recursive: true, force: true });
+  }
+}
+
+function figures(db: SqlDatabase, stats: SyncStats, rebuilt: boolean): IndexFigures {
+  const chunks = db.get('SELECT count(*) AS n FROM chunk');
+  return { ...stats, ...indexedFiles(db), totalChunks: Number(chunks?.n ?? 0), rebuilt };
+}

@@ -1,0 +1,149 @@
+/**
+ * One search of the memory index: FTS5's BM25 ranking (a heading counts half
+ * as much as the text under it), optionally only within a range of days,
+ * best first, each hit with a snippet around the words that matched and
+ * where it came from (file and line, the note's or message's date, the
+ * conversation and who spoke).
+ */
+import { AppError } from '../../errors/index.js';
+import { sessionKeyFromFileName } from '../../sessions/session-key.js';
+import type { SqlDatabase } from './database.js';
+import { formatDay, type LocalClock } from './dates.js';
+import { toMatchExpression } from './query.js';
+import type { SourceKind } from './sources.js';
+
+export interface SearchOptions {
+  /** Hits returned at most, 1-50. @defaultValue 8 */
+  limit?: number;
+  /** Only chunks dated on or after this day (YYYYMMDD); MEMORY.md, which has no date, is then left out. */
+  since?: number;
+  /** Only chunks dated on or before this day (YYYYMMDD); MEMORY.md is then left out. */
+  until?: number;
+  /** Aborts waiting for the index. */
+  signal?: AbortSignal;
+}
+
+/** One hit. */
+export interface MemoryHit {
+  kind: SourceKind;
+  /** The file, relative to the workspace. */
+  path: string;
+  /** 1-based line where the paragraph or message starts. */
+  line: number;
+  /** The note's or message's date, YYYY-MM-DD (none for MEMORY.md). */
+  date?: string;
+  /** When the message was written, HH:MM in the configured time zone. */
+  time?: string;
+  /** The conversation's session key. */
+  session?: string;
+  role?: 'user' | 'assistant';
+  /** The Markdown heading the paragraph sits under. */
+  heading?: string;
+  /** Text around the matched words; the words themselves are between {@link MARK_START} and {@link MARK_END}. */
+  snippet: string;
+  /** BM25 score (lower is better, as SQLite reports it). */
+  score: number;
+}
+
+export interface SearchResult {
+  hits: MemoryHit[];
+  /** What was searched: files in the index. */
+  searched: { notes: number; sessions: number; longTerm: boolean };
+}
+
+/** Marks around a matched word in a snippet. */
+export const MARK_START = '\u0002';
+export const MARK_END = '\u0003';
+
+/** Hits at most per search. */
+export const MAX_LIMIT = 50;
+export const DEFAULT_LIMIT = 8;
+
+/** Tokens of context a snippet shows at most. */
+const SNIPPET_TOKENS = 40;
+
+/**
+ * Runs a search on an up-to-date index.
+ *
+ * @throws AppError TOOL_FAILED for a query with no words, a bad limit or since after until.
+ */
+export function runSearch(
+  db: SqlDatabase,
+  clock: LocalClock,
+  query: string,
+  options: SearchOptions,
+): SearchResult {
+  const match = toMatchExpression(query);
+  if (match === undefined) {
+    throw new AppError('TOOL_FAILED', `the query "${query.slice(0, 80)}" has no words to search for`);
+  }
+  const limit = options.limit ?? DEFAULT_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw new AppError('TOOL_FAILED', `limit must be a whole number from 1 to ${MAX_LIMIT}, got ${limit}`);
+  }
+  const { since, until } = options;
+  if (since !== undefined && until !== undefined && since > until) {
+    throw new AppError('TOOL_FAILED', `since (${formatDay(since)}) is after until (${formatDay(until)})`);
+  }
+  const ranked =
+    since === undefined && until === undefined
+      ? db.all(
+          'SELECT rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score FROM chunk_fts WHERE chunk_fts MATCH ? ORDER BY score LIMIT ?',
+          [match, limit],
+        )
+      : db.all(
+          `SELECT chunk_fts.rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score
+             FROM chunk_fts JOIN chunk c ON c.id = chunk_fts.rowid
+            WHERE chunk_fts MATCH ? AND c.day BETWEEN ? AND ?
+            ORDER BY score LIMIT ?`,
+          [match, since ?? 0, until ?? 99_991_231, limit],
+        );
+  const detail = db.prepare(
+    `SELECT c.line, c.day, c.ts, c.role, c.heading, s.path, s.kind,
+            snippet(chunk_fts, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS snip
+       FROM chunk_fts JOIN chunk c ON c.id = chunk_fts.rowid JOIN source s ON s.id = c.source_id
+      WHERE chunk_fts MATCH ? AND chunk_fts.rowid = ?`,
+  );
+  const hits: MemoryHit[] = [];
+  try {
+    for (const { id, score } of ranked) {
+      const row = detail.get([MARK_START, MARK_END, match, Number(id)]);
+      if (row) hits.push(toHit(row, Number(score), clock));
+    }
+  } finally {
+    detail.finalize();
+  }
+  return { hits, searched: indexedFiles(db) };
+}
+
+function toHit(row: Record<string, unknown>, score: number, clock: LocalClock): MemoryHit {
+  const kind = String(row.kind) as SourceKind;
+  const file = String(row.path);
+  const hit: MemoryHit = { kind, path: file, line: Number(row.line), snippet: String(row.snip ?? ''), score };
+  if (row.day !== null && row.day !== undefined) hit.date = formatDay(Number(row.day));
+  if (row.ts !== null && row.ts !== undefined) hit.time = clock.local(Number(row.ts)).time;
+  if (row.role === 'user' || row.role === 'assistant') hit.role = row.role;
+  if (typeof row.heading === 'string' && row.heading !== '') hit.heading = row.heading;
+  if (kind === 'session') hit.session = sessionOf(file);
+  return hit;
+}
+
+/** The session key of `sessions/<name>[.<stamp>].jsonl` (only names that decode are indexed). */
+function sessionOf(file: string): string {
+  const name = file.replace(/^sessions\//, '').split('.')[0] ?? '';
+  return sessionKeyFromFileName(name) ?? name;
+}
+
+/** The files in the index, by kind. */
+export function indexedFiles(db: SqlDatabase): SearchResult['searched'] {
+  const byKind = new Map(
+    db
+      .all('SELECT kind, count(*) AS n FROM source WHERE size >= 0 GROUP BY kind')
+      .map((r) => [String(r.kind), Number(r.n)]),
+  );
+  return {
+    notes: byKind.get('note') ?? 0,
+    sessions: byKind.get('session') ?? 0,
+    longTerm: (byKind.get('longterm') ?? 0) > 0,
+  };
+}
