@@ -164,6 +164,7 @@ async function startWorker(
     agent,
     logger,
     concurrency: options.concurrency ?? config.redis.concurrency,
+    timezone: config.timezone,
     ...definedOnly(options.tuning ?? {}),
     shutdownTimeoutMs: options.shutdownTimeoutMs,
   });
@@ -245,6 +246,8 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     logger: options.logger,
     port: options.config.dashboard.port,
     token: access.token,
+    timezone: options.config.timezone,
+    ...(options.config.prices ? { prices: options.config.prices } : {}),
   });
   options.logger.info(
     { url: dashboard.url, signInWith: access.source },

@@ -41,13 +41,14 @@ export function page(title: string, body: string, scriptSrc = ''): string {
 ${body}${scriptSrc ? `<script src="${escapeHtml(scriptSrc)}"></script>` : ''}</body></html>`;
 }
 
-/** The live overview: workers, queues, running turns, recent turns, schedules (polls every 2 s). */
+/** The live overview: workers, queues, running turns, token use, recent turns, schedules (polls every 2 s). */
 export function overviewPage(): string {
   const body = `<main>
 <section><h2>Workers</h2><table id="workers"><thead><tr><th>id</th><th>pid</th><th>host</th><th>concurrency</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>active</th><th>delayed</th><th>failed</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Running turns</h2><table id="running"><thead><tr><th>session</th><th>for</th><th>iteration</th><th>worker</th></tr></thead><tbody></tbody></table></section>
-<section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>tokens out</th><th>tools</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Tokens</h2><table id="usage"><thead><tr><th>what</th><th>tokens in</th><th>cached</th><th>cached %</th><th>tokens out</th><th>turns</th><th>cost</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th><th>tools</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Schedules</h2><table id="schedules"><thead><tr><th>what</th><th>when</th><th>next run</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Errors</h2><table id="errors"><thead><tr><th>at</th><th>where</th><th>message</th></tr></thead><tbody></tbody></table></section>
 </main>`;
@@ -62,15 +63,21 @@ export const OVERVIEW_SCRIPT = `
 function row(cells){const tr=document.createElement('tr');for(const c of cells){const td=document.createElement('td');
 const v=typeof c==='object'&&c!==null?c:{text:c};td.textContent=v.text==null?'':String(v.text);if(v.cls)td.className=v.cls;tr.appendChild(td);}return tr;}
 function fill(id,rows,empty){const tb=document.querySelector('#'+id+' tbody');tb.replaceChildren(...rows);
-if(rows.length===0){const r=row([{text:empty,cls:'muted'}]);r.firstChild.colSpan=9;tb.appendChild(r);}}
+if(rows.length===0){const r=row([{text:empty,cls:'muted'}]);r.firstChild.colSpan=12;tb.appendChild(r);}}
 function t(iso){return iso?new Date(iso).toLocaleTimeString():'now';}
 function n(x){return {text:x,cls:'num'};}
+function cost(p,f){if(!p)return n('–');const c=Math.min(f.cachedTokens||0,f.promptTokens);
+return n((((f.promptTokens-c)*p.input+c*p.cachedInput+f.completionTokens*p.output)/1e6).toPrecision(3));}
+function pct(f){return n(f.promptTokens?Math.round(100*(f.cachedTokens||0)/f.promptTokens)+' %':'–');}
+function usageRow(what,f,p){return row([what,n(f.promptTokens),n(f.cachedTokens||0),pct(f),n(f.completionTokens),n(f.turns),cost(p,f)]);}
 async function tick(){try{const r=await fetch('/api/overview',{credentials:'same-origin'});if(!r.ok)return;const d=await r.json();
 fill('workers',d.status.workers.map(w=>row([w.id,n(w.pid),w.host,n(w.concurrency)])),'no worker alive');
 fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.delayed),{text:q.failed,cls:q.failed?'num fail':'num'}])),'no queues');
 fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
+const u=d.status.usage,p=u.prices;
+fill('usage',[usageRow('today ('+u.date+')',u.today,p),usageRow('since the start',u.total,p),...u.sessions.map(s=>usageRow(s.session+' (today)',s.today,p))],'no turns yet');
 fill('turns',d.turns.map(x=>row([new Date(x.at).toLocaleTimeString(),x.session,{text:x.outcome,cls:x.outcome==='ok'?'ok':(x.outcome==='error'?'error':'')},
- n((x.wallMs/1000).toFixed(2)+' s'),n(x.llmCalls),n(x.promptTokens),n(x.completionTokens),
+ n((x.wallMs/1000).toFixed(2)+' s'),n(x.llmCalls),n(x.promptTokens),n(x.cachedTokens||0),n(x.completionTokens),cost(p,x),
  x.toolCalls.map(c=>c.name+' '+c.ms+'ms'+(c.ok?'':' ✗')).join(', ')||'–'])),'no turns yet');
 const s=d.status.schedules;const rows=[];if(s.heartbeat)rows.push(row(['heartbeat',s.heartbeat.everyMs?'every '+Math.round(s.heartbeat.everyMs/60000)+' min':'',t(s.heartbeat.next)]));
 for(const k of s.tasks)rows.push(row([k.id+' → '+k.session+': '+k.message,k.schedule,t(k.next)]));fill('schedules',rows,'heartbeat off, no tasks');

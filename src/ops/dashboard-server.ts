@@ -15,6 +15,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
+import type { TokenPrices } from '../agent/token-usage.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
@@ -46,6 +47,10 @@ export interface DashboardOptions {
   token: string;
   /** How often the queue list of Bull Board is refreshed. @defaultValue 30000 */
   queueRefreshMs?: number;
+  /** IANA time zone of "today" in the token figures (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
+  timezone?: string;
+  /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
+  prices?: TokenPrices;
 }
 
 export interface Dashboard {
@@ -59,7 +64,11 @@ export interface Dashboard {
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const { redis, prefix, logger } = options;
   const sessions = new JsonlSessionStore({ dir: path.join(options.workspace, 'sessions'), logger });
-  const metrics = createMetrics(redis, prefix);
+  const metrics = createMetrics(redis, prefix, options.prices ? { prices: options.prices } : {});
+  const usageOptions = {
+    ...(options.timezone ? { timezone: options.timezone } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
+  };
   const app = express();
   app.disable('x-powered-by');
   app.use(securityHeaders());
@@ -103,7 +112,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   app.get('/api/overview', async (_req, res, next) => {
     try {
       const [status, turns] = await Promise.all([
-        collectStatus({ redis, url: options.url, prefix, workspace: options.workspace }),
+        collectStatus({ redis, url: options.url, prefix, workspace: options.workspace, ...usageOptions }),
         readTurns(redis, prefix, 30),
       ]);
       res.json({ status, turns });

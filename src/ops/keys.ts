@@ -13,6 +13,10 @@ export const opsKeys = {
   totals: (prefix: string) => `${prefix}:turn-totals`,
   /** One key per live worker process, with a TTL: WorkerBeat JSON. */
   worker: (prefix: string, id: string) => `${prefix}:workers:${id}`,
+  /** Hash of one day's token use (`<session>|<kind>` and `*|<kind>` fields), expiring: see ops/usage.ts. */
+  usageDay: (prefix: string, date: string) => `${prefix}:usage:day:${date}`,
+  /** Hash of each session's token use since its first turn (`<session>|<kind>` fields). */
+  usageSessions: (prefix: string) => `${prefix}:usage:sessions`,
   /** The pattern matching every worker heartbeat key. */
   workerPattern: (prefix: string) => `${prefix}:workers:*`,
 };
@@ -27,6 +31,8 @@ export const LATENCY_BUCKETS_S = [0.5, 1, 2, 5, 10, 30, 60, 120, 300] as const;
 export const totalsFields = {
   outcome: (outcome: string) => `outcome:${outcome}`,
   promptTokens: 'tokens:prompt',
+  cachedTokens: 'tokens:cached',
+  cacheWriteTokens: 'tokens:cache_write',
   completionTokens: 'tokens:completion',
   toolCalls: 'tools:calls',
   toolFailures: 'tools:failed',

@@ -2,10 +2,12 @@
  * Prometheus metrics for `/metrics`, computed at scrape time from Redis (the
  * totals hash the workers keep, queue depths, heartbeats), so any process can
  * serve them. Each call builds its own prom-client Registry: nothing touches
- * the global default registry.
+ * the global default registry. Tokens are counted by kind (prompt, of it
+ * cached and cache-written, completion); with prices, an estimated cost too.
  */
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
+import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
 import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from './keys.js';
 import { discoverQueues, queueDepths } from './queues.js';
 import { readRunning } from './turn-record.js';
@@ -18,8 +20,21 @@ export interface MagpieMetrics {
   contentType: string;
 }
 
+export interface MetricsOptions {
+  /** Prices per million tokens (MAGPIE_PRICE_*): adds `magpie_llm_cost_total`. @defaultValue none */
+  prices?: TokenPrices;
+}
+
+/** Token kinds of `magpie_llm_tokens_total` and the totals field each reads. */
+const TOKEN_KINDS = [
+  ['prompt', totalsFields.promptTokens],
+  ['cached', totalsFields.cachedTokens],
+  ['cache_write', totalsFields.cacheWriteTokens],
+  ['completion', totalsFields.completionTokens],
+] as const;
+
 /** Builds a registry whose metrics read `<prefix>:*` on each scrape. */
-export function createMetrics(redis: Redis, prefix: string): MagpieMetrics {
+export function createMetrics(redis: Redis, prefix: string, options: MetricsOptions = {}): MagpieMetrics {
   const registry = new Registry();
   let totals: Record<string, string> = {};
   const total = (field: string) => Number(totals[field] ?? 0);
@@ -61,6 +76,34 @@ export function createMetrics(redis: Redis, prefix: string): MagpieMetrics {
     'Tokens received from the model',
     totalsFields.completionTokens,
   );
+  new Counter({
+    name: 'magpie_llm_tokens_total',
+    help: 'Tokens by kind: prompt (all of it), cached (prompt tokens served from the provider cache), cache_write, completion',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, field] of TOKEN_KINDS) this.inc({ kind }, total(field));
+    },
+  });
+  const prices = options.prices;
+  if (prices) {
+    new Counter({
+      name: 'magpie_llm_cost_total',
+      help: 'Estimated cost of the tokens at MAGPIE_PRICE_* (in the prices’ currency)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = {
+          promptTokens: total(totalsFields.promptTokens),
+          cachedTokens: total(totalsFields.cachedTokens),
+          cacheWriteTokens: total(totalsFields.cacheWriteTokens),
+          completionTokens: total(totalsFields.completionTokens),
+        };
+        this.inc(estimateCost(counts, prices));
+      },
+    });
+  }
   counter('magpie_llm_calls_total', 'Calls to the main model', totalsFields.llmCalls);
   counter('magpie_tool_calls_total', 'Tool calls', totalsFields.toolCalls);
   counter('magpie_tool_failures_total', 'Tool calls that failed', totalsFields.toolFailures);

@@ -1,5 +1,7 @@
 /** The human form of `magpie status`: short aligned sections, one fact a line. */
+import { formatCost } from '../agent/token-usage.js';
 import type { StatusReport } from './status.js';
+import type { UsageFigures, UsageReport } from './usage.js';
 
 /** Formats a status report for a terminal. */
 export function formatStatus(report: StatusReport, now = Date.now()): string {
@@ -43,9 +45,33 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
     lines.push(`  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}: ${cut(t.message, 50)}`);
   }
   lines.push(`Sessions   ${report.sessions}`);
+  lines.push(...usageLines(report.usage));
   lines.push(`Errors     ${report.errors.length === 0 ? 'none recent' : ''}`.trimEnd());
   for (const e of report.errors) lines.push(`  ${e.at}  ${e.source}: ${cut(e.message, 100)}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** `Tokens` section: today, since the start, then today's sessions. */
+function usageLines(usage: UsageReport): string[] {
+  const lines = [
+    `Tokens     today (${usage.date}, ${usage.timezone}): ${figures(usage.today)}`,
+    `           since the start: ${figures(usage.total)}`,
+  ];
+  for (const s of usage.sessions) lines.push(`  ${s.session}  today ${figures(s.today)}`);
+  return lines;
+}
+
+/** `12,345 in (8,000 cached, 65%), 678 out, 4 turns, cost ≈ 0.0123` */
+function figures(f: UsageFigures): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const share = f.promptTokens > 0 ? `, ${Math.round((f.cachedTokens / f.promptTokens) * 100)}%` : '';
+  const parts = [
+    `${n(f.promptTokens)} in (${n(f.cachedTokens)} cached${share})`,
+    `${n(f.completionTokens)} out`,
+    `${n(f.turns)} turn${f.turns === 1 ? '' : 's'}`,
+  ];
+  if (f.cost !== undefined) parts.push(`cost ≈ ${formatCost(f.cost)}`);
+  return parts.join(', ');
 }
 
 function pad(n: number, width: number): string {

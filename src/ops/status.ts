@@ -2,11 +2,13 @@
  * `magpie status` as data: everything read from Redis (and a file count of
  * the sessions folder) in parallel, so it takes well under a second and is
  * safe while the daemon works. Running turns of workers whose heartbeat is
- * gone are left out (a crashed worker's entries).
+ * gone are left out (a crashed worker's entries). Token use comes from the
+ * per-day and per-session hashes the workers keep (ops/usage.ts).
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
+import type { TokenPrices } from '../agent/token-usage.js';
 import { displayUrl } from '../bus/redis.js';
 import { AppError, describeError } from '../errors/index.js';
 import { RedisHelperTracker } from '../helpers/tracker.js';
@@ -15,6 +17,7 @@ import { isMissing } from '../workspace/cached-file.js';
 import { discoverQueues, lastFailures, type QueueDepth, type QueueFailure, queueDepths } from './queues.js';
 import { listSchedules, type ScheduleView } from './schedules.js';
 import { type RunningTurn, readRunning, readTurns } from './turn-record.js';
+import { readUsage, type UsageReport } from './usage.js';
 import { listWorkers, type WorkerBeat } from './workers.js';
 
 /** One error worth showing: a failed job or a failed turn. */
@@ -34,6 +37,8 @@ export interface StatusReport {
   helpers: HelperRecord[];
   schedules: ScheduleView;
   sessions: number;
+  /** Tokens today, since the start and per session (cached ones too), with costs when priced. */
+  usage: UsageReport;
   errors: StatusError[];
   /** Milliseconds the collection took. */
   tookMs: number;
@@ -47,6 +52,10 @@ export interface CollectStatusOptions {
   workspace: string;
   /** Errors listed. @defaultValue 5 */
   errors?: number;
+  /** IANA time zone of "today" (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
+  timezone?: string;
+  /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
+  prices?: TokenPrices;
 }
 
 /** Collects the status report. */
@@ -54,6 +63,8 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const started = performance.now();
   const { redis, prefix } = options;
   const queues = await discoverQueues(redis, prefix);
+  const timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const usage = readUsage(redis, prefix, { timezone, ...(options.prices ? { prices: options.prices } : {}) });
   const [info, workers, depths, running, helpers, schedules, sessions, failures, turns] = await Promise.all([
     redis.info('server'),
     listWorkers(redis, prefix),
@@ -78,6 +89,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     helpers,
     schedules,
     sessions,
+    usage: await usage,
     errors: mergeErrors(failures, turns, options.errors ?? 5),
     tookMs: Math.round(performance.now() - started),
   };

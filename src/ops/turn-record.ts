@@ -16,7 +16,12 @@ export const TurnRecordSchema = z.object({
   at: z.number(),
   wallMs: z.number(),
   llmCalls: z.number(),
+  /** Prompt tokens, cached ones included. */
   promptTokens: z.number(),
+  /** Prompt tokens the provider served from its cache (0 in records written before it was recorded). */
+  cachedTokens: z.number().default(0),
+  /** Prompt tokens written to the provider's cache. */
+  cacheWriteTokens: z.number().default(0),
   completionTokens: z.number(),
   toolCalls: z.array(z.object({ name: z.string(), ms: z.number(), ok: z.boolean() })),
   outcome: z.string(),

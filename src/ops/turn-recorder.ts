@@ -1,7 +1,8 @@
 /**
  * The worker side of the operations view: marks a turn running (with its LLM
- * iteration) and, when it ends, moves its figures to the capped turns stream.
- * Recording never fails a turn: a Redis error is logged and dropped.
+ * iteration) and, when it ends, moves its figures to the capped turns stream
+ * and adds them to the running totals and to the day's and the session's
+ * token use. Recording never fails a turn: a Redis error is logged and dropped.
  */
 import type { Redis } from 'ioredis';
 import type { TurnMetrics } from '../agent/types.js';
@@ -9,6 +10,7 @@ import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
 import type { TurnRecord } from './turn-record.js';
+import { addUsage, dayOf } from './usage.js';
 
 export interface TurnRecorderOptions {
   redis: Redis;
@@ -18,6 +20,10 @@ export interface TurnRecorderOptions {
   logger: Logger;
   /** Finished turns kept (approximately). @defaultValue 1000 */
   maxLen?: number;
+  /** IANA time zone whose calendar days the token use is counted in. @defaultValue the system's time zone */
+  timezone?: string;
+  /** The clock (which day a turn counts for). @defaultValue `() => new Date()` */
+  now?: () => Date;
 }
 
 /** How a turn ended, as the worker saw it. */
@@ -29,6 +35,8 @@ export class TurnRecorder {
   private readonly worker: string;
   private readonly logger: Logger;
   private readonly maxLen: number;
+  private readonly timezone: string;
+  private readonly now: () => Date;
 
   constructor(options: TurnRecorderOptions) {
     this.redis = options.redis;
@@ -36,6 +44,9 @@ export class TurnRecorder {
     this.worker = options.worker;
     this.logger = options.logger;
     this.maxLen = options.maxLen ?? TURNS_STREAM_MAXLEN;
+    this.timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+    this.now = options.now ?? (() => new Date());
+    dayOf(new Date(0), this.timezone); // an unknown zone throws RangeError here, not at the first turn
   }
 
   /** Marks `turn` of `session` as running at iteration 0. */
@@ -62,6 +73,8 @@ export class TurnRecorder {
             wallMs: end.metrics.wallMs,
             llmCalls: end.metrics.llmCalls,
             promptTokens: end.metrics.promptTokens,
+            cachedTokens: end.metrics.cachedTokens ?? 0,
+            cacheWriteTokens: end.metrics.cacheWriteTokens ?? 0,
             completionTokens: end.metrics.completionTokens,
             toolCalls: end.metrics.toolCalls,
             outcome: end.metrics.outcome,
@@ -74,6 +87,8 @@ export class TurnRecorder {
             wallMs: end.wallMs,
             llmCalls: 0,
             promptTokens: 0,
+            cachedTokens: 0,
+            cacheWriteTokens: 0,
             completionTokens: 0,
             toolCalls: [],
             outcome: 'error',
@@ -85,6 +100,7 @@ export class TurnRecorder {
         .hdel(opsKeys.running(this.prefix), turn)
         .xadd(opsKeys.turns(this.prefix), 'MAXLEN', '~', this.maxLen, '*', 'turn', JSON.stringify(record));
       for (const [field, by] of totalsOf(record)) tx.hincrby(opsKeys.totals(this.prefix), field, by);
+      addUsage(tx, this.prefix, record, dayOf(this.now(), this.timezone));
       await tx.exec();
     } catch (err) {
       this.logger.warn({ err: describeError(err), turn }, 'turn figures not recorded');
@@ -112,6 +128,8 @@ export function totalsOf(record: TurnRecord): Array<[string, number]> {
   const out: Array<[string, number]> = [
     [totalsFields.outcome(record.outcome), 1],
     [totalsFields.promptTokens, record.promptTokens],
+    [totalsFields.cachedTokens, record.cachedTokens],
+    [totalsFields.cacheWriteTokens, record.cacheWriteTokens],
     [totalsFields.completionTokens, record.completionTokens],
     [totalsFields.llmCalls, record.llmCalls],
     [totalsFields.toolCalls, record.toolCalls.length],

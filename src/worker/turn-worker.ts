@@ -26,6 +26,8 @@ export interface TurnWorkerOptions extends ConsumerTuning {
   logger: Logger;
   /** Turns run at once by this worker (different sessions). @defaultValue config.redis.concurrency */
   concurrency?: number;
+  /** IANA time zone whose days token use is counted in (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
+  timezone?: string;
 }
 
 export class TurnWorker {
@@ -46,13 +48,14 @@ export class TurnWorker {
     this.bus = options.bus;
     this.agent = options.agent;
     this.logger = options.logger.child({ component: 'turn-worker' });
-    const { bus: _bus, agent: _agent, logger: _logger, ...tuning } = options;
+    const { bus: _bus, agent: _agent, logger: _logger, timezone, ...tuning } = options;
     this.tuning = tuning;
     this.recorder = new TurnRecorder({
       redis: options.bus.redis,
       prefix: options.bus.prefix,
       worker: this.id,
       logger: this.logger,
+      ...(timezone ? { timezone } : {}),
     });
   }
 

@@ -132,6 +132,10 @@ describe('dashboard', () => {
     const row = page.locator('#turns tbody tr', { hasText: 'cli:dash-e2e' });
     await row.waitFor({ timeout: 10_000 });
     expect(await row.textContent()).toMatch(/ok.*321.*12/);
+    // Token use: today's row adds up both turns (321 in each, none cached, 12 out each).
+    const today = page.locator('#usage tbody tr', { hasText: 'today (' }).first();
+    await today.waitFor({ timeout: 10_000 });
+    expect((await today.locator('td').allTextContents()).slice(1, 6)).toEqual(['642', '0', '0 %', '24', '2']);
     await page.locator('#workers tbody tr', { hasText: 'worker-' }).first().waitFor({ timeout: 10_000 });
     await page.locator('#queues tbody tr', { hasText: 'inbound' }).waitFor({ timeout: 10_000 });
     await page.locator('#schedules tbody tr', { hasText: 'heartbeat' }).waitFor({ timeout: 10_000 });

@@ -61,6 +61,8 @@ export async function run(argv: string[]): Promise<number> {
     logger,
     port,
     token: access.token,
+    timezone: config.timezone,
+    ...(config.prices ? { prices: config.prices } : {}),
   });
   process.stdout.write(`magpie dashboard: ${dashboard.url} (sign in with the token in ${access.source})\n`);
   await new Promise<void>((resolve) => {

@@ -10,7 +10,8 @@ import { parseCommandArgs } from '../args.js';
 const HELP = `usage: magpie status [--json]
 
 Shows Redis, live workers, queue depths, running turns and helpers, the heartbeat's
-next run, scheduled tasks, the number of sessions and the last errors.
+next run, scheduled tasks, the number of sessions, token use (today, since the start
+and per session, with cached tokens; a cost with MAGPIE_PRICE_*) and the last errors.
 
 options:
   --json           one JSON object (for scripts)
@@ -40,6 +41,8 @@ export async function run(argv: string[]): Promise<number> {
       url: bus.url,
       prefix: bus.prefix,
       workspace: config.workspace,
+      timezone: config.timezone,
+      ...(config.prices ? { prices: config.prices } : {}),
     });
     process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
     return ExitCode.ok;

@@ -1,6 +1,6 @@
 /** The dashboard's server-rendered pages escape everything that comes from a chat. */
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, sessionsPage, transcriptPage } from '../../../src/ops/dashboard-pages.js';
+import { escapeHtml, overviewPage, sessionsPage, transcriptPage } from '../../../src/ops/dashboard-pages.js';
 
 const EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>';
 
@@ -35,5 +35,13 @@ describe('dashboard pages', () => {
     expect(html).not.toContain('<script>alert');
     expect(html).toContain(`href="/sessions/${encodeURIComponent(`telegram:${EVIL}`)}"`);
     expect(html).toContain('2.0 KiB');
+  });
+
+  it('has a token-use table and cached and cost columns in the turn table', () => {
+    const html = overviewPage();
+    expect(html).toMatch(
+      /<table id="usage"><thead><tr><th>what<\/th><th>tokens in<\/th><th>cached<\/th><th>cached %<\/th>/,
+    );
+    expect(html).toContain('<th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th>');
   });
 });
