@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import { checkDuration, type DurationBounds } from './duration.js';
+import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
 
 /** A duration variable: above 0 and at most 24 h unless `bounds` say otherwise (see duration.ts). */
@@ -147,6 +148,7 @@ export const EnvSchema = z.object({
   OPENAI_API_KEY: optionalText,
   OPENAI_BASE_URL: endpointUrl('https://api.openai.com/v1'),
   MAGPIE_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  MAGPIE_FALLBACK_MODELS: optionalText,
   MAGPIE_WORKSPACE: z.string().min(1).default('./workspace'),
   MAGPIE_STATE_DIR: optionalText,
   MAGPIE_MAX_ITERATIONS: positiveInt(20),
@@ -243,6 +245,11 @@ export interface Config {
     transcribeModel: string | undefined;
     /** Prompt-cache hints: `auto` where the endpoint takes them, `off` never. */
     promptCache: 'auto' | 'off';
+    /**
+     * Every model a turn may use, in fallback order: MAGPIE_MODEL on OPENAI_BASE_URL first,
+     * then MAGPIE_FALLBACK_MODELS (see config/fallback-models.ts).
+     */
+    models: readonly ModelEndpointConfig[];
   };
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated when set. */
   prices: PriceConfig | undefined;
@@ -323,6 +330,12 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       contextTokens: e.MAGPIE_CONTEXT_TOKENS,
       transcribeModel: e.MAGPIE_TRANSCRIBE_MODEL,
       promptCache: e.MAGPIE_PROMPT_CACHE,
+      models: parseModels(
+        e.MAGPIE_FALLBACK_MODELS,
+        { model: e.MAGPIE_MODEL, baseURL: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY },
+        env,
+        needs.llm === true,
+      ),
     },
     prices: pricesFrom(e),
     workspace: path.resolve(e.MAGPIE_WORKSPACE),
@@ -377,7 +390,8 @@ function searchBackend(e: Env): SearchBackendName | undefined {
   if (chosen !== undefined) {
     const name = chosen as SearchBackendName;
     const [variable, value] = configured[name];
-    if (!value) throw new ConfigError(`MAGPIE_WEB_SEARCH is ${name} but ${variable} is not set: set it in .env`);
+    if (!value)
+      throw new ConfigError(`MAGPIE_WEB_SEARCH is ${name} but ${variable} is not set: set it in .env`);
     return name;
   }
   return SEARCH_BACKENDS.find((name) => configured[name][1] !== undefined);
@@ -424,3 +438,4 @@ function deepFreeze<T>(value: T): T {
 }
 
 export { formatDuration, parseDuration } from './duration.js';
+export type { ModelEndpointConfig } from './fallback-models.js';

@@ -1,7 +1,7 @@
 /**
- * The secret values in a Config: keys (LLM, web search), bot tokens, the dashboard token, and the
- * credentials inside configured URLs (user, password, secret-looking query
- * values). Loggers, doctor and error lines redact them in every spelling.
+ * The secret values in a Config: keys (LLM and fallback models, web search),
+ * bot tokens, the dashboard token, and the credentials inside configured URLs
+ * (user, password, secret-looking query values). Loggers, doctor and error lines redact them in every spelling.
  */
 import type { Config } from './index.js';
 
@@ -49,6 +49,7 @@ export function secretValues(config: Config): string[] {
     ...urlCredentials(config.search.brave.apiRoot),
     ...urlCredentials(config.search.tavily.apiRoot),
     ...urlCredentials(config.search.searxng.url),
+    ...config.llm.models.flatMap((m) => [m.apiKey, ...urlCredentials(m.baseURL)]),
   ];
   return [...new Set(values.filter((v): v is string => typeof v === 'string' && !isPlaceholder(v)))];
 }
