@@ -62,6 +62,7 @@ describe('MCP in the daemon (gateway + two workers)', () => {
       config,
       JSON.stringify({
         mcpServers: {
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: mcp.json's own ${VAR} syntax
           notes: { url: notes.url, headers: { Authorization: 'Bearer ${NOTES_TOKEN}' } },
           everything: { command: process.execPath, args: [EVERYTHING, 'stdio'] },
         },

@@ -75,8 +75,9 @@ describe('loadMcpConfig', () => {
     );
   });
 
-  it('keeps "//" inside strings (URLs) and supports ${VAR:-fallback}', async () => {
+  it('keeps "//" inside strings (URLs) and supports a fallback value', async () => {
     const config = await load(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: mcp.json's own ${VAR} syntax
       '{ "mcpServers": { "web": { "url": "https://mcp.example.org/${MCP_PATH:-v1}", "type": "sse" } } }',
     );
     expect(config?.servers[0]).toMatchObject({
@@ -88,6 +89,7 @@ describe('loadMcpConfig', () => {
 
   it('marks a server whose variable is unset as unable to start, naming the variable', async () => {
     const config = await load(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: mcp.json's own ${VAR} syntax
       '{ "mcpServers": { "gh": { "command": "gh-mcp", "env": { "T": "${GH_TOKEN}" } } } }',
     );
     expect(config?.servers[0]?.problem).toMatch(/\$\{GH_TOKEN\} is not set/);
