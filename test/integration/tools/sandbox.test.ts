@@ -223,6 +223,24 @@ describe('exec in a bubblewrap sandbox', () => {
     await waitFor(async () => !(await hostRuns(`sleep ${seconds}`)), 3_000);
   });
 
+  it('kills everything when the turn is cancelled', async () => {
+    const seconds = 319_000 + Math.floor(Math.random() * 1000);
+    const controller = new AbortController();
+    const pending = new ToolRegistry([createExecTool(ws, { sandbox })]).execute(
+      'exec',
+      JSON.stringify({ command: `sleep ${seconds} & touch started; sleep ${seconds + 1}` }),
+      toolContext(ws, { signal: controller.signal }),
+    );
+    await waitFor(() => existsSync(path.join(ws, 'started')), 5_000);
+    expect(await hostRuns(`sleep ${seconds}`)).toBe(true);
+    controller.abort();
+    expect(await pending).toEqual({ forLLM: 'operation cancelled by user', isError: true });
+    await waitFor(
+      async () => !(await hostRuns(`sleep ${seconds}`)) && !(await hostRuns(`sleep ${seconds + 1}`)),
+      3_000,
+    );
+  });
+
   it('stops a fork bomb at the process limit; the host and the next command are fine', async () => {
     // Hidden in base64 so the deny list cannot see it: the sandbox's limit must hold on its own.
     const bomb = Buffer.from('f(){ f|f& }; f\n').toString('base64');

@@ -1,0 +1,122 @@
+/**
+ * exec's sandbox end to end: the built `magpie agent` with secrets in its
+ * environment and in a `.env` beside the workspace, and a fake model that
+ * tries to read them in encodings no redaction matches, to kill magpie and to
+ * leave a process behind. Each attempt is harmless; a file written in the
+ * workspace is there afterwards.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { waitFor } from '../fakes/wait-for.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'dist', 'cli', 'bin.js');
+const run = promisify(execFile);
+
+const API_KEY = `sk-e2e-${randomUUID()}`;
+const TELEGRAM = `123456:${randomUUID()}`;
+const DISCORD_IN_DOTENV = `dc-${randomUUID()}`;
+const REDIS_PASSWORD = `pw-${randomUUID()}`;
+
+async function hostRuns(pattern: string): Promise<boolean> {
+  try {
+    await run('pgrep', ['-f', pattern]);
+    return true;
+  } catch (err) {
+    if ((err as { code?: number }).code === 1) return false;
+    throw err;
+  }
+}
+
+describe('magpie agent: exec in the sandbox', () => {
+  let dir: string;
+  let fake: FakeOpenAI;
+
+  beforeAll(async () => {
+    dir = await realpath(await mkdtemp(path.join(tmpdir(), 'magpie-e2e-sandbox-')));
+    await run(process.execPath, [bin, 'init', '--workspace', path.join(dir, 'workspace')], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+    });
+    // The default layout: .env in the folder magpie runs from, the workspace beside it.
+    await writeFile(path.join(dir, '.env'), `DISCORD_BOT_TOKEN=${DISCORD_IN_DOTENV}\n`);
+    fake = await startFakeOpenAI();
+  });
+
+  afterAll(async () => {
+    await fake.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps every secret, magpie and the host out of reach; work in the workspace goes on', async () => {
+    const seconds = 316_000 + Math.floor(Math.random() * 1000);
+    const commands = [
+      'cat /proc/*/environ | base64 -w0',
+      'cat /proc/*/environ | rev',
+      'cat /proc/1/environ /proc/$PPID/environ | od -c | head -50',
+      'cat ../.env | rev',
+      'kill -9 $PPID; kill -9 -1; echo survived',
+      `sleep ${seconds} & echo left-behind`,
+      'echo made-inside > made.txt && cat made.txt',
+    ];
+    fake.enqueue(
+      {
+        toolCalls: commands.map((command) => ({ name: 'exec', arguments: JSON.stringify({ command }) })),
+      },
+      { content: 'All done.' },
+    );
+    const child = spawn(process.execPath, [bin, 'agent', '-m', 'poke around'], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        XDG_STATE_HOME: path.join(dir, 'state'),
+        OPENAI_API_KEY: API_KEY,
+        OPENAI_BASE_URL: fake.baseURL,
+        TELEGRAM_BOT_TOKEN: TELEGRAM,
+        REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:6379`,
+        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
+        MAGPIE_EXEC_SANDBOX: 'bwrap',
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect({ code, stdout, stderr }).toMatchObject({ code: 0, stdout: 'All done.\n' });
+
+    const results: string[] = fake.requests[1]?.body.messages
+      .filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content);
+    expect(results).toHaveLength(commands.length);
+    for (const text of results) {
+      expect(text).not.toMatch(/^Error: command refused/);
+      const decoded = Buffer.from(text.replace(/\n\[exit code \d+\]$/, ''), 'base64').toString('latin1');
+      const reversed = [...text].reverse().join('');
+      for (const secret of [API_KEY, TELEGRAM, DISCORD_IN_DOTENV, REDIS_PASSWORD]) {
+        for (const seen of [text, decoded, reversed]) expect(seen).not.toContain(secret);
+      }
+    }
+    expect(results[3]).toMatch(/No such file or directory/);
+    expect(results[4]).toContain('survived');
+    expect(results[6]).toBe('made-inside\n[exit code 0]');
+    expect(await readFile(path.join(dir, 'workspace', 'made.txt'), 'utf8')).toBe('made-inside\n');
+    await waitFor(
+      async () => !(await hostRuns(`sleep ${seconds}`)),
+      3_000,
+      'the background sleep to be gone',
+    );
+  });
+});
