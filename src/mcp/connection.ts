@@ -40,6 +40,8 @@ export interface ServerStatus {
   tools: McpToolInfo[];
   /** The child's process id (stdio, connected). */
   pid?: number;
+  /** Connection attempts made so far (retries and restarts included). */
+  attempts: number;
 }
 
 export interface ServerConnectionOptions {
@@ -84,6 +86,8 @@ export class McpServerConnection {
   #closing: Promise<void> | undefined;
   #lastStderr: string | undefined;
   #first: Promise<void> | undefined;
+  #warnedReason: string | undefined;
+  #attempts = 0;
 
   constructor(options: ServerConnectionOptions) {
     this.#o = {
@@ -120,6 +124,7 @@ export class McpServerConnection {
       ...(this.#error ? { error: this.#error } : {}),
       tools: [...this.#tools],
       ...(this.#pid && this.#state === 'connected' ? { pid: this.#pid } : {}),
+      attempts: this.#attempts,
     };
   }
 
@@ -200,6 +205,7 @@ export class McpServerConnection {
     }
     const attempt = new AbortController();
     this.#attempt = attempt;
+    this.#attempts += 1;
     this.#lastStderr = undefined;
     try {
       const session = await openSession(spec, {
@@ -232,6 +238,7 @@ export class McpServerConnection {
       this.#state = 'connected';
       this.#error = undefined;
       this.#connectedAt = Date.now();
+      this.#warnedReason = undefined;
       this.#log.info({ transport: session.kind, tools: tools.length }, `mcp server "${this.name}" connected`);
       this.#o.onToolsChanged();
     } catch (err) {
@@ -309,7 +316,10 @@ export class McpServerConnection {
       return;
     }
     const delay = this.#scheduleRetry();
-    this.#log.warn(
+    // One warning per reason: retries that fail the same way are logged at debug only.
+    const level = reason === this.#warnedReason ? 'debug' : 'warn';
+    this.#warnedReason = reason;
+    this.#log[level](
       `mcp server "${this.name}" failed to start: ${reason}; retrying in ${Math.round(delay / 1000)} s`,
     );
   }

@@ -196,6 +196,13 @@ describe('MCP over stdio (server-everything)', () => {
     expect(warnings[0]?.msg).toMatch(/"ghost" failed to start: command not found.*retrying in \d+ s/);
   });
 
+  it('keeps retrying a failed server in the background, warning once per reason', async () => {
+    const ghost: StdioServerSpec = { ...everything('ghost'), command: 'magpie-no-such-mcp-server', args: [] };
+    const { manager, lines } = await started([ghost]);
+    await waitFor(() => (manager.statuses()[0]?.attempts ?? 0) >= 3, 15_000, 'three attempts');
+    expect(lines.filter((l) => l.level === 40 && l.msg.includes('"ghost"'))).toHaveLength(1);
+  });
+
   it('leaves no child process behind after close', async () => {
     const { manager } = await started([everything()]);
     const pid = manager.statuses()[0]?.pid;
