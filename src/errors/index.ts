@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'PROVIDER_BAD_REQUEST'
   | 'PROVIDER_BAD_RESPONSE'
   | 'PROVIDER_EMPTY_RESPONSE'
+  | 'PROVIDER_MODEL_UNAVAILABLE'
+  | 'MODELS_UNAVAILABLE'
   | 'CONTEXT_LENGTH_EXCEEDED'
   | 'CANCELLED'
   | 'REDIS_UNAVAILABLE'
@@ -66,12 +68,23 @@ export class ConfigError extends AppError {
   }
 }
 
-/** The LLM endpoint failed; `code` says how, `transient` whether to retry. */
+/**
+ * The LLM endpoint failed; `code` says how, `transient` whether to retry.
+ * PROVIDER_MODEL_UNAVAILABLE: the endpoint says this model cannot be used now
+ * (unknown model, quota or credit used up); another model may still answer.
+ */
 export class ProviderError extends AppError {
   readonly status: number | undefined;
-  constructor(code: ErrorCode, message: string, options: AppErrorOptions & { status?: number } = {}) {
+  /** How long the server asked us to wait (Retry-After), when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: AppErrorOptions & { status?: number; retryAfterMs?: number } = {},
+  ) {
     super(code, message, { exitCode: ExitCode.unavailable, ...options });
     this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

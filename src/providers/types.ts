@@ -64,6 +64,11 @@ export interface ChatRequest {
    * tool already answered). Otherwise it is a PROVIDER_EMPTY_RESPONSE error. @defaultValue false
    */
   allowEmpty?: boolean;
+  /**
+   * The caller has another model to turn to: a failure that a retry would only delay (unreachable,
+   * a time-out, a Retry-After longer than the retry delays allow) is thrown at once. @defaultValue false
+   */
+  failFast?: boolean;
   /** Aborts the HTTP request; the call then rejects with CancelledError. */
   signal?: AbortSignal;
   /** Streaming text deltas as they arrive. */

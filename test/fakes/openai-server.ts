@@ -38,6 +38,8 @@ export interface FakeReply {
   delayMs?: number;
   /** Error status (401, 429, 500, 400 ...). */
   status?: number;
+  /** Extra response headers of an error reply, e.g. `{ 'retry-after': '30' }`. */
+  headers?: Record<string, string>;
   /** Error body, e.g. `{ message: '...', code: 'context_length_exceeded' }`. Without `status`, 400 is used. */
   error?: { message: string; code?: string; type?: string };
   /** Send this raw body as-is (garbage); content type follows the request's `stream` flag. */
@@ -232,8 +234,13 @@ function parseJson(text: string): unknown {
   }
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { ...headers, 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }
 
@@ -241,15 +248,21 @@ function sendError(
   res: ServerResponse,
   status: number,
   error: { message: string; code?: string; type?: string },
+  headers: Record<string, string> = {},
 ) {
-  sendJson(res, status, {
-    error: {
-      message: error.message,
-      type: error.type ?? 'invalid_request_error',
-      param: null,
-      code: error.code ?? null,
+  sendJson(
+    res,
+    status,
+    {
+      error: {
+        message: error.message,
+        type: error.type ?? 'invalid_request_error',
+        param: null,
+        code: error.code ?? null,
+      },
     },
-  });
+    headers,
+  );
 }
 
 function sendAuthError(res: ServerResponse): void {
@@ -320,7 +333,12 @@ async function sendChat(
   }
   if (reply.status !== undefined || reply.error) {
     const status = reply.status ?? 400;
-    return sendError(res, status, reply.error ?? { message: `fake error ${status}`, type: 'server_error' });
+    return sendError(
+      res,
+      status,
+      reply.error ?? { message: `fake error ${status}`, type: 'server_error' },
+      reply.headers,
+    );
   }
 
   const model = typeof body.model === 'string' ? body.model : 'fake-model';

@@ -19,10 +19,20 @@ export interface ErrorContext {
   baseURL: string;
   /** Redacted from any text the server sent back. */
   apiKey?: string;
+  /** The setting that names the endpoint, for "check …". @defaultValue 'OPENAI_BASE_URL' */
+  urlSetting?: string;
+  /** The setting that holds the key, for "check …". @defaultValue 'OPENAI_API_KEY' */
+  keySetting?: string;
 }
 
 const CONTEXT_TEXT =
   /context[ _-]?(length|window)|maximum context|context.{0,20}exceed|too many tokens|prompt is too long|reduce the length of the messages/i;
+/** Servers that know no such model: OpenAI's model_not_found, Ollama's "model … not found", OpenRouter's "not a valid model ID". */
+const UNKNOWN_MODEL_TEXT =
+  /\bmodel\b.{0,120}\b(not found|does not exist|not exist)|\b(unknown|invalid|no such) model\b|not a valid model/i;
+/** A spent quota or credit (not a rate limit that passes in seconds). */
+const QUOTA_TEXT =
+  /insufficient[_ ]quota|exceeded your current quota|out of (credits?|quota)|insufficient (credits?|balance|funds)/i;
 
 /** Converts any thrown value from an SDK call to an AppError (ProviderError, or CancelledError for an abort). */
 export function toProviderError(err: unknown, context: ErrorContext): AppError {
@@ -33,7 +43,7 @@ export function toProviderError(err: unknown, context: ErrorContext): AppError {
     const reason = networkReason(err.cause) ?? 'connection failed';
     return new ProviderError(
       'PROVIDER_UNREACHABLE',
-      `cannot reach the model endpoint ${endpoint(context)} (${reason}): check OPENAI_BASE_URL`,
+      `cannot reach the model endpoint ${endpoint(context)} (${reason}): check ${urlSetting(context)}`,
       { cause: err, transient: true },
     );
   }
@@ -50,7 +60,7 @@ export function toProviderError(err: unknown, context: ErrorContext): AppError {
   if (reason) {
     return new ProviderError(
       'PROVIDER_UNREACHABLE',
-      `lost the connection to the model endpoint ${endpoint(context)} (${reason}): check OPENAI_BASE_URL`,
+      `lost the connection to the model endpoint ${endpoint(context)} (${reason}): check ${urlSetting(context)}`,
       { cause: err, transient: true },
     );
   }
@@ -66,7 +76,7 @@ export function timeoutError(context: ErrorContext, timeoutMs?: number): Provide
   const within = timeoutMs === undefined ? '' : ` within ${Math.round(timeoutMs / 100) / 10}s`;
   return new ProviderError(
     'PROVIDER_UNREACHABLE',
-    `the model endpoint ${endpoint(context)} did not answer${within}: check OPENAI_BASE_URL or raise MAGPIE_LLM_TIMEOUT`,
+    `the model endpoint ${endpoint(context)} did not answer${within}: check ${urlSetting(context)} or raise MAGPIE_LLM_TIMEOUT`,
     { transient: true },
   );
 }
@@ -82,7 +92,8 @@ export function isContextLengthError(err: APIError): boolean {
 function fromStatus(err: APIError, context: ErrorContext): ProviderError {
   const status = err.status;
   const detail = oneLine(bodyMessage(err.error) ?? err.message, context);
-  const options = { cause: err, status };
+  const retryAfterMs = retryAfterOf(err);
+  const options = { cause: err, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
   if (isContextLengthError(err)) {
     return new ProviderError(
       'CONTEXT_LENGTH_EXCEEDED',
@@ -90,21 +101,16 @@ function fromStatus(err: APIError, context: ErrorContext): ProviderError {
       options,
     );
   }
+  const unavailable = modelUnavailable(err, detail);
+  if (unavailable) return new ProviderError('PROVIDER_MODEL_UNAVAILABLE', unavailable, options);
   if (status === 401 || status === 403) {
     return new ProviderError(
       'PROVIDER_AUTH',
-      `the API key was refused (${status}): check OPENAI_API_KEY`,
+      `the API key was refused (${status}): check ${context.keySetting ?? 'OPENAI_API_KEY'}`,
       options,
     );
   }
   if (status === 429) {
-    if (err.code === 'insufficient_quota') {
-      return new ProviderError(
-        'PROVIDER_RATE_LIMITED',
-        `the account is out of quota (429 insufficient_quota): ${detail}`,
-        options,
-      );
-    }
     return new ProviderError(
       'PROVIDER_RATE_LIMITED',
       `the model endpoint is rate limiting requests (429): ${detail}`,
@@ -136,6 +142,38 @@ function fromStatus(err: APIError, context: ErrorContext): ProviderError {
     `the model endpoint rejected the request (${status}): ${detail}`,
     options,
   );
+}
+
+/**
+ * Why the endpoint cannot serve this model now, when its answer says so: an
+ * unknown model (404, or 400 from servers that answer so), a spent quota (429
+ * insufficient_quota) or credit (402). Another model may still answer.
+ */
+function modelUnavailable(err: APIError, detail: string): string | undefined {
+  const { status } = err;
+  const text = `${err.message} ${detail}`;
+  if (status === 402) return `the account is out of credit (402): ${detail}`;
+  if (err.code === 'insufficient_quota' || (status === 429 && QUOTA_TEXT.test(text))) {
+    return `the account is out of quota (${status ?? 'error'} insufficient_quota): ${detail}`;
+  }
+  const unknown = err.code === 'model_not_found' || UNKNOWN_MODEL_TEXT.test(text);
+  if (unknown && (status === 400 || status === 404 || status === 422)) {
+    return `the endpoint does not serve this model (${status}): ${detail}`;
+  }
+  return undefined;
+}
+
+/** A server's `retry-after-ms` or `retry-after` (seconds or a date) on an SDK error, in ms. */
+function retryAfterOf(err: APIError): number | undefined {
+  if (!err.headers) return undefined;
+  const ms = Number(err.headers.get('retry-after-ms') ?? Number.NaN);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const header = err.headers.get('retry-after');
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
 /** The `message` of an OpenAI-style error body, when there is one. */
@@ -171,6 +209,10 @@ function networkReason(err: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+function urlSetting(context: ErrorContext): string {
+  return context.urlSetting ?? 'OPENAI_BASE_URL';
 }
 
 /** The endpoint as error messages show it: no user info, no secret query values. */

@@ -63,6 +63,11 @@ export interface OpenAIProviderOptions {
    * @defaultValue 'auto'
    */
   promptCache?: PromptCacheMode;
+  /**
+   * The settings error messages tell the user to check (a fallback model's endpoint is not OPENAI_BASE_URL).
+   * @defaultValue `{ url: 'OPENAI_BASE_URL', key: 'OPENAI_API_KEY' }`
+   */
+  settings?: { url?: string; key?: string };
 }
 
 /**
@@ -98,7 +103,12 @@ export class OpenAIProvider implements LLMProvider {
     this.retryMaxMs = nonNegative(options.retryMaxMs, 8_000, 'retryMaxMs');
     this.transcribeModel = options.transcribeModel || 'whisper-1';
     this.logger = (options.logger ?? silentLogger()).child({ component: 'provider' });
-    this.context = { baseURL: options.baseURL, apiKey: options.apiKey };
+    this.context = {
+      baseURL: options.baseURL,
+      apiKey: options.apiKey,
+      ...(options.settings?.url ? { urlSetting: options.settings.url } : {}),
+      ...(options.settings?.key ? { keySetting: options.settings.key } : {}),
+    };
     this.baseURL = options.baseURL;
     this.promptCache = options.promptCache ?? 'auto';
     if (this.promptCache !== 'auto' && this.promptCache !== 'off') {
@@ -137,7 +147,7 @@ export class OpenAIProvider implements LLMProvider {
     const started = Date.now();
     const response = await this.retrying(
       request.signal,
-      () => !streamed,
+      (err) => !streamed && !(request.failFast === true && this.betterElsewhere(err)),
       () => this.chatOnce(request, forward),
     );
     this.logger.debug(
@@ -258,9 +268,18 @@ export class OpenAIProvider implements LLMProvider {
     }
   }
 
+  /**
+   * With another model to turn to, a retry is not worth its wait: the endpoint could not be reached or
+   * stayed silent (a time-out costs timeoutMs again), or it asked for a pause longer than any retry delay.
+   */
+  private betterElsewhere(err: AppError): boolean {
+    if (err.code === 'PROVIDER_UNREACHABLE') return true;
+    return err instanceof ProviderError && (err.retryAfterMs ?? 0) > this.retryMaxMs;
+  }
+
   private retrying<T>(
     signal: AbortSignal | undefined,
-    canRetry: (() => boolean) | undefined,
+    canRetry: ((err: AppError) => boolean) | undefined,
     run: () => Promise<T>,
   ) {
     const attemptId = randomUUID().slice(0, 8);

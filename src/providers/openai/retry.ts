@@ -3,8 +3,7 @@
  * honouring a server's Retry-After within the cap. An abort during the wait
  * ends the loop with CancelledError.
  */
-import { APIError } from 'openai';
-import { AppError, CancelledError } from '../../errors/index.js';
+import { AppError, CancelledError, ProviderError } from '../../errors/index.js';
 
 export interface RetryOptions {
   /** Retries after the first attempt. */
@@ -14,8 +13,8 @@ export interface RetryOptions {
   /** Upper bound of any one delay, Retry-After included. */
   maxMs: number;
   signal?: AbortSignal;
-  /** Extra veto, e.g. "text was already streamed to the user". */
-  canRetry?: () => boolean;
+  /** Extra veto, e.g. "text was already streamed to the user", or "another model can answer instead". */
+  canRetry?: (err: AppError) => boolean;
   /** Called before each wait. */
   onRetry?: (err: AppError, retry: number, delayMs: number) => void;
 }
@@ -31,9 +30,10 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, options: 
         err.transient &&
         n < options.maxRetries &&
         !options.signal?.aborted &&
-        (options.canRetry?.() ?? true);
+        (options.canRetry?.(err) ?? true);
       if (!retryable) throw err;
-      const delayMs = backoffDelay(n, options.baseMs, options.maxMs, retryAfterMs(err.cause));
+      const retryAfter = err instanceof ProviderError ? err.retryAfterMs : undefined;
+      const delayMs = backoffDelay(n, options.baseMs, options.maxMs, retryAfter);
       options.onRetry?.(err, n + 1, delayMs);
       await sleep(delayMs, options.signal);
     }
@@ -45,19 +45,6 @@ export function backoffDelay(n: number, baseMs: number, maxMs: number, retryAfte
   if (retryAfter !== undefined) return Math.min(Math.max(retryAfter, 0), maxMs);
   const jitter = 0.8 + Math.random() * 0.4;
   return Math.min(Math.round(baseMs * 2 ** n * jitter), maxMs);
-}
-
-/** A server's `retry-after-ms` or `retry-after` (seconds or a date) on an SDK error, in ms. */
-function retryAfterMs(cause: unknown): number | undefined {
-  if (!(cause instanceof APIError) || !cause.headers) return undefined;
-  const ms = Number(cause.headers.get('retry-after-ms') ?? Number.NaN);
-  if (Number.isFinite(ms)) return ms;
-  const header = cause.headers.get('retry-after');
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return seconds * 1000;
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : date - Date.now();
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

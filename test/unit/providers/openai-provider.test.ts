@@ -231,7 +231,7 @@ describe('OpenAIProvider: errors and retries', () => {
   it('does not retry a 429 that means the quota is spent', async () => {
     fake.setResponder(() => ({ status: 429, error: { message: 'quota', code: 'insufficient_quota' } }));
     const err = await failure(provider({ maxRetries: 2 }).chat({ messages: hi }));
-    expect(err.code).toBe('PROVIDER_RATE_LIMITED');
+    expect(err.code).toBe('PROVIDER_MODEL_UNAVAILABLE');
     expect(err.transient).toBe(false);
     expect(fake.requests).toHaveLength(1);
   });
