@@ -34,10 +34,11 @@ export class MemoryView {
   readonly #memory: MemoryStore;
   readonly #days: number;
   readonly #maxChangeChars: number;
-  readonly #reader = new CachedFileReader();
+  readonly #reader: CachedFileReader;
 
   constructor(options: MemoryViewOptions) {
     this.#memory = options.memory;
+    this.#reader = new CachedFileReader({ workspace: options.memory.workspace });
     this.#days = options.days ?? DEFAULT_RECENT_DAYS;
     this.#maxChangeChars = options.maxChangeChars ?? 4_000;
     if (!Number.isInteger(this.#days) || this.#days < 1) {

@@ -35,13 +35,17 @@ interface Part {
 /** Reads and budgets the prompt files of one workspace; holds a file cache, so build one and reuse it. */
 export class PromptFiles {
   readonly #o: PromptFilesOptions;
-  readonly #reader = new CachedFileReader();
+  readonly #reader: CachedFileReader;
   /** What the last warning named, so an unchanged cut is not logged on every turn. */
   #warned = '';
   /** The length each capped file had when its cap was last reported. */
   readonly #capped = new Map<string, number>();
 
   constructor(options: PromptFilesOptions) {
+    this.#reader = new CachedFileReader({
+      workspace: options.workspace,
+      onRefused: (file, reason) => options.logger.warn({ file }, `prompt file not read: ${reason}`),
+    });
     for (const [name, value] of [
       ['bootstrapMaxChars', options.fileMaxChars],
       ['promptFilesMaxChars', options.totalMaxChars],

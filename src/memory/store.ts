@@ -4,10 +4,10 @@
  * The agent edits these with its file tools; this store reads them for the
  * system prompt and offers the same writes to code.
  */
-import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../workspace/atomic-write.js';
-import { CachedFileReader } from '../workspace/cached-file.js';
+import { CachedFileReader, isMissing } from '../workspace/cached-file.js';
+import { WorkspaceFiles } from '../workspace/workspace-files.js';
+import { FileToolError } from '../workspace/workspace-path.js';
 
 export interface MemoryStoreOptions {
   /** Absolute path of the workspace. */
@@ -36,13 +36,16 @@ export class MemoryStore {
   readonly longTermPath: string;
   readonly timezone: string;
   private readonly now: () => Date;
-  private readonly reader = new CachedFileReader();
+  private readonly reader: CachedFileReader;
+  private readonly files: WorkspaceFiles;
   private readonly dateFormat: Intl.DateTimeFormat;
 
   constructor(options: MemoryStoreOptions) {
     this.workspace = path.resolve(options.workspace);
     this.memoryDir = path.join(this.workspace, 'memory');
     this.longTermPath = path.join(this.memoryDir, 'MEMORY.md');
+    this.reader = new CachedFileReader({ workspace: this.workspace });
+    this.files = new WorkspaceFiles({ workspace: this.workspace });
     this.timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     this.now = options.now ?? (() => new Date());
     // Throws RangeError for an unknown zone, at construction rather than on first use.
@@ -79,7 +82,7 @@ export class MemoryStore {
 
   /** Replaces MEMORY.md atomically. */
   async writeLongTerm(text: string): Promise<void> {
-    await writeFileAtomic(this.longTermPath, text);
+    await this.files.replace(path.relative(this.workspace, this.longTermPath), text);
   }
 
   /** Today's note, '' when there is none yet. */
@@ -90,16 +93,18 @@ export class MemoryStore {
   /** Appends to today's note; a new note starts with `# YYYY-MM-DD`. */
   async appendToday(text: string): Promise<void> {
     const date = this.today();
-    const file = this.notePath(date);
-    await mkdir(path.dirname(file), { recursive: true });
+    const file = path.relative(this.workspace, this.notePath(date));
     const entry = text.endsWith('\n') ? text : `${text}\n`;
     const { yyyy, mm, dd } = pad(date);
-    try {
-      await writeFile(file, `# ${yyyy}-${mm}-${dd}\n\n${entry}`, { flag: 'wx' });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      await appendFile(file, entry);
-    }
+    // Through the same confined file operations as the tools: a planted symlink cannot redirect the write.
+    const exists = await this.files
+      .read(file, async () => true)
+      .catch((err: unknown) => {
+        if (isMissing(err) || (err instanceof FileToolError && err.reason === 'missing')) return false;
+        throw err;
+      });
+    if (exists) await this.files.append(file, entry);
+    else await this.files.replace(file, `# ${yyyy}-${mm}-${dd}\n\n${entry}`);
   }
 
   /** The notes of the last `days` days (today included), oldest first, separated by rules; '' if none. */

@@ -3,12 +3,11 @@
  * `description`, optional `always`) and a Markdown body with the procedure.
  * Malformed skills are reported, never thrown; files are re-parsed only when changed.
  */
-import { constants } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { type Logger, silentLogger } from '../log/index.js';
-import { isMissing } from '../workspace/cached-file.js';
+import { CachedFileReader, isMissing } from '../workspace/cached-file.js';
 import { readFrontMatter } from './front-matter.js';
 
 /** A skill the agent can follow. */
@@ -54,8 +53,6 @@ const FrontMatter = z.object({
 
 type Parsed = { skill: Skill } | { error: SkillError };
 
-const READ_NONBLOCK = constants.O_RDONLY | constants.O_NONBLOCK;
-
 interface CacheEntry {
   mtimeMs: number;
   size: number;
@@ -67,12 +64,18 @@ export class SkillsLoader {
   readonly dir: string;
   private readonly logger: Logger;
   private cache = new Map<string, CacheEntry>();
+  private readonly reader: CachedFileReader;
   /** How many SKILL.md files were parsed from disk (for tests and metrics). */
   parses = 0;
 
   constructor(options: SkillsLoaderOptions) {
     this.dir = path.resolve(options.dir);
+    // Confined to the skills folder: a SKILL.md symlinked or hard-linked from elsewhere is not read.
     this.logger = options.logger ?? silentLogger();
+    this.reader = new CachedFileReader({
+      workspace: this.dir,
+      onRefused: (file, reason) => this.logger.warn({ path: file, reason }, 'skills: skill file not read'),
+    });
   }
 
   /** Every skill (sorted by name) and every malformed one. Unchanged files are not re-read. */
@@ -106,7 +109,8 @@ export class SkillsLoader {
       if (!info.isFile()) continue;
       let entry = this.cache.get(file);
       if (!entry || entry.mtimeMs !== info.mtimeMs || entry.size !== info.size) {
-        const text = await readFile(file, { encoding: 'utf8', flag: READ_NONBLOCK });
+        const text = await this.reader.read(file);
+        if (text === undefined) continue;
         this.parses += 1;
         entry = { mtimeMs: info.mtimeMs, size: info.size, result: await parseSkill(file, folder, text) };
         if ('error' in entry.result) {

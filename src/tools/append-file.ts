@@ -5,9 +5,9 @@
  * sessions/.
  */
 import { z } from 'zod';
+import { WorkspaceFiles } from '../workspace/workspace-files.js';
+import { fileError } from '../workspace/workspace-path.js';
 import { fail, ok, type Tool } from './types.js';
-import { WorkspaceFiles } from './workspace-files.js';
-import { fileError } from './workspace-path.js';
 import type { FileToolOptions } from './write-file.js';
 
 const parameters = z.object({

@@ -11,11 +11,11 @@
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import { redactSecrets } from '../log/index.js';
+import { resolveInWorkspace } from '../workspace/workspace-path.js';
 import { denyReason, scrubEnv } from './exec-policy.js';
 import { CANCELLED_RESULT } from './registry.js';
 import type { BwrapSandbox, PreparedCommand } from './sandbox.js';
 import { fail, type Tool, type ToolContext, type ToolResult } from './types.js';
-import { resolveInWorkspace } from './workspace-path.js';
 
 export interface ExecOptions {
   /** @defaultValue 60_000 */

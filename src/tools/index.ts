@@ -15,9 +15,9 @@ import type { Tool } from './types.js';
 import { createWebFetchTool } from './web-fetch.js';
 import { createWriteFileTool } from './write-file.js';
 
+export { resolveInWorkspace } from '../workspace/workspace-path.js';
 export { CANCELLED_RESULT, ToolRegistry, type ToolRegistryOptions } from './registry.js';
 export { toJsonSchema } from './schema.js';
-export { resolveInWorkspace } from './workspace-path.js';
 
 export interface CoreToolOptions {
   /** The workspace folder every file tool and exec is confined to. */

@@ -6,10 +6,10 @@
  * inside the workspace.
  */
 import { z } from 'zod';
+import { WorkspaceFiles } from '../workspace/workspace-files.js';
+import { FileToolError, fileError } from '../workspace/workspace-path.js';
+import type { Confinement } from '../workspace/workspace-walk.js';
 import { fail, ok, type Tool } from './types.js';
-import { WorkspaceFiles } from './workspace-files.js';
-import { FileToolError, fileError } from './workspace-path.js';
-import type { Confinement } from './workspace-walk.js';
 
 export interface ListDirOptions {
   /** @defaultValue 500 */

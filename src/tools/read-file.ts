@@ -6,10 +6,10 @@
  * only, never through a symlink that leads out, never blocking on a FIFO.
  */
 import { z } from 'zod';
+import { mib, readUpTo, WorkspaceFiles } from '../workspace/workspace-files.js';
+import { FileToolError, fileError } from '../workspace/workspace-path.js';
+import type { Confinement } from '../workspace/workspace-walk.js';
 import { fail, ok, type Tool } from './types.js';
-import { mib, readUpTo, WorkspaceFiles } from './workspace-files.js';
-import { FileToolError, fileError } from './workspace-path.js';
-import type { Confinement } from './workspace-walk.js';
 
 export interface ReadFileOptions {
   /** @defaultValue 50_000 */

@@ -5,10 +5,10 @@
  * WorkspaceFiles: never outside the workspace, never into sessions/.
  */
 import { z } from 'zod';
+import { WorkspaceFiles } from '../workspace/workspace-files.js';
+import { fileError } from '../workspace/workspace-path.js';
+import type { Confinement } from '../workspace/workspace-walk.js';
 import { fail, ok, type Tool } from './types.js';
-import { WorkspaceFiles } from './workspace-files.js';
-import { fileError } from './workspace-path.js';
-import type { Confinement } from './workspace-walk.js';
 
 export interface FileToolOptions {
   /** How paths are confined (tests force `portable`). @defaultValue 'auto' */

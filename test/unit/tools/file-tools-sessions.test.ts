@@ -11,8 +11,8 @@ import { createEditFileTool } from '../../../src/tools/edit-file.js';
 import { createListDirTool } from '../../../src/tools/list-dir.js';
 import { createReadFileTool } from '../../../src/tools/read-file.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import { protectedFolder } from '../../../src/tools/workspace-path.js';
-import type { Confinement } from '../../../src/tools/workspace-walk.js';
+import { protectedFolder } from '../../../src/workspace/workspace-path.js';
+import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
 import { tempDir, toolContext } from './helpers.js';
 

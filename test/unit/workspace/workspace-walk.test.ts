@@ -8,9 +8,9 @@ import { constants } from 'node:fs';
 import { mkdir, open, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileToolError } from '../../../src/tools/workspace-path.js';
-import { walkInWorkspace } from '../../../src/tools/workspace-walk.js';
-import { tempDir } from './helpers.js';
+import { FileToolError } from '../../../src/workspace/workspace-path.js';
+import { walkInWorkspace } from '../../../src/workspace/workspace-walk.js';
+import { tempDir } from '../tools/helpers.js';
 
 describe('walkInWorkspace', () => {
   let root: string;

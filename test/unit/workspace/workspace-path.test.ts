@@ -2,8 +2,8 @@ import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/index.js';
-import { resolveInWorkspace } from '../../../src/tools/workspace-path.js';
-import { tempDir } from './helpers.js';
+import { resolveInWorkspace } from '../../../src/workspace/workspace-path.js';
+import { tempDir } from '../tools/helpers.js';
 
 describe('resolveInWorkspace', () => {
   let root: string;
