@@ -191,7 +191,7 @@ export class TelegramChannel implements Channel {
       }
       const pairing = await this.access.requestPairing(sender, chatId);
       if (pairing.status === 'send') {
-        log.info({ senderId: sender.id, code: pairing.code }, 'pairing code sent to an unknown sender');
+        log.info({ senderId: sender.id }, 'pairing code sent to an unknown sender');
         await this.notify(chatId, pairingText(pairing.code), threadId);
       } else {
         // Told recently, or too many strangers pending: say nothing (no flood, nothing stored).
