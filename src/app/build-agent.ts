@@ -20,6 +20,7 @@ import {
   type HelperTracker,
 } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
+import { MemoryIndex } from '../memory/search/memory-index.js';
 import { MemoryStore } from '../memory/store.js';
 import type { LLMProvider } from '../providers/types.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
@@ -27,6 +28,7 @@ import type { SessionStore } from '../sessions/types.js';
 import { SkillsLoader } from '../skills/loader.js';
 import { createCoreTools, ToolRegistry } from '../tools/index.js';
 import { createLoadSkillTool } from '../tools/load-skill.js';
+import { createMemorySearchTool } from '../tools/memory-search.js';
 import { resolveSandbox, type SandboxStatus } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
 import { createSpawnTool } from '../tools/spawn.js';
@@ -135,6 +137,9 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
         execProtectedPaths: [path.resolve('.env'), config.stateDir],
       }),
       ...(searchBackend ? [createWebSearchTool(searchBackend)] : []),
+      createMemorySearchTool(
+        new MemoryIndex({ workspace, stateDir: config.stateDir, timezone: config.timezone, logger }),
+      ),
       createLoadSkillTool(skills),
       createSubagentTool(helpers),
       ...(options.helperQueue ? [createSpawnTool(options.helperQueue)] : []),

@@ -50,6 +50,10 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule
     load: () => import('./commands/cron.js'),
   },
   skills: { help: 'list skills and report malformed ones', load: () => import('./commands/skills.js') },
+  memory: {
+    help: 'search memory and past conversations (memory search "…" | memory reindex)',
+    load: () => import('./commands/memory.js'),
+  },
   mcp: {
     help: 'MCP servers of mcp.json: connected or why not, and their tools (--json)',
     load: () => import('./commands/mcp.js'),
