@@ -21,6 +21,7 @@ import type { SkillsLoader } from '../skills/loader.js';
 import { MemoryView, marksOf, renderSnapshot } from './memory-view.js';
 import { firstLine, PromptFiles } from './prompt-files.js';
 import { forRequest, knownMemory, type PromptNote, snapshotIn } from './prompt-note.js';
+import { inToolOrder } from './tool-order.js';
 
 export { BOOTSTRAP_FILES } from './prompt-files.js';
 
@@ -69,6 +70,7 @@ const SECTION_BREAK = '\n\n---\n\n';
 export const MEMORY_GUIDE: readonly string[] = [
   'Your memory files as they were when this conversation began. What has been written to them since ' +
     'is shown in the context block of the message it arrived with.',
+  'Older daily notes and past conversations are not shown here: search them with memory_search.',
 ];
 
 /** Builds prompts for one workspace; holds file caches, so build one and reuse it. */
@@ -183,7 +185,7 @@ export class ContextBuilder {
 
   private identitySection(): string {
     const memoryDir = path.join(this.workspace, 'memory');
-    const tools = this.tools();
+    const tools = inToolOrder(this.tools());
     const lines = [
       `# ${this.agentName}`,
       '',

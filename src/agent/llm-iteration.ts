@@ -17,6 +17,7 @@ import type { LoopContextBuilder } from './loop-options.js';
 import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
 import { type LoopTools, runToolBatch, toolImagesMessage } from './tool-batch.js';
 import { boundToolCalls, type ToolCallLimits } from './tool-call-limits.js';
+import { inToolOrder } from './tool-order.js';
 import { addUserToTurn, contextFullReply, promptSessionOf, recordInTurn, type TurnRun } from './turn-run.js';
 import type { TurnOutcome } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
@@ -53,7 +54,7 @@ export async function runIterations(
 ): Promise<{ content: string; outcome: TurnOutcome }> {
   const { req, signal, meter } = run;
   const { contextTokens } = deps;
-  const definitions = deps.tools.definitions();
+  const definitions = inToolOrder(deps.tools.definitions());
   const hooks: IterationHook[] = deps.hooks();
   let compactions = 0;
   let iteration = 0;

@@ -11,6 +11,7 @@ import type { ToolContext } from '../../tools/types.js';
 import type { LoopContextBuilder, PromptSession } from '../loop-options.js';
 import { type LoopTools, runToolBatch } from '../tool-batch.js';
 import { boundToolCalls } from '../tool-call-limits.js';
+import { inToolOrder } from '../tool-order.js';
 import { TurnMeter } from '../turn-metrics.js';
 
 /** The instruction of the flush turn (tests recognise flush requests by it). */
@@ -56,7 +57,7 @@ export async function runMemoryFlush(options: MemoryFlushOptions): Promise<numbe
     },
   };
   const current: ChatMessage[] = [{ role: 'user', content: MEMORY_FLUSH_PROMPT }];
-  const definitions = options.tools.definitions();
+  const definitions = inToolOrder(options.tools.definitions());
   const max = options.maxIterations ?? 4;
   let calls = 0;
   try {
