@@ -1,6 +1,9 @@
 /**
  * Makes a stored history safe to send to a model: every tool message follows
  * the assistant message that called it, and every assistant tool call has its results.
+ * Deterministic and prefix-stable (what it keeps of a log ending at a turn
+ * boundary never changes as the log grows), so each request of a session can
+ * begin with the bytes of the one before and be served from a provider's cache.
  */
 import type { SessionEntry } from './types.js';
 
