@@ -1,12 +1,14 @@
 /**
  * The bubblewrap argument list for one exec command, and the parts of the
- * host it is built from: which system folders are symlinks (merged /usr),
- * which /etc entries programs need (an allow-list: the sandbox's uid maps to
- * the host's, so a whole /etc would hand over /etc/shadow, TLS private keys,
- * SSH host keys and package-manager credentials), and the environment the
- * command gets (an allow-list too, not a scrub of magpie's).
+ * host it is built from: where bwrap and prlimit are, which system folders
+ * are symlinks (merged /usr), which /etc entries programs need (an
+ * allow-list: the sandbox's uid maps to the host's, so a whole /etc would
+ * hand over /etc/shadow, TLS private keys, SSH host keys and package-manager
+ * credentials), and the environment the command gets (an allow-list too, not
+ * a scrub of magpie's).
  */
-import { lstat, readdir, readlink } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, lstat, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /** A host path exposed read-only, or recreated as a symlink when `link` is set. */
@@ -92,6 +94,26 @@ async function entry(file: string): Promise<HostEntry | undefined> {
   const target = await readlink(file);
   const resolved = path.resolve(path.dirname(file), target);
   return /^\/(usr|proc)\//.test(resolved) ? { path: file, link: target } : { path: file };
+}
+
+/** True when `file` exists and may be run. */
+export async function executable(file: string): Promise<boolean> {
+  try {
+    await access(file, constants.X_OK);
+    return true;
+  } catch (err) {
+    if (['ENOENT', 'EACCES', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return false;
+    throw err;
+  }
+}
+
+/** The first executable `name` in the system folders, then in `extra` (PATH). */
+export async function findProgram(name: string, extra: string[] = []): Promise<string | undefined> {
+  for (const dir of ['/usr/bin', '/usr/local/bin', '/bin', ...extra]) {
+    const file = path.join(dir, name);
+    if (await executable(file)) return file;
+  }
+  return undefined;
 }
 
 /** Reads which system folders and allowed /etc entries exist on this host, and how. */

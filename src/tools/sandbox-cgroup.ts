@@ -7,6 +7,7 @@
  * root, `<mount>/magpie-exec/…`). After the command everything left in its
  * cgroup is killed and the cgroup removed.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -74,8 +75,6 @@ function cgroupDir(mount: Mount, own: string): string | undefined {
   return path.join(mount.mountPoint, own.slice(root.length));
 }
 
-let sequence = 0;
-
 /** Kills every process listed in `procsFile` until none is left (bounded), then removes `dir`. */
 async function killAndRemove(dir: string, killFile: string | undefined): Promise<void> {
   const procsFile = path.join(dir, 'cgroup.procs');
@@ -118,13 +117,25 @@ function killQuietly(pid: number): void {
   }
 }
 
-/** Removes per-command cgroups an earlier, crashed magpie left behind (busy ones stay). */
+/** True while process `pid` exists. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes per-command cgroups (named `<magpie's pid>-<random hex>`) whose magpie is
+ * gone (a crash); those of running magpies, this one included, stay.
+ */
 async function sweep(parent: string): Promise<void> {
   const entries = await readdir(parent, { withFileTypes: true });
   for (const entry of entries) {
-    if (!entry.isDirectory() || !/^\d+-\d+$/.test(entry.name)) continue;
-    const owner = Number(entry.name.split('-')[0]);
-    if (owner === process.pid) continue;
+    if (!entry.isDirectory() || !/^\d+-[0-9a-f]+$/.test(entry.name)) continue;
+    if (running(Number(entry.name.split('-')[0]))) continue;
     await rmdir(path.join(parent, entry.name)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EBUSY' && err.code !== 'ENOENT') throw err;
     });
@@ -136,8 +147,7 @@ function makeCgroups(kind: 'v1' | 'v2', parent: string): PidsCgroups {
     kind,
     parent,
     async create(maxPids) {
-      sequence += 1;
-      const dir = path.join(parent, `${process.pid}-${sequence}`);
+      const dir = path.join(parent, `${process.pid}-${randomBytes(6).toString('hex')}`);
       await mkdir(dir);
       let closing: Promise<void> | undefined;
       const cgroup: CommandCgroup = {

@@ -7,11 +7,18 @@
  * MAGPIE_EXEC_SANDBOX (auto, bwrap, off) with a probe run.
  */
 import { execFile, spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, lstat, mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../errors/index.js';
-import { bwrapArgs, type HostLayout, readHostLayout, SANDBOX_PATH, sandboxEnv } from './sandbox-args.js';
+import {
+  bwrapArgs,
+  executable,
+  findProgram,
+  type HostLayout,
+  readHostLayout,
+  SANDBOX_PATH,
+  sandboxEnv,
+} from './sandbox-args.js';
 import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox-cgroup.js';
 
 /** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else the guard), `bwrap` (required) or `off`. */
@@ -58,26 +65,6 @@ export interface PreparedCommand {
   env: Record<string, string>;
   /** Kills whatever is left of the command and removes its cgroup. */
   release(): Promise<void>;
-}
-
-/** True when `file` exists and may be run. */
-async function executable(file: string): Promise<boolean> {
-  try {
-    await access(file, constants.X_OK);
-    return true;
-  } catch (err) {
-    if (['ENOENT', 'EACCES', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return false;
-    throw err;
-  }
-}
-
-/** The first executable `name` in the system folders, then in `extra` (PATH). */
-async function findProgram(name: string, extra: string[] = []): Promise<string | undefined> {
-  for (const dir of ['/usr/bin', '/usr/local/bin', '/bin', ...extra]) {
-    const file = path.join(dir, name);
-    if (await executable(file)) return file;
-  }
-  return undefined;
 }
 
 function run(file: string, args: string[]): Promise<string> {
