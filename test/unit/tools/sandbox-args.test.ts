@@ -96,7 +96,7 @@ describe('bwrapArgs', () => {
     features: { disableUserns: true, tmpfsSize: true },
     command: ['/usr/bin/prlimit', '--nproc=256', '--', '/bin/sh', '-c', 'ls'],
   };
-  const after = (args: string[], first: string[], second: string[]) => {
+  const expectOrder = (args: string[], first: string[], second: string[]) => {
     const at = (seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
     expect(at(first)).toBeGreaterThanOrEqual(0);
     expect(at(second)).toBeGreaterThan(at(first));
@@ -118,7 +118,7 @@ describe('bwrapArgs', () => {
     ]) {
       expect(args).toContain(flag);
     }
-    after(args, ['--cap-drop', 'ALL'], ['--ro-bind', '/usr', '/usr']);
+    expectOrder(args, ['--cap-drop', 'ALL'], ['--ro-bind', '/usr', '/usr']);
     expect(args.slice(args.indexOf('--clearenv'))).toEqual([
       '--clearenv',
       '--setenv',
@@ -147,16 +147,24 @@ describe('bwrapArgs', () => {
 
   it('mounts in an order where later mounts cover earlier ones', () => {
     const args = bwrapArgs(input);
-    after(args, ['--symlink', 'usr/bin', '/bin'], ['--ro-bind-try', '/etc/passwd', '/etc/passwd']);
-    after(args, ['--size', '1024', '--tmpfs', '/tmp'], ['--bind', '/srv/ws', '/srv/ws']);
-    after(args, ['--bind', '/srv/ws', '/srv/ws'], ['--ro-bind', '/srv/ws/sessions', '/srv/ws/sessions']);
+    expectOrder(args, ['--symlink', 'usr/bin', '/bin'], ['--ro-bind-try', '/etc/passwd', '/etc/passwd']);
+    expectOrder(args, ['--size', '1024', '--tmpfs', '/tmp'], ['--bind', '/srv/ws', '/srv/ws']);
+    expectOrder(
+      args,
+      ['--bind', '/srv/ws', '/srv/ws'],
+      ['--ro-bind', '/srv/ws/sessions', '/srv/ws/sessions'],
+    );
     after(
       args,
       ['--bind', '/srv/ws', '/srv/ws'],
       ['--tmpfs', '/srv/ws/.redis', '--remount-ro', '/srv/ws/.redis'],
     );
-    after(args, ['--bind', '/srv/ws', '/srv/ws'], ['--ro-bind', '/dev/null', '/srv/ws/.env']);
-    after(args, ['--ro-bind', '/dev/null', '/srv/ws/.env'], ['--remount-ro', '/', '--chdir', '/srv/ws']);
+    expectOrder(args, ['--bind', '/srv/ws', '/srv/ws'], ['--ro-bind', '/dev/null', '/srv/ws/.env']);
+    expectOrder(
+      args,
+      ['--ro-bind', '/dev/null', '/srv/ws/.env'],
+      ['--remount-ro', '/', '--chdir', '/srv/ws'],
+    );
     expect(args).not.toContain('/root');
     expect(args).not.toContain('/home');
   });
