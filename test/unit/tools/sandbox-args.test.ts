@@ -154,7 +154,7 @@ describe('bwrapArgs', () => {
       ['--bind', '/srv/ws', '/srv/ws'],
       ['--ro-bind', '/srv/ws/sessions', '/srv/ws/sessions'],
     );
-    after(
+    expectOrder(
       args,
       ['--bind', '/srv/ws', '/srv/ws'],
       ['--tmpfs', '/srv/ws/.redis', '--remount-ro', '/srv/ws/.redis'],
