@@ -100,7 +100,7 @@ describe('magpie doctor', () => {
       ...base,
       REDIS_URL: `redis://:hidden-pw@127.0.0.1:${await freePort()}`,
     });
-    expect(out).toMatch(/^✗ redis +Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+\/? is unreachable/m);
+    expect(out).toMatch(/^✗ redis +Redis at redis:\/\/\[redacted\]@127\.0\.0\.1:\d+\/? is unreachable/m);
     expect(out).toMatch(/fix: start Redis or fix REDIS_URL in \.env/);
     expect(out).not.toContain('hidden-pw');
     expect(code).toBe(1);
