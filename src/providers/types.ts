@@ -82,6 +82,29 @@ export interface ChatResponse {
   finishReason: string | null;
   usage: Usage | undefined;
   model: string | undefined;
+  /**
+   * Which of several configured models answered (a provider that falls back): its id, and how
+   * many models before it in this call's order failed or were cooling down (0: the first choice).
+   */
+  answeredBy?: { model: string; fallbacks: number };
+}
+
+/** One model a provider can answer with (the FallbackProvider's configured models). */
+export interface ModelInfo {
+  /** The name chats pick it by (`/model`), status and metrics show. */
+  id: string;
+  /** The model name sent to the endpoint. */
+  model: string;
+  /** The endpoint, without credentials. */
+  baseURL: string;
+  /** Whether it takes images. */
+  vision: boolean;
+}
+
+/** A model and, when it is cooling down after failures, for how long and why. */
+export interface ModelAvailability {
+  model: ModelInfo;
+  cooling?: { leftMs: number; failures: number; reason: string };
 }
 
 /**
@@ -99,4 +122,13 @@ export interface LLMProvider {
   listModels?(signal?: AbortSignal): Promise<string[]>;
   /** Speech to text through /audio/transcriptions. */
   transcribe?(audio: Uint8Array, fileName: string, mimeType: string, signal?: AbortSignal): Promise<string>;
+  /**
+   * The models it chooses among, in fallback order, the default first; `ChatRequest.model` may name
+   * any of their ids. Absent: the provider has just `model`.
+   */
+  readonly models?: readonly ModelInfo[];
+  /** The model a call asking for `model` (an id; default: the first) would try first now: the first not cooling down. */
+  nextModel?(model?: string): Promise<ModelInfo>;
+  /** Each model with its cool-down, if any (for /status). */
+  availability?(): Promise<ModelAvailability[]>;
 }
