@@ -2,8 +2,9 @@
  * exec's sandbox end to end: the built `magpie agent` with secrets in its
  * environment and in a `.env` beside the workspace, and a fake model that
  * tries to read them in encodings no redaction matches, to kill magpie and to
- * leave a process behind. Each attempt is harmless; a file written in the
- * workspace is there afterwards.
+ * leave a process behind — and, through the daemon, to reach its Redis on
+ * loopback. Each attempt is harmless; a file written in the workspace is
+ * there afterwards.
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,9 +13,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';
+import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -118,5 +121,53 @@ describe('magpie agent: exec in the sandbox', () => {
       3_000,
       'the background sleep to be gone',
     );
+  });
+});
+
+describe('the daemon: exec in the sandbox', () => {
+  const redisUrl = inject('redisUrl');
+  const procs: Proc[] = [];
+  let fake: FakeOpenAI;
+  let workspace: string;
+
+  beforeAll(async () => {
+    build();
+    workspace = tempWorkspace();
+    fake = await startFakeOpenAI();
+  }, 120_000);
+  afterAll(async () => {
+    for (const p of procs.splice(0)) await stop(p, 'SIGKILL');
+    await fake?.close();
+  });
+
+  it('says at start that exec is sandboxed, and a command cannot reach Redis on loopback', async () => {
+    const { port } = new URL(redisUrl);
+    const redis = new Redis(redisUrl);
+    const key = `e2e-sandbox-${randomUUID()}`;
+    await redis.set(key, 'kept');
+    const flush = `node -e "const s=require('net').connect(${port},'127.0.0.1');s.on('connect',()=>{s.write('FLUSHALL\\r\\n');console.log('CONNECTED')});s.on('error',e=>console.log('ERROR',e.code))"`;
+    fake.enqueue(
+      { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: flush }) }] },
+      { content: 'tried' },
+    );
+    const env = daemonEnv({
+      REDIS_URL: redisUrl,
+      OPENAI_BASE_URL: fake.baseURL,
+      MAGPIE_WORKSPACE: workspace,
+    });
+    const worker = magpie(['worker'], env);
+    const gateway = magpie(['gateway'], env);
+    procs.push(worker, gateway);
+    await worker.waitFor(/exec sandbox: bwrap \d+\.\d+(\.\d+)?, network off/);
+    await Promise.all([worker.waitFor(/magpie is running/), gateway.waitFor(/magpie is running/)]);
+    const send = magpie(['send', '-m', 'flush it', '--chat', 'e2e-sandbox', '--timeout', '30s'], env);
+    procs.push(send);
+    expect(await send.exited).toBe(0);
+    expect(send.stdout().trim()).toBe('tried');
+    const toolResult = fake.requests[1]?.body.messages.findLast((m: { role: string }) => m.role === 'tool');
+    expect(toolResult.content).toMatch(/^ERROR (ECONNREFUSED|ENETUNREACH)/);
+    expect(await redis.get(key)).toBe('kept');
+    await redis.del(key);
+    redis.disconnect();
   });
 });
