@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { type FakeOpenAI, startFakeOpenAI, withoutContextBlock } from '../fakes/openai-server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -124,7 +124,11 @@ describe('magpie agent', () => {
     const out = await agent(['--chat', 'work', '--workspace', other, '-m', 'second']);
     expect(out.code).toBe(0);
     const second = fake.requests[1]!.body.messages.filter((m: { role: string }) => m.role === 'user');
-    expect(second.map((m: { content: string }) => m.content)).toEqual(['first', 'second']);
+    // Each message as the user wrote it, before the context block magpie ends it with.
+    expect(second.map((m: { content: string }) => withoutContextBlock(m.content))).toEqual([
+      'first',
+      'second',
+    ]);
     expect(await readdir(path.join(other, 'sessions'))).toContain('cli_work.jsonl');
   });
 
