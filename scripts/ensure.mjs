@@ -49,7 +49,7 @@ if (process.platform === 'linux' && wantsSandbox && !has('bwrap')) system.push('
 if (purpose === 'test' && !existsSync('/usr/bin/chromium')) system.push('chromium');
 if (system.length > 0 && !has('apt-get') && purpose === 'start' && system.every((p) => p === 'bubblewrap')) {
   // Without bubblewrap exec falls back to its deny list (with a warning): not a reason to stop.
-  console.error('magpie: bubblewrap not installed and no apt-get here: install it for exec\'s sandbox');
+  console.error("magpie: bubblewrap not installed and no apt-get here: install it for exec's sandbox");
 } else if (system.length > 0) {
   const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
   const run = (args) =>
