@@ -60,15 +60,16 @@ export class TurnCompactor {
    * Before a call over 95% of the window: flush memory (when enabled), then
    * fold older messages into the summary, keeping what fits in ~80%; once
    * more keeping a single message if that was not enough. `rebuild` makes
-   * the request again from the run.
+   * the request again from the run; `limit` is the window of the model the
+   * call goes to (a smaller fallback's, while the first choice rests).
    */
   async toBudget(
     run: CompactableRun,
     messages: ChatMessage[],
     tokens: number,
     rebuild: () => Promise<ChatMessage[]>,
+    limit = this.#o.contextTokens,
   ): Promise<{ ok: boolean; messages: ChatMessage[]; tokens: number }> {
-    const limit = this.#o.contextTokens;
     run.log.warn({ tokens, limit }, 'context over 95% of the window; compacting before the call');
     if (this.#o.memoryFlush && !run.req.noHistory) await this.flushMemory(run.req.sessionKey, run.signal);
     let current = { messages, tokens };

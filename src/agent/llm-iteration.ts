@@ -34,10 +34,14 @@ export interface IterationDeps {
   hooks: HookFactory;
   compactor: TurnCompactor;
   maxIterations: number;
-  contextTokens: number;
+  /**
+   * The context window of the model the next call with `model` goes to (the first that is not
+   * resting after failures), so the budget follows the model actually used.
+   */
+  windowFor: (model: string | undefined) => Promise<number>;
   /** Size and count limits on the tool calls of one response. */
   toolCallLimits: ToolCallLimits;
-  /** Overrides the provider's default model. */
+  /** Overrides the provider's default model (a chat's /model choice overrides this). */
   model?: string;
   /** Converts messages that arrived during the turn into user messages. */
   userMessages: (batch: InboundMessage[], signal?: AbortSignal) => Promise<UserTurnMessage[]>;
@@ -53,7 +57,7 @@ export async function runIterations(
   deps: IterationDeps,
 ): Promise<{ content: string; outcome: TurnOutcome }> {
   const { req, signal, meter } = run;
-  const { contextTokens } = deps;
+  const model = run.model ?? deps.model;
   const definitions = inToolOrder(deps.tools.definitions());
   const hooks: IterationHook[] = deps.hooks();
   let compactions = 0;
@@ -67,10 +71,11 @@ export async function runIterations(
     run.options.onIteration?.(iteration);
     // The budget measures what is sent: the request after the hooks (trimmed tool results).
     const prepare = () => prepareRequest(run, deps.context, hooks, iteration);
-    let messages = await prepare();
+    const [prepared, contextTokens] = await Promise.all([prepare(), deps.windowFor(model)]);
+    let messages = prepared;
     let tokens = requestTokens(messages, last);
     if (budgetLevel(tokens, contextTokens) === 'over') {
-      const fitted = await deps.compactor.toBudget(run, messages, tokens, prepare);
+      const fitted = await deps.compactor.toBudget(run, messages, tokens, prepare, contextTokens);
       last = undefined;
       messages = fitted.messages;
       tokens = fitted.tokens;
@@ -91,7 +96,7 @@ export async function runIterations(
       response = await deps.provider.chat({
         messages,
         ...(definitions.length > 0 ? { tools: definitions } : {}),
-        ...(deps.model ? { model: deps.model } : {}),
+        ...(model ? { model } : {}),
         // Nothing to add is a fine ending once the message tool has answered the chat.
         allowEmpty: run.sentToOrigin(),
         cacheKey: req.sessionKey,
@@ -111,7 +116,7 @@ export async function runIterations(
       }
       throw err;
     }
-    meter.llmCall(response.usage);
+    meter.llmCall(response.usage, response.answeredBy);
     last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
     if (response.toolCalls.length === 0) return { content: finalText(run, response.content), outcome: 'ok' };
     // Oversized and surplus calls are answered without running; hooks and the session see them cut down.

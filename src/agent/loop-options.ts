@@ -7,7 +7,7 @@ import type { Logger } from '../log/index.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
-import type { OutboundSink, StateStore } from './ports.js';
+import type { ModelChoiceStore, OutboundSink, StateStore } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
 import type { TokenPrices } from './token-usage.js';
 import type { LoopTools } from './tool-batch.js';
@@ -54,8 +54,13 @@ export interface AgentLoopOptions {
   maxIterations?: number;
   /** Overrides the provider's default model. */
   model?: string;
-  /** The model's context window in tokens. @defaultValue the model's entry in the table of model-limits.ts (128k when unknown) */
+  /**
+   * The default model's context window in tokens (other models of a falling-back provider: the
+   * table's). @defaultValue the model's entry in the table of model-limits.ts (128k when unknown)
+   */
   contextTokens?: number;
+  /** Each chat's model (`/model`). @defaultValue in memory (forgotten at exit) */
+  modelChoices?: ModelChoiceStore;
   /** Summarise (in the background) when the context history passes this. @defaultValue 60% of contextTokens, at most 19_200 */
   summarizeAtTokens?: number;
   /** Messages kept verbatim after a summary. @defaultValue 8 */

@@ -15,8 +15,10 @@ import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
 import { type IterationDeps, runIterations } from './llm-iteration.js';
 import type { AgentLoopOptions } from './loop-options.js';
+import { MemoryModelChoiceStore, type ModelCommandContext, resolveChoice } from './model-command.js';
 import { contextLimitFor } from './model-limits.js';
-import { parseSlashCommand, runSlashCommand } from './slash-commands.js';
+import type { ModelChoiceStore } from './ports.js';
+import { parseSlashCommand, runSlashCommand, slashArgument } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
 import type { TokenCounts } from './token-usage.js';
 import { toolCallLimits } from './tool-call-limits.js';
@@ -58,6 +60,7 @@ export class AgentLoop implements AgentRunner {
   readonly #summarizer: SessionSummarizer;
   readonly #compactor: TurnCompactor;
   readonly #iteration: IterationDeps;
+  readonly #choices: ModelChoiceStore;
 
   constructor(options: AgentLoopOptions) {
     const maxIterations = options.maxIterations ?? 20;
@@ -99,6 +102,7 @@ export class AgentLoop implements AgentRunner {
       memoryFlush: options.memoryFlush ?? false,
       ...(options.model ? { model: options.model } : {}),
     });
+    this.#choices = options.modelChoices ?? new MemoryModelChoiceStore();
     this.#iteration = {
       provider: options.provider,
       tools: options.tools,
@@ -107,7 +111,7 @@ export class AgentLoop implements AgentRunner {
       hooks: this.#o.hooks,
       compactor: this.#compactor,
       maxIterations,
-      contextTokens,
+      windowFor: (model) => this.#windowFor(model),
       toolCallLimits: toolCallLimits(options.toolCallLimits),
       ...(options.model ? { model: options.model } : {}),
       userMessages: (batch, signal) => this.#userMessages(batch, signal),
@@ -150,10 +154,13 @@ export class AgentLoop implements AgentRunner {
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
     if (command === 'new') await this.#summarizer.settled(key);
+    const argument = slashArgument(first.content);
     const reply = await runSlashCommand(command, {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,
+      models: this.#modelCommandContext(),
+      ...(argument ? { argument } : {}),
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
     });
     if (batch.length > 1) {
@@ -219,20 +226,23 @@ export class AgentLoop implements AgentRunner {
             this.#o.sessions.getContextHistory(req.sessionKey),
             this.#o.sessions.getSummary(req.sessionKey),
           ]);
-      await recording;
+      const [, model] = await Promise.all([recording, this.#chosenModel(req.sessionKey, log)]);
       const run: TurnRun = {
         ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
         ...{ history, summary, turn: [] },
+        ...(model ? { model } : {}),
       };
       await addUserToTurn(this.#o.sessions, run, req.user, req.ids, this.#o.context);
 
       const { content, outcome } = await this.runLLMIteration(run);
       const text = outcome === 'cancelled' ? STOPPED_REPLY : content;
-      // The turn's tokens ride on its final message, so /status can sum a conversation from its log.
-      const final: ChatMessage & { usage?: TokenCounts } = {
+      // The turn's tokens ride on its final message, so /status can sum a conversation from its log
+      // (and say which model gave the last answer).
+      const final: ChatMessage & { usage?: TokenCounts; model?: string } = {
         role: 'assistant',
         content: text,
         ...(meter.reported ? { usage: meter.counts() } : {}),
+        ...(meter.model ? { model: meter.model } : {}),
       };
       // A silent turn (the message tool answered the chat) may end with nothing more to say.
       if (text !== '') await recordInTurn(this.#o.sessions, run, final);
@@ -306,6 +316,40 @@ export class AgentLoop implements AgentRunner {
   /** Resolves when every background summary has finished (the CLI awaits it before exit). */
   async idle(): Promise<void> {
     await this.#summarizer.idle();
+  }
+
+  /** The configured models (the provider's, else just its model) and the chats' choices, for /model and /status. */
+  #modelCommandContext(): Omit<ModelCommandContext, 'sessionKey'> {
+    const provider = this.#o.provider;
+    const models = provider.models ?? [{ id: this.model, model: this.model, baseURL: '', vision: false }];
+    return {
+      models,
+      choices: this.#choices,
+      ...(provider.availability ? { availability: () => provider.availability!() } : {}),
+    };
+  }
+
+  /** The model id the chat picked with /model (undefined: the default); a choice that cannot be read is logged. */
+  async #chosenModel(sessionKey: string, log: Logger): Promise<string | undefined> {
+    const models = this.#o.provider.models;
+    if (!models) return undefined;
+    try {
+      return resolveChoice(await this.#choices.get(sessionKey), models);
+    } catch (err) {
+      log.warn({ err: describeError(err) }, "could not read the chat's model choice; using the default");
+      return undefined;
+    }
+  }
+
+  /**
+   * The context window for the next call with `model`: that of the model it will go to first (a
+   * resting one is passed over). MAGPIE_CONTEXT_TOKENS speaks for the default model only.
+   */
+  async #windowFor(model: string | undefined): Promise<number> {
+    const provider = this.#o.provider;
+    if (!provider.nextModel || !provider.models) return this.#o.contextTokens;
+    const next = await provider.nextModel(model);
+    return next.id === provider.models[0]?.id ? this.#o.contextTokens : contextLimitFor(next.model);
   }
 
   /** Converts inbound messages; system ones are framed as background task results. */

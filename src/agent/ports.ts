@@ -11,3 +11,14 @@ export interface StateStore {
   setLastChannel(channel: string, chatId: string, threadId?: string): Promise<void>;
   getLastChannel(): Promise<{ channel: string; chatId: string; threadId?: string } | undefined>;
 }
+
+/**
+ * Each chat's model (`/model`), kept across restarts: Redis in the daemon (every
+ * worker sees it), a file in the state folder for `magpie agent`.
+ */
+export interface ModelChoiceStore {
+  /** The id of the model the chat picked, or undefined for the default. */
+  get(sessionKey: string): Promise<string | undefined>;
+  /** Picks `model` (an id) for the chat; undefined goes back to the default. */
+  set(sessionKey: string, model: string | undefined): Promise<void>;
+}

@@ -4,7 +4,7 @@
  * one info line per turn.
  */
 import type { Logger } from '../log/index.js';
-import type { Usage } from '../providers/types.js';
+import type { ChatResponse, Usage } from '../providers/types.js';
 import type { TokenCounts } from './token-usage.js';
 import type { ToolCallMetric, TurnMetrics, TurnOutcome } from './types.js';
 
@@ -19,6 +19,9 @@ export class TurnMeter {
   #cacheWriteTokens = 0;
   #completionTokens = 0;
   #reported = false;
+  #fallbacks = 0;
+  #model: string | undefined;
+  readonly #models = new Map<string, number>();
   readonly #toolCalls: ToolCallMetric[] = [];
 
   constructor(sessionKey: string, now: () => number = () => performance.now()) {
@@ -27,9 +30,17 @@ export class TurnMeter {
     this.#started = now();
   }
 
-  /** Records one call to the main model (its usage when the endpoint reported it). */
-  llmCall(usage: Usage | undefined): void {
+  /**
+   * Records one call to the main model: its usage when the endpoint reported it, and which model
+   * answered when the provider chooses among several.
+   */
+  llmCall(usage: Usage | undefined, answeredBy?: ChatResponse['answeredBy']): void {
     this.#llmCalls += 1;
+    if (answeredBy) {
+      this.#model = answeredBy.model;
+      this.#models.set(answeredBy.model, (this.#models.get(answeredBy.model) ?? 0) + 1);
+      if (answeredBy.fallbacks > 0) this.#fallbacks += 1;
+    }
     if (usage) {
       this.#reported = true;
       this.#promptTokens += usage.promptTokens;
@@ -46,6 +57,11 @@ export class TurnMeter {
 
   get llmCalls(): number {
     return this.#llmCalls;
+  }
+
+  /** The model that gave the latest answer of this turn, when the provider said. */
+  get model(): string | undefined {
+    return this.#model;
   }
 
   /** True once the endpoint reported usage for a call of this turn. */
@@ -75,6 +91,9 @@ export class TurnMeter {
       toolCalls: [...this.#toolCalls],
       wallMs: Math.round(this.#now() - this.#started),
       outcome,
+      ...(this.#model === undefined
+        ? {}
+        : { model: this.#model, fallbacks: this.#fallbacks, models: Object.fromEntries(this.#models) }),
     };
   }
 }

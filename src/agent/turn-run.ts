@@ -40,6 +40,8 @@ export interface TurnRun {
   sendUserText: (text: string) => Promise<void>;
   /** True once the message tool answered the chat this turn belongs to. */
   sentToOrigin: () => boolean;
+  /** The model id the chat picked with /model; undefined: the loop's default. */
+  model?: string;
   /** Prior history (may include this turn's messages after a compaction), summary, this turn's messages. */
   history: ChatMessage[];
   summary: string | undefined;

@@ -25,6 +25,12 @@ export interface TurnMetrics {
   toolCalls: ToolCallMetric[];
   wallMs: number;
   outcome: TurnOutcome;
+  /** The model (its configured id) that gave the turn's last answer, when the provider says. */
+  model?: string;
+  /** LLM calls answered by a model other than the chat's first choice (a fallback). */
+  fallbacks?: number;
+  /** LLM calls by the model that answered them. */
+  models?: Record<string, number>;
 }
 
 /**

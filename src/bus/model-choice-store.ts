@@ -1,0 +1,31 @@
+/**
+ * The chats' model choices (`/model`) in Redis: one hash, `<prefix>:chat-models`
+ * (session key → model id), without expiry, so every worker sees a chat's
+ * choice and it survives restarts.
+ */
+import type { Redis } from 'ioredis';
+import type { ModelChoiceStore } from '../agent/ports.js';
+
+/** The hash of model choices under a prefix. */
+export function modelChoicesKey(prefix: string): string {
+  return `${prefix}:chat-models`;
+}
+
+export class RedisModelChoiceStore implements ModelChoiceStore {
+  readonly #redis: Redis;
+  readonly #key: string;
+
+  constructor(redis: Redis, prefix: string) {
+    this.#redis = redis;
+    this.#key = modelChoicesKey(prefix);
+  }
+
+  async get(sessionKey: string): Promise<string | undefined> {
+    return (await this.#redis.hget(this.#key, sessionKey)) ?? undefined;
+  }
+
+  async set(sessionKey: string, model: string | undefined): Promise<void> {
+    if (model === undefined) await this.#redis.hdel(this.#key, sessionKey);
+    else await this.#redis.hset(this.#key, sessionKey, model);
+  }
+}
