@@ -8,7 +8,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,21 +58,11 @@ describe('magpie agent: exec in the sandbox', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('keeps every secret, magpie and the host out of reach; work in the workspace goes on', async () => {
-    const seconds = 316_000 + Math.floor(Math.random() * 1000);
-    const commands = [
-      'cat /proc/*/environ | base64 -w0',
-      'cat /proc/*/environ | rev',
-      'cat /proc/1/environ /proc/$PPID/environ | od -c | head -50',
-      'cat ../.env | rev',
-      'kill -9 $PPID; kill -9 -1; echo survived',
-      `sleep ${seconds} & echo left-behind`,
-      'echo made-inside > made.txt && cat made.txt',
-    ];
+  /** One `magpie agent` turn in which the model runs `commands` with exec; their results, in order. */
+  async function agentRuns(commands: string[]): Promise<string[]> {
+    const before = fake.requests.length;
     fake.enqueue(
-      {
-        toolCalls: commands.map((command) => ({ name: 'exec', arguments: JSON.stringify({ command }) })),
-      },
+      { toolCalls: commands.map((command) => ({ name: 'exec', arguments: JSON.stringify({ command }) })) },
       { content: 'All done.' },
     );
     const child = spawn(process.execPath, [bin, 'agent', '-m', 'poke around'], {
@@ -99,11 +89,26 @@ describe('magpie agent: exec in the sandbox', () => {
     });
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect({ code, stdout, stderr }).toMatchObject({ code: 0, stdout: 'All done.\n' });
-
-    const results: string[] = fake.requests[1]?.body.messages
+    const results: string[] = fake.requests[before + 1]?.body.messages
       .filter((m: { role: string }) => m.role === 'tool')
+      .slice(-commands.length)
       .map((m: { content: string }) => m.content);
     expect(results).toHaveLength(commands.length);
+    return results;
+  }
+
+  it('keeps every secret, magpie and the host out of reach; work in the workspace goes on', async () => {
+    const seconds = 316_000 + Math.floor(Math.random() * 1000);
+    const commands = [
+      'cat /proc/*/environ | base64 -w0',
+      'cat /proc/*/environ | rev',
+      'cat /proc/1/environ /proc/$PPID/environ | od -c | head -50',
+      'cat ../.env | rev',
+      'kill -9 $PPID; kill -9 -1; echo survived',
+      `sleep ${seconds} & echo left-behind`,
+      'echo made-inside > made.txt && cat made.txt',
+    ];
+    const results = await agentRuns(commands);
     for (const text of results) {
       expect(text).not.toMatch(/^Error: command refused/);
       const decoded = Buffer.from(text.replace(/\n\[exit code \d+\]$/, ''), 'base64').toString('latin1');
@@ -121,6 +126,32 @@ describe('magpie agent: exec in the sandbox', () => {
       3_000,
       'the background sleep to be gone',
     );
+  });
+
+  it('cannot write or delete outside the workspace, however the command is spelt', async () => {
+    const outside = path.join(dir, 'outside');
+    await mkdir(outside);
+    await writeFile(path.join(outside, 'canary'), 'still here');
+    const hostTmp = path.join(tmpdir(), `magpie-e2e-outside-${randomUUID()}`);
+    const results = await agentRuns([
+      `echo x > ${outside}/new.txt`,
+      `echo x > ${hostTmp}`,
+      `"rm" -r ${outside}`,
+      `r''m -r ${outside}/canary`,
+      `x=rm; $x -r ${outside}`,
+      `sh -c "rm ${outside}/canary"`,
+      `find ${outside} -delete`,
+      'cp ../.env ./leaked.env',
+      'touch /root/x /usr/x /etc/x',
+    ]);
+    expect(await readFile(path.join(outside, 'canary'), 'utf8')).toBe('still here');
+    for (const gone of [path.join(outside, 'new.txt'), hostTmp]) {
+      await expect(stat(gone)).rejects.toThrow(/ENOENT/);
+    }
+    await expect(stat(path.join(dir, 'workspace', 'leaked.env'))).rejects.toThrow(/ENOENT/);
+    // Writing to /tmp succeeds, in the sandbox's own /tmp (gone with it); every other attempt fails.
+    expect(results[1]).toMatch(/\[exit code 0\]$/);
+    for (const text of results.filter((_, i) => i !== 1)) expect(text).not.toMatch(/\[exit code 0\]$/);
   });
 });
 
@@ -147,12 +178,18 @@ describe('the daemon: exec in the sandbox', () => {
     await redis.set(key, 'kept');
     const flush = `node -e "const s=require('net').connect(${port},'127.0.0.1');s.on('connect',()=>{s.write('FLUSHALL\\r\\n');console.log('CONNECTED')});s.on('error',e=>console.log('ERROR',e.code))"`;
     fake.enqueue(
-      { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: flush }) }] },
+      {
+        toolCalls: [
+          { name: 'exec', arguments: JSON.stringify({ command: flush }) },
+          { name: 'exec', arguments: JSON.stringify({ command: 'cat /proc/*/environ | base64 -w0' }) },
+        ],
+      },
       { content: 'tried' },
     );
     const env = daemonEnv({
       REDIS_URL: redisUrl,
       OPENAI_BASE_URL: fake.baseURL,
+      OPENAI_API_KEY: API_KEY,
       MAGPIE_WORKSPACE: workspace,
     });
     const worker = magpie(['worker'], env);
@@ -164,8 +201,16 @@ describe('the daemon: exec in the sandbox', () => {
     procs.push(send);
     expect(await send.exited).toBe(0);
     expect(send.stdout().trim()).toBe('tried');
-    const toolResult = fake.requests[1]?.body.messages.findLast((m: { role: string }) => m.role === 'tool');
+    const [toolResult, environ] = fake.requests[1]?.body.messages.filter(
+      (m: { role: string }) => m.role === 'tool',
+    );
     expect(toolResult.content).toMatch(/^ERROR (ECONNREFUSED|ENETUNREACH)/);
+    expect(environ.content).toMatch(/\[exit code 0\]$/);
+    const decoded = Buffer.from(environ.content.replace(/\n\[exit code \d+\]$/, ''), 'base64').toString(
+      'latin1',
+    );
+    expect(decoded).toContain('PATH=');
+    expect(decoded).not.toContain(API_KEY);
     expect(await redis.get(key)).toBe('kept');
     await redis.del(key);
     redis.disconnect();
