@@ -201,7 +201,7 @@ describe('the daemon: exec in the sandbox', () => {
     procs.push(send);
     expect(await send.exited).toBe(0);
     expect(send.stdout().trim()).toBe('tried');
-    const [toolResult, environ] = fake.requests[1]?.body.messages.filter(
+    const [toolResult, environ] = fake.requests[1]!.body.messages.filter(
       (m: { role: string }) => m.role === 'tool',
     );
     expect(toolResult.content).toMatch(/^ERROR (ECONNREFUSED|ENETUNREACH)/);

@@ -16,8 +16,8 @@ import { createEditFileTool } from '../../../src/tools/edit-file.js';
 import { createListDirTool } from '../../../src/tools/list-dir.js';
 import { createReadFileTool } from '../../../src/tools/read-file.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 import { tempDir, toolContext } from './helpers.js';
 
 const SECRET = 'TOP-SECRET-outside';
