@@ -4,11 +4,20 @@
  * a random token, its mtime refreshed while held. A lock whose owner died
  * (same host, no such pid) or that was not refreshed for `staleMs` is broken,
  * under a second O_EXCL "break" file, so two waiters never both break it and
- * then both take it.
+ * then both take it. The file operations are synchronous (microseconds each,
+ * no thread-pool round trip per search); only waiting is asynchronous.
  */
 import { randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import { open, readFile, stat, unlink, utimes } from 'node:fs/promises';
+import {
+  closeSync,
+  openSync,
+  readFileSync,
+  type Stats,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, CancelledError, ExitCode } from '../../errors/index.js';
@@ -34,7 +43,7 @@ interface Owner {
 
 /** A held lock; `release` is safe to call twice. */
 export interface HeldLock {
-  release(): Promise<void>;
+  release(): void;
 }
 
 /** Cross-process mutual exclusion through one lock file. */
@@ -70,36 +79,35 @@ export class FileLock {
     const token = randomBytes(12).toString('hex');
     for (;;) {
       if (signal?.aborted) throw new CancelledError();
-      if (await this.tryCreate(token)) return this.held(token);
-      const holder = await this.inspect();
+      if (this.tryCreate(token)) return this.held(token);
+      const holder = this.inspect();
       if (holder === undefined) continue; // released meanwhile: try again at once
-      if (holder.stale) await this.breakStale(holder.id);
-      else {
-        if (Date.now() > deadline) {
-          throw new AppError(
-            'TIMEOUT',
-            `the memory index is busy (${this.path} held${holder.pid ? ` by process ${holder.pid}` : ''} for over ${Math.round(this.timeoutMs / 1000)} s)`,
-            { transient: true, exitCode: ExitCode.unavailable },
-          );
-        }
-        await sleep(this.pollMs, undefined, signal ? { signal } : undefined).catch(() => undefined);
+      if (holder.stale && this.breakStale(holder.id)) continue;
+      if (Date.now() > deadline) {
+        throw new AppError(
+          'TIMEOUT',
+          `the memory index is busy (${this.path} held${holder.pid ? ` by process ${holder.pid}` : ''} for over ${Math.round(this.timeoutMs / 1000)} s)`,
+          { transient: true, exitCode: ExitCode.unavailable },
+        );
       }
+      // An abort ends the wait early; the loop's first line turns it into CancelledError.
+      await sleep(this.pollMs, undefined, signal ? { signal } : undefined).catch(() => undefined);
     }
   }
 
-  private async tryCreate(token: string): Promise<boolean> {
-    let handle: Awaited<ReturnType<typeof open>>;
+  private tryCreate(token: string): boolean {
+    let fd: number;
     try {
-      handle = await open(this.path, 'wx', 0o600);
+      fd = openSync(this.path, 'wx', 0o600);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
       throw err;
     }
     try {
       const owner: Owner = { pid: process.pid, host: os.hostname(), token };
-      await handle.writeFile(JSON.stringify(owner));
+      writeSync(fd, JSON.stringify(owner));
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
     return true;
   }
@@ -108,11 +116,12 @@ export class FileLock {
    * Who holds the lock and whether that holder is gone; undefined when there is no lock now.
    * `id` tells this lock file from a later one (its inode, plus the owner's token once written).
    */
-  private async inspect(): Promise<{ stale: boolean; id: string; pid: number | undefined } | undefined> {
+  private inspect(): { stale: boolean; id: string; pid: number | undefined } | undefined {
     let text: string;
     let info: Stats;
     try {
-      [text, info] = await Promise.all([readFile(this.path, 'utf8'), stat(this.path)]);
+      info = statSync(this.path);
+      text = readFileSync(this.path, 'utf8');
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
@@ -124,55 +133,58 @@ export class FileLock {
     return { stale: old || dead, id: `${info.ino}:${owner?.token ?? ''}`, pid: owner?.pid };
   }
 
-  /** Removes the lock if it is still the stale one seen (`id`), holding the break file meanwhile. */
-  private async breakStale(id: string): Promise<void> {
+  /**
+   * Removes the lock if it is still the stale one seen (`id`), holding the
+   * break file meanwhile. Returns false when another waiter is breaking it.
+   */
+  private breakStale(id: string): boolean {
     const breakPath = `${this.path}.break`;
-    let handle: Awaited<ReturnType<typeof open>>;
+    let fd: number;
     try {
-      handle = await open(breakPath, 'wx', 0o600);
+      fd = openSync(breakPath, 'wx', 0o600);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // Another waiter is breaking it; a break file left by a crash is itself stale after staleMs.
-      const since = await stat(breakPath).then(
-        (st) => Date.now() - st.mtimeMs,
-        (statErr: unknown) => {
-          if (isMissing(statErr)) return 0;
-          throw statErr;
-        },
-      );
-      if (since > this.staleMs) await unlinkIfPresent(breakPath);
-      else await sleep(this.pollMs);
-      return;
+      // A break file left by a crash is itself stale after staleMs.
+      const since = ageOf(breakPath);
+      if (since !== undefined && since > this.staleMs) unlinkIfPresent(breakPath);
+      return false;
     }
-    await handle.close();
+    closeSync(fd);
     try {
       // Judged again under the break file: a lock taken since then is another file, or fresh.
-      const now = await this.inspect();
-      if (now?.stale && now.id === id) await unlinkIfPresent(this.path);
+      const now = this.inspect();
+      if (now?.stale && now.id === id) unlinkIfPresent(this.path);
     } finally {
-      await unlinkIfPresent(breakPath);
+      unlinkIfPresent(breakPath);
     }
+    return true;
   }
 
   private held(token: string): HeldLock {
     const refreshMs = Math.max(1, Math.floor(this.staleMs / 3));
     const timer = setInterval(() => {
       const now = new Date();
-      utimes(this.path, now, now).catch(() => undefined); // gone or replaced: release() finds out
+      try {
+        utimesSync(this.path, now, now);
+      } catch {
+        // Gone or replaced (taken as stale): release() sees that the file is not ours.
+      }
     }, refreshMs);
     timer.unref();
-    let released: Promise<void> | undefined;
+    let released = false;
     return {
       release: () => {
-        released ??= (async () => {
-          clearInterval(timer);
-          const current = await readFile(this.path, 'utf8').then(parseOwner, (err: unknown) => {
-            if (isMissing(err)) return undefined;
-            throw err;
-          });
-          if (current?.token === token) await unlinkIfPresent(this.path);
-        })();
-        return released;
+        if (released) return;
+        released = true;
+        clearInterval(timer);
+        let current: Owner | undefined;
+        try {
+          current = parseOwner(readFileSync(this.path, 'utf8'));
+        } catch (err) {
+          if (isMissing(err)) return;
+          throw err;
+        }
+        if (current?.token === token) unlinkIfPresent(this.path);
       },
     };
   }
@@ -201,9 +213,19 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function unlinkIfPresent(file: string): Promise<void> {
+/** Milliseconds since a file was last modified, or undefined when it is gone. */
+function ageOf(file: string): number | undefined {
   try {
-    await unlink(file);
+    return Date.now() - statSync(file).mtimeMs;
+  } catch (err) {
+    if (isMissing(err)) return undefined;
+    throw err;
+  }
+}
+
+function unlinkIfPresent(file: string): void {
+  try {
+    unlinkSync(file);
   } catch (err) {
     if (!isMissing(err)) throw err;
   }

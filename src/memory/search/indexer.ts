@@ -35,7 +35,8 @@ const TAIL_BYTES = 64;
 /** The event loop gets a turn at least this often during a long sync. */
 const YIELD_EVERY_MS = 50;
 
-interface SourceRow {
+/** A row of the `source` table: a file and what the index has read of it. */
+export interface IndexedSource {
   id: number;
   path: string;
   kind: string;
@@ -43,28 +44,27 @@ interface SourceRow {
   ino: number;
   size: number;
   mtimeMs: number;
+  /** Bytes read so far (session logs: the end of the last complete line). */
   readTo: number;
+  /** Lines read so far (session logs). */
   lines: number;
+  /** The bytes just before `readTo`, base64, to notice a rewritten log. */
   tail: string;
 }
 
-const sameFile = (row: SourceRow, file: ScannedFile) => row.dev === file.dev && row.ino === file.ino;
+/** Every indexed file by path: what a sync starts from and leaves up to date. */
+export type SourceTable = Map<string, IndexedSource>;
+
+const sameFile = (row: IndexedSource, file: ScannedFile) => row.dev === file.dev && row.ino === file.ino;
 const inodeKey = (dev: number, ino: number) => `${dev}:${ino}`;
 
-/**
- * Syncs the index in `db` (inside the caller's transaction) with `scanned`,
- * the files found in `workspace` (a real path) just now.
- */
-export async function syncIndex(
-  db: SqlDatabase,
-  workspace: string,
-  scanned: ScannedFile[],
-  clock: LocalClock,
-): Promise<SyncStats> {
-  const rows = db
-    .all('SELECT id, path, kind, dev, ino, size, mtime_ms, read_to, lines, tail FROM source')
-    .map(
-      (r): SourceRow => ({
+/** The `source` table as it is in the database. */
+export function loadSources(db: SqlDatabase): SourceTable {
+  const rows = db.all('SELECT id, path, kind, dev, ino, size, mtime_ms, read_to, lines, tail FROM source');
+  return new Map(
+    rows.map((r) => [
+      String(r.path),
+      {
         id: Number(r.id),
         path: String(r.path),
         kind: String(r.kind),
@@ -75,28 +75,78 @@ export async function syncIndex(
         readTo: Number(r.read_to),
         lines: Number(r.lines),
         tail: String(r.tail),
-      }),
-    );
-  const byPath = new Map(rows.map((r) => [r.path, r]));
-  const scannedByPath = new Map(scanned.map((f) => [f.rel, f]));
-  followRenames(db, scanned, rows, byPath, scannedByPath);
-
-  const insert = db.prepare(
-    'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      },
+    ]),
   );
+}
+
+/** Writes chunks to `chunk` and `chunk_fts` together; prepared once per sync. */
+class ChunkWriter {
+  private readonly insertChunk: SqlStatement;
+  private readonly insertText: SqlStatement;
+  private readonly oldChunks: SqlStatement;
+  private readonly deleteText: SqlStatement;
+
+  constructor(private readonly db: SqlDatabase) {
+    this.insertChunk = db.prepare(
+      'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.insertText = db.prepare('INSERT INTO chunk_fts (rowid, body, heading) VALUES (?, ?, ?)');
+    this.oldChunks = db.prepare('SELECT id, body, heading FROM chunk WHERE source_id = ?');
+    this.deleteText = db.prepare(
+      "INSERT INTO chunk_fts (chunk_fts, rowid, body, heading) VALUES ('delete', ?, ?, ?)",
+    );
+  }
+
+  add(sourceId: number, c: Chunk): void {
+    const { lastInsertRowid } = this.insertChunk.run([
+      sourceId,
+      c.line,
+      c.day ?? null,
+      c.ts ?? null,
+      c.role ?? null,
+      c.heading,
+      c.body,
+    ]);
+    this.insertText.run([lastInsertRowid, c.body, c.heading]);
+  }
+
+  /** Drops a file's chunks (the full-text index needs the old text to forget it). */
+  dropAll(sourceId: number): void {
+    for (const old of this.oldChunks.all([sourceId])) this.deleteText.run([old.id!, old.body!, old.heading!]);
+    this.db.run('DELETE FROM chunk WHERE source_id = ?', [sourceId]);
+  }
+
+  close(): void {
+    for (const st of [this.insertChunk, this.insertText, this.oldChunks, this.deleteText]) st.finalize();
+  }
+}
+
+/**
+ * Syncs the index in `db` (inside the caller's transaction) with `scanned`,
+ * the files found in `workspace` (a real path) just now. `sources` is the
+ * source table as the database holds it; it is updated in place to match.
+ */
+export async function syncIndex(
+  db: SqlDatabase,
+  workspace: string,
+  scanned: ScannedFile[],
+  clock: LocalClock,
+  sources: SourceTable,
+): Promise<SyncStats> {
   const stats: SyncStats = { read: 0, removed: 0, chunks: 0 };
-  const present = new Set<number>();
-  let lastYield = Date.now();
+  const writer = new ChunkWriter(db);
   try {
+    const scannedByPath = new Map(scanned.map((f) => [f.rel, f]));
+    stats.removed += followRenames(db, writer, scanned, sources, scannedByPath);
+    let lastYield = Date.now();
     for (const file of scanned) {
-      let row = byPath.get(file.rel);
-      if (row) present.add(row.id);
-      const unchanged = row && sameFile(row, file) && row.size === file.size && row.mtimeMs === file.mtimeMs;
-      if (unchanged) continue;
+      let row = sources.get(file.rel);
+      if (row && sameFile(row, file) && row.size === file.size && row.mtimeMs === file.mtimeMs) continue;
       const appendOnly = row !== undefined && sameFile(row, file) && file.kind === 'session';
       if (row && !appendOnly) {
-        db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
-        row = { ...row, dev: file.dev, ino: file.ino, readTo: 0, lines: 0, tail: '' };
+        writer.dropAll(row.id);
+        Object.assign(row, { dev: file.dev, ino: file.ino, readTo: 0, lines: 0, tail: '' });
       }
       if (!row) {
         const id = db.run(
@@ -115,22 +165,24 @@ export async function syncIndex(
           lines: 0,
           tail: '',
         };
+        sources.set(file.rel, row);
       }
-      stats.chunks += await readSource(db, insert, workspace, file, row, clock);
+      stats.chunks += await readSource(db, writer, workspace, file, row, clock);
       stats.read += 1;
       if (Date.now() - lastYield > YIELD_EVERY_MS) {
         await yieldToLoop();
         lastYield = Date.now();
       }
     }
+    for (const [rel, row] of sources) {
+      if (scannedByPath.has(rel)) continue;
+      writer.dropAll(row.id);
+      db.run('DELETE FROM source WHERE id = ?', [row.id]);
+      sources.delete(rel);
+      stats.removed += 1;
+    }
   } finally {
-    insert.finalize();
-  }
-  for (const row of rows) {
-    if (present.has(row.id)) continue;
-    db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
-    db.run('DELETE FROM source WHERE id = ?', [row.id]);
-    stats.removed += 1;
+    writer.close();
   }
   return stats;
 }
@@ -138,53 +190,56 @@ export async function syncIndex(
 /**
  * A session log that now lives under another name (the same inode, its old
  * name gone or holding another file) keeps its row: /new renames the live
- * log, and re-reading it whole would waste the work already done.
+ * log, and re-reading it whole would waste the work already done. Returns
+ * how many rows were dropped to make room (a stale file under the new name).
  */
 function followRenames(
   db: SqlDatabase,
+  writer: ChunkWriter,
   scanned: ScannedFile[],
-  rows: SourceRow[],
-  byPath: Map<string, SourceRow>,
+  sources: SourceTable,
   scannedByPath: Map<string, ScannedFile>,
-): void {
-  const byInode = new Map(rows.filter((r) => r.kind === 'session').map((r) => [inodeKey(r.dev, r.ino), r]));
+): number {
+  let dropped = 0;
+  const byInode = new Map(
+    [...sources.values()].filter((r) => r.kind === 'session').map((r) => [inodeKey(r.dev, r.ino), r]),
+  );
   for (const file of scanned) {
     if (file.kind !== 'session') continue;
-    const occupant = byPath.get(file.rel);
+    const occupant = sources.get(file.rel);
     if (occupant && sameFile(occupant, file)) continue;
     const moved = byInode.get(inodeKey(file.dev, file.ino));
-    if (!moved || moved.path === file.rel) continue;
+    if (!moved || moved.path === file.rel || sources.get(moved.path) !== moved) continue;
     const atOldName = scannedByPath.get(moved.path);
     if (atOldName && sameFile(moved, atOldName)) continue; // a hard link; never indexed anyway
     if (occupant) {
-      db.run('DELETE FROM chunk WHERE source_id = ?', [occupant.id]);
+      writer.dropAll(occupant.id);
       db.run('DELETE FROM source WHERE id = ?', [occupant.id]);
-      rows.splice(rows.indexOf(occupant), 1);
+      dropped += 1;
     }
     db.run('UPDATE source SET path = ? WHERE id = ?', [file.rel, moved.id]);
-    if (byPath.get(moved.path) === moved) byPath.delete(moved.path);
+    sources.delete(moved.path);
     moved.path = file.rel;
-    byPath.set(file.rel, moved);
+    sources.set(file.rel, moved);
   }
+  return dropped;
 }
 
-/** Reads a file (a note whole, a log from `row.readTo`), inserts its chunks and records what was read. */
+/** Reads a file (a note whole, a log from `row.readTo`), adds its chunks and records in `row` what was read. */
 async function readSource(
   db: SqlDatabase,
-  insert: SqlStatement,
+  writer: ChunkWriter,
   workspace: string,
   file: ScannedFile,
-  row: SourceRow,
+  row: IndexedSource,
   clock: LocalClock,
 ): Promise<number> {
   const handle = await openSource(workspace, file);
   if (!handle) {
-    // Gone or no longer a plain file since the scan: forget what it held.
-    db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
-    db.run('UPDATE source SET size = -1, mtime_ms = -1, read_to = 0, lines = 0, tail = ? WHERE id = ?', [
-      '',
-      row.id,
-    ]);
+    // Gone or no longer a plain file since the scan: forget what it held; the next sync looks again.
+    writer.dropAll(row.id);
+    Object.assign(row, { size: -1, mtimeMs: -1, readTo: 0, lines: 0, tail: '' });
+    saveRow(db, row);
     return 0;
   }
   try {
@@ -192,10 +247,10 @@ async function readSource(
     let chunks: Chunk[];
     let progress = { readTo: 0, lines: 0, tail: '' };
     if (file.kind === 'session') {
-      let from = row;
+      let from = { readTo: row.readTo, lines: row.lines };
       if (row.readTo > 0 && !(await continuesFrom(handle, st.size, row))) {
-        db.run('DELETE FROM chunk WHERE source_id = ?', [row.id]);
-        from = { ...row, readTo: 0, lines: 0, tail: '' };
+        writer.dropAll(row.id);
+        from = { readTo: 0, lines: 0 };
       }
       const read = await readLogLines(handle, st.size, from, clock);
       chunks = read.chunks;
@@ -204,21 +259,24 @@ async function readSource(
       const bytes = await readRange(handle, 0, Math.min(st.size, MAX_NOTE_BYTES));
       chunks = noteChunks(bytes.toString('utf8')).map((c) => (file.day ? { ...c, day: file.day } : c));
     }
-    for (const c of chunks) {
-      insert.run([row.id, c.line, c.day ?? null, c.ts ?? null, c.role ?? null, c.heading, c.body]);
-    }
-    db.run(
-      'UPDATE source SET dev = ?, ino = ?, size = ?, mtime_ms = ?, read_to = ?, lines = ?, tail = ? WHERE id = ?',
-      [st.dev, st.ino, st.size, st.mtimeMs, progress.readTo, progress.lines, progress.tail, row.id],
-    );
+    for (const c of chunks) writer.add(row.id, c);
+    Object.assign(row, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ...progress });
+    saveRow(db, row);
     return chunks.length;
   } finally {
     await handle.close();
   }
 }
 
+function saveRow(db: SqlDatabase, row: IndexedSource): void {
+  db.run(
+    'UPDATE source SET dev = ?, ino = ?, size = ?, mtime_ms = ?, read_to = ?, lines = ?, tail = ? WHERE id = ?',
+    [row.dev, row.ino, row.size, row.mtimeMs, row.readTo, row.lines, row.tail, row.id],
+  );
+}
+
 /** True when the log still holds, just before `row.readTo`, the bytes seen there last time. */
-async function continuesFrom(handle: FileHandle, size: number, row: SourceRow): Promise<boolean> {
+async function continuesFrom(handle: FileHandle, size: number, row: IndexedSource): Promise<boolean> {
   if (size < row.readTo) return false;
   const start = Math.max(0, row.readTo - TAIL_BYTES);
   const tail = await readRange(handle, start, row.readTo - start);
@@ -233,7 +291,7 @@ async function continuesFrom(handle: FileHandle, size: number, row: SourceRow): 
 async function readLogLines(
   handle: FileHandle,
   size: number,
-  from: SourceRow,
+  from: { readTo: number; lines: number },
   clock: LocalClock,
 ): Promise<{ chunks: Chunk[]; progress: { readTo: number; lines: number; tail: string } }> {
   const chunks: Chunk[] = [];

@@ -10,14 +10,23 @@
  * damaged, or was built for another schema, workspace or time zone, is
  * deleted and rebuilt.
  */
-import { mkdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../../errors/index.js';
 import { type Logger, silentLogger } from '../../log/index.js';
-import { closeDatabase, inTransaction, openIndexDatabase, type SqlDatabase } from './database.js';
+import { isMissing } from '../../workspace/cached-file.js';
+import {
+  bumpVersion,
+  closeDatabase,
+  createSchema,
+  indexVersion,
+  inTransaction,
+  openIndexDatabase,
+  type SqlDatabase,
+} from './database.js';
 import { LocalClock } from './dates.js';
 import { FileLock } from './file-lock.js';
-import { type SyncStats, syncIndex } from './indexer.js';
+import { loadSources, type SourceTable, type SyncStats, syncIndex } from './indexer.js';
 import { indexedFiles, runSearch, type SearchOptions, type SearchResult } from './search.js';
 import { scanSources } from './sources.js';
 
@@ -67,6 +76,8 @@ export class MemoryIndex {
   private readonly logger: Logger;
   private readonly lock: FileLock;
   private chain: Promise<unknown> = Promise.resolve();
+  /** The source table as of the last sync, with the index version it belongs to. */
+  private sources: { version: string; table: SourceTable } | undefined;
 
   /** @throws RangeError for an unknown time zone. */
   constructor(options: MemoryIndexOptions) {
@@ -111,10 +122,10 @@ export class MemoryIndex {
       const held = await this.lock.acquire(signal);
       try {
         // Every user of the index holds our lock, so a SQLite lock folder found now was left by a crash.
-        rmSync(`${this.dbPath}.lock`, { recursive: true, force: true });
+        removeSqliteLock(this.dbPath);
         return await this.openSynced(rebuild, use);
       } finally {
-        await held.release();
+        held.release();
       }
     });
     this.chain = run.catch(() => undefined);
@@ -158,18 +169,40 @@ export class MemoryIndex {
       ({ db, state } = await openIndexDatabase(this.dbPath, identity));
     }
     try {
-      const stats = await inTransaction(db, () =>
-        syncIndex(db, workspace, scanSources(workspace), this.clock),
-      );
-      return await use(db, stats, state === 'fresh');
+      const fresh = state === 'fresh';
+      const stats = await inTransaction(db, async () => {
+        if (fresh) createSchema(db, identity);
+        const version = indexVersion(db);
+        // The source table is cached between operations; another process's change bumps the version.
+        const sources = this.sources?.version === version ? this.sources.table : loadSources(db);
+        this.sources = undefined;
+        const synced = await syncIndex(db, workspace, scanSources(workspace), this.clock, sources);
+        const changed = synced.read > 0 || synced.removed > 0 || fresh;
+        if (changed) bumpVersion(db);
+        return { synced, sources, version: changed ? indexVersion(db) : version };
+      });
+      this.sources = { version: stats.version, table: stats.sources };
+      return await use(db, stats.synced, fresh);
     } finally {
       closeDatabase(db);
     }
   }
 
   private deleteFiles(): void {
+    this.sources = undefined;
     for (const suffix of DB_SIDE_FILES) rmSync(`${this.dbPath}${suffix}`, { force: true });
-    rmSync(`${this.dbPath}.lock`, { recursive: true, force: true });
+    removeSqliteLock(this.dbPath);
+  }
+}
+
+/** Removes SQLite's lock folder (`<db>.lock`, made by node-sqlite3-wasm while a connection holds the file). */
+function removeSqliteLock(dbPath: string): void {
+  const dir = `${dbPath}.lock`;
+  if (!existsSync(dir)) return; // the usual case, checked without the cost of an ENOENT error
+  try {
+    rmdirSync(dir);
+  } catch (err) {
+    if (!isMissing(err)) throw err;
   }
 }
 

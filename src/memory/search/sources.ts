@@ -43,9 +43,9 @@ function realDir(dir: string): boolean {
 
 function lstatOrUndefined(file: string): Stats | undefined {
   try {
-    return lstatSync(file);
+    return lstatSync(file, { throwIfNoEntry: false });
   } catch (err) {
-    if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
     throw err;
   }
 }
