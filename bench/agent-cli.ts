@@ -61,6 +61,8 @@ try {
     OPENAI_API_KEY: 'bench',
     OPENAI_BASE_URL: fake.baseURL,
     MAGPIE_WORKSPACE: workspace,
+    // Where exec runs decides whether start-up probes bwrap: measure either with MAGPIE_EXEC_SANDBOX=off|auto.
+    ...(process.env.MAGPIE_EXEC_SANDBOX ? { MAGPIE_EXEC_SANDBOX: process.env.MAGPIE_EXEC_SANDBOX } : {}),
   };
   await run(process.execPath, [bin, 'init'], { env, cwd: dir });
   const magpie = [bin, 'agent', '-m', 'hi'];

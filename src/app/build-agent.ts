@@ -192,6 +192,7 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
     network: config.tools.execNetwork,
     hidden,
     timezone: config.timezone,
+    probeCache: path.join(config.stateDir, 'sandbox-probe.json'),
   });
   if (status.kind === 'off' && status.mode === 'auto') {
     logger.warn(

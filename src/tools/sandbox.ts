@@ -20,6 +20,7 @@ import {
   sandboxEnv,
 } from './sandbox-args.js';
 import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox-cgroup.js';
+import { type ProbeRecord, probeKey, readProbe, writeProbe } from './sandbox-probe-cache.js';
 
 /** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else the guard), `bwrap` (required) or `off`. */
 export type SandboxMode = 'auto' | 'bwrap' | 'off';
@@ -56,6 +57,11 @@ export interface BwrapSandboxOptions {
   limits?: Partial<SandboxLimits>;
   /** The bwrap program. @defaultValue the first bwrap in /usr/bin, /usr/local/bin, /bin, then PATH */
   bwrapPath?: string;
+  /**
+   * Where a successful probe is remembered (in magpie's state folder), so later starts skip it.
+   * @defaultValue none: probe at every start
+   */
+  probeCache?: string;
 }
 
 /** A command ready to spawn (`detached`, so its process group can be killed) and what to release after it. */
@@ -87,6 +93,9 @@ interface SandboxParts {
   /** Set when magpie runs as root: the process limit comes from a pids cgroup. */
   cgroups: PidsCgroups | undefined;
   processLimit: string;
+  /** probeKey() of this bwrap, when probes are remembered. */
+  key: string;
+  remembered: ProbeRecord | undefined;
 }
 
 /** A bubblewrap sandbox for one workspace. Make it with {@link BwrapSandbox.create}. */
@@ -98,6 +107,8 @@ export class BwrapSandbox {
   readonly limits: SandboxLimits;
   /** How the process limit is enforced, e.g. "processes ≤256 (pids cgroup v1)", for doctor and the logs. */
   readonly processLimit: string;
+  /** A remembered probe of this bwrap on this kernel succeeded: no need to probe again. */
+  readonly probedBefore: boolean;
 
   private constructor(
     private readonly parts: SandboxParts,
@@ -107,6 +118,7 @@ export class BwrapSandbox {
     this.network = options.network ?? false;
     this.limits = parts.limits;
     this.processLimit = parts.processLimit;
+    this.probedBefore = parts.remembered !== undefined;
   }
 
   /**
@@ -126,9 +138,11 @@ export class BwrapSandbox {
     // prlimit runs inside the sandbox, so it must come from the read-only system folders.
     const prlimit = await findProgram('prlimit');
     if (!prlimit) throw new ConfigError('prlimit not found in /usr/bin or /bin (install util-linux)');
+    const key = options.probeCache ? await probeKey(bwrap) : '';
+    const remembered = options.probeCache ? await readProbe(options.probeCache, key) : undefined;
     const [versionText, help, layout] = await Promise.all([
-      run(bwrap, ['--version']),
-      run(bwrap, ['--help']),
+      remembered ? remembered.version : run(bwrap, ['--version']),
+      remembered ? '' : run(bwrap, ['--help']),
       readHostLayout(),
     ]);
     const limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
@@ -149,8 +163,13 @@ export class BwrapSandbox {
       bwrap,
       prlimit,
       layout,
-      features: { disableUserns: help.includes('--disable-userns'), tmpfsSize: help.includes('--size') },
+      features: remembered?.features ?? {
+        disableUserns: help.includes('--disable-userns'),
+        tmpfsSize: help.includes('--size'),
+      },
       limits,
+      key,
+      remembered,
       cgroups,
       processLimit,
     };
@@ -235,8 +254,9 @@ export class BwrapSandbox {
    */
   async probe(): Promise<string | undefined> {
     const prepared = await this.prepare('exit 0', 5);
+    let failure: string | undefined;
     try {
-      return await new Promise<string | undefined>((resolve) => {
+      failure = await new Promise<string | undefined>((resolve) => {
         const child = spawn(prepared.file, prepared.args, {
           env: prepared.env,
           stdio: ['ignore', 'ignore', 'pipe'],
@@ -259,6 +279,11 @@ export class BwrapSandbox {
     } finally {
       await prepared.release();
     }
+    if (failure === undefined && this.options.probeCache) {
+      const { version, features, key } = this.parts;
+      await writeProbe(this.options.probeCache, { key, at: Date.now(), version, features });
+    }
+    return failure;
   }
 }
 
@@ -287,7 +312,7 @@ export async function resolveSandbox(
   } else {
     try {
       const sandbox = await BwrapSandbox.create(options);
-      const failure = await sandbox.probe();
+      const failure = sandbox.probedBefore ? undefined : await sandbox.probe();
       if (failure === undefined) return { kind: 'bwrap', sandbox };
       reason = `bwrap cannot start a sandbox here: ${failure}`;
     } catch (err) {
