@@ -47,7 +47,7 @@ end
 return {}`;
 
 /**
- * KEYS[1]: the key; ARGV: baseMs, maxMs, retryAfterMs, reason, label.
+ * KEYS[1]: the key; ARGV: baseMs, maxMs, retryAfterMs, reason, label, short.
  * → {now, ...HGETALL} after the update (unchanged when already cooling down).
  */
 const FAILED = `${NOW}
@@ -58,7 +58,7 @@ if untilMs <= now then
   local base, max, after = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
   local wait = math.min(math.max(base * 2 ^ math.min(failures - 1, 30), after), max)
   redis.call('HSET', key, 'until', string.format('%d', now + wait), 'failures', failures,
-    'reason', ARGV[4], 'label', ARGV[5])
+    'reason', ARGV[4], 'label', ARGV[5], 'short', ARGV[6])
   redis.call('HDEL', key, 'probe')
   redis.call('PEXPIRE', key, string.format('%d', wait + max))
 end
@@ -102,6 +102,7 @@ export class RedisCooldownStore implements CooldownStore {
       String(Math.max(0, Math.round(failure.retryAfterMs ?? 0))),
       failure.reason,
       failure.label,
+      failure.short ?? '',
     )) as string[];
     return this.#entry(this.#key(key), Number(reply[0]), reply.slice(1));
   }
@@ -152,6 +153,7 @@ export class RedisCooldownStore implements CooldownStore {
       label: fields.get('label') ?? '',
       failures: Number(fields.get('failures') ?? 0),
       reason: fields.get('reason') ?? '',
+      short: fields.get('short') ?? '',
       leftMs: Math.max(0, Number(fields.get('until') ?? 0) - now),
     };
   }

@@ -48,7 +48,8 @@ export function overviewPage(): string {
 <section><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>active</th><th>delayed</th><th>failed</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Running turns</h2><table id="running"><thead><tr><th>session</th><th>for</th><th>iteration</th><th>worker</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Tokens</h2><table id="usage"><thead><tr><th>what</th><th>tokens in</th><th>cached</th><th>cached %</th><th>tokens out</th><th>turns</th><th>cost</th></tr></thead><tbody></tbody></table></section>
-<section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th><th>tools</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Models</h2><table id="models"><thead><tr><th>model or endpoint</th><th>calls (recent turns)</th><th>state</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>model</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th><th>tools</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Schedules</h2><table id="schedules"><thead><tr><th>what</th><th>when</th><th>next run</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Errors</h2><table id="errors"><thead><tr><th>at</th><th>where</th><th>message</th></tr></thead><tbody></tbody></table></section>
 </main>`;
@@ -76,8 +77,10 @@ fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.de
 fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
 const u=d.status.usage,p=u.prices;
 fill('usage',[usageRow('today ('+u.date+')',u.today,p),usageRow('since the start',u.total,p),...u.sessions.map(s=>usageRow(s.session+' (today)',s.today,p))],'no turns yet');
+const m=d.status.models;fill('models',[...m.recent.map(u=>row([u.model,n(u.calls),'answering'])),
+ ...m.resting.map(r=>row([r.label,n('–'),{text:(r.leftMs>0?'rests '+Math.ceil(r.leftMs/1000)+' s more':'being tried again')+' after '+r.failures+' failure(s): '+r.reason,cls:'fail'}]))],'no model calls recorded');
 fill('turns',d.turns.map(x=>row([new Date(x.at).toLocaleTimeString(),x.session,{text:x.outcome,cls:x.outcome==='ok'?'ok':(x.outcome==='error'?'error':'')},
- n((x.wallMs/1000).toFixed(2)+' s'),n(x.llmCalls),n(x.promptTokens),n(x.cachedTokens||0),n(x.completionTokens),cost(p,x),
+ x.model?x.model+(x.fallbacks?' (fallback)':''):'–',n((x.wallMs/1000).toFixed(2)+' s'),n(x.llmCalls),n(x.promptTokens),n(x.cachedTokens||0),n(x.completionTokens),cost(p,x),
  x.toolCalls.map(c=>c.name+' '+c.ms+'ms'+(c.ok?'':' ✗')).join(', ')||'–'])),'no turns yet');
 const s=d.status.schedules;const rows=[];if(s.heartbeat)rows.push(row(['heartbeat',s.heartbeat.everyMs?'every '+Math.round(s.heartbeat.everyMs/60000)+' min':'',t(s.heartbeat.next)]));
 for(const k of s.tasks)rows.push(row([k.id+' → '+k.session+': '+k.message,k.schedule,t(k.next)]));fill('schedules',rows,'heartbeat off, no tasks');

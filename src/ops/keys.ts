@@ -37,6 +37,10 @@ export const totalsFields = {
   toolCalls: 'tools:calls',
   toolFailures: 'tools:failed',
   llmCalls: 'llm:calls',
+  /** LLM calls answered by a fallback model. */
+  fallbacks: 'llm:fallbacks',
+  /** LLM calls answered by one model (its configured id). */
+  modelCalls: (model: string) => `llm:model:${model}`,
   latencyCount: 'latency:count',
   latencySumMs: 'latency:sum_ms',
   latencyBucket: (le: number) => `latency:le:${le}`,

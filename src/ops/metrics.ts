@@ -8,6 +8,7 @@
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
+import { RedisCooldownStore } from '../bus/cooldown-store.js';
 import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from './keys.js';
 import { discoverQueues, queueDepths } from './queues.js';
 import { readRunning } from './turn-record.js';
@@ -105,6 +106,36 @@ export function createMetrics(redis: Redis, prefix: string, options: MetricsOpti
     });
   }
   counter('magpie_llm_calls_total', 'Calls to the main model', totalsFields.llmCalls);
+  counter(
+    'magpie_llm_fallbacks_total',
+    "LLM calls answered by a fallback model (not the chat's first choice)",
+    totalsFields.fallbacks,
+  );
+  new Counter({
+    name: 'magpie_llm_calls_by_model_total',
+    help: 'LLM calls by the model that answered them (its id in MAGPIE_MODEL / MAGPIE_FALLBACK_MODELS)',
+    labelNames: ['model'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const prefix = totalsFields.modelCalls('');
+      for (const [field, value] of Object.entries(totals)) {
+        if (field.startsWith(prefix)) this.inc({ model: field.slice(prefix.length) }, Number(value));
+      }
+    },
+  });
+  new Gauge({
+    name: 'magpie_llm_cooldown_seconds',
+    help: 'Seconds a failed model or endpoint still rests before it is tried again (0: a try is under way)',
+    labelNames: ['what'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const entry of await new RedisCooldownStore(redis, prefix).list()) {
+        this.set({ what: entry.label }, Math.ceil(entry.leftMs / 1000));
+      }
+    },
+  });
   counter('magpie_tool_calls_total', 'Tool calls', totalsFields.toolCalls);
   counter('magpie_tool_failures_total', 'Tool calls that failed', totalsFields.toolFailures);
   registry.registerMetric(latencyHistogram(() => totals) as unknown as Metric);

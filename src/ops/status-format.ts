@@ -1,5 +1,6 @@
 /** The human form of `magpie status`: short aligned sections, one fact a line. */
 import { formatCost } from '../agent/token-usage.js';
+import { formatModelLines } from './model-status.js';
 import type { StatusReport } from './status.js';
 import type { UsageFigures, UsageReport } from './usage.js';
 
@@ -46,6 +47,7 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
   }
   lines.push(`Sessions   ${report.sessions}`);
   lines.push(...usageLines(report.usage));
+  lines.push(...formatModelLines(report.models));
   lines.push(`Errors     ${report.errors.length === 0 ? 'none recent' : ''}`.trimEnd());
   for (const e of report.errors) lines.push(`  ${e.at}  ${e.source}: ${cut(e.message, 100)}`);
   return `${lines.join('\n')}\n`;

@@ -14,6 +14,7 @@ import { AppError, describeError } from '../errors/index.js';
 import { RedisHelperTracker } from '../helpers/tracker.js';
 import type { HelperRecord } from '../helpers/types.js';
 import { isMissing } from '../workspace/cached-file.js';
+import { collectModelStatus, type ModelsReport } from './model-status.js';
 import { discoverQueues, lastFailures, type QueueDepth, type QueueFailure, queueDepths } from './queues.js';
 import { listSchedules, type ScheduleView } from './schedules.js';
 import { type RunningTurn, readRunning, readTurns } from './turn-record.js';
@@ -39,6 +40,8 @@ export interface StatusReport {
   sessions: number;
   /** Tokens today, since the start and per session (cached ones too), with costs when priced. */
   usage: UsageReport;
+  /** Which models answered the recent turns, fallbacks, and models resting after failures. */
+  models: ModelsReport;
   errors: StatusError[];
   /** Milliseconds the collection took. */
   tookMs: number;
@@ -90,6 +93,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     schedules,
     sessions,
     usage: await usage,
+    models: await collectModelStatus(redis, prefix, turns),
     errors: mergeErrors(failures, turns, options.errors ?? 5),
     tookMs: Math.round(performance.now() - started),
   };

@@ -25,6 +25,12 @@ export const TurnRecordSchema = z.object({
   completionTokens: z.number(),
   toolCalls: z.array(z.object({ name: z.string(), ms: z.number(), ok: z.boolean() })),
   outcome: z.string(),
+  /** The model (configured id) that gave the turn's last answer, when known. */
+  model: z.string().optional(),
+  /** LLM calls of the turn answered by a fallback model (not the chat's first choice). */
+  fallbacks: z.number().default(0),
+  /** LLM calls by the model that answered them. */
+  models: z.record(z.string(), z.number()).default({}),
   /** One line describing a failed turn (never a secret: the same text the user is told). */
   error: z.string().optional(),
 });

@@ -78,6 +78,9 @@ export class TurnRecorder {
             completionTokens: end.metrics.completionTokens,
             toolCalls: end.metrics.toolCalls,
             outcome: end.metrics.outcome,
+            ...(end.metrics.model ? { model: end.metrics.model } : {}),
+            fallbacks: end.metrics.fallbacks ?? 0,
+            models: end.metrics.models ?? {},
           }
         : {
             turn,
@@ -91,6 +94,8 @@ export class TurnRecorder {
             cacheWriteTokens: 0,
             completionTokens: 0,
             toolCalls: [],
+            fallbacks: 0,
+            models: {},
             outcome: 'error',
             error: end.error.slice(0, 500),
           };
@@ -136,6 +141,11 @@ export function totalsOf(record: TurnRecord): Array<[string, number]> {
     [totalsFields.toolFailures, record.toolCalls.filter((t) => !t.ok).length],
     [totalsFields.latencyCount, 1],
     [totalsFields.latencySumMs, Math.round(record.wallMs)],
+    [totalsFields.fallbacks, record.fallbacks],
+    ...Object.entries(record.models).map(([model, calls]): [string, number] => [
+      totalsFields.modelCalls(model),
+      calls,
+    ]),
   ];
   for (const le of LATENCY_BUCKETS_S) {
     if (record.wallMs <= le * 1000) out.push([totalsFields.latencyBucket(le), 1]);

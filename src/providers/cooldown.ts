@@ -18,6 +18,8 @@ export interface CooldownEntry {
   failures: number;
   /** One line saying why (no credentials). */
   reason: string;
+  /** A few words saying why, for chats (`server error 503`); '' when not recorded. */
+  short: string;
   /** Milliseconds until it may be tried again (0 when over but a probe is under way). */
   leftMs: number;
 }
@@ -46,6 +48,8 @@ export const DEFAULT_COOLDOWN: Readonly<CooldownPolicy> = Object.freeze({ baseMs
 export interface CooldownFailure {
   label: string;
   reason: string;
+  /** A few words for chats (`server error 503`, `out of quota`). @defaultValue '' */
+  short?: string;
   /** The server's Retry-After: the cool-down lasts at least this long (within `maxMs`). */
   retryAfterMs?: number;
 }
@@ -97,6 +101,7 @@ interface MemoryEntry {
   label: string;
   failures: number;
   reason: string;
+  short: string;
   until: number;
   probeUntil: number;
   /** After this the failures are forgotten (a quiet `maxMs` past the cool-down). */
@@ -139,6 +144,7 @@ export class MemoryCooldownStore implements CooldownStore {
     const entry: MemoryEntry = {
       label: failure.label,
       reason: failure.reason,
+      short: failure.short ?? '',
       failures,
       until: now + wait,
       probeUntil: 0,
@@ -195,6 +201,7 @@ function view(key: string, entry: MemoryEntry, now: number): CooldownEntry {
     label: entry.label,
     failures: entry.failures,
     reason: entry.reason,
+    short: entry.short,
     leftMs: Math.max(0, entry.until - now),
   };
 }

@@ -48,7 +48,7 @@ export function verdictOn(err: unknown, position: number): FailureVerdict {
 /** One model's part in a call nobody answered. */
 export type ModelFailure =
   | { model: ModelInfo; error: AppError }
-  | { model: ModelInfo; cooling: { leftMs: number; reason: string } };
+  | { model: ModelInfo; cooling: { leftMs: number; reason: string; short: string } };
 
 /**
  * No model answered: every one failed this call or was cooling down after
@@ -88,9 +88,14 @@ function longReason(f: ModelFailure): string {
 }
 
 function shortReason(f: ModelFailure): string {
-  if ('cooling' in f) return 'resting after failures';
-  const status = f.error instanceof ProviderError ? f.error.status : undefined;
-  switch (f.error.code) {
+  if ('cooling' in f) return f.cooling.short || 'resting after failures';
+  return shortReasonOf(f.error);
+}
+
+/** A few words for chats on why a model failed (`unreachable`, `server error 503`, `out of quota`). */
+export function shortReasonOf(error: AppError): string {
+  const status = error instanceof ProviderError ? error.status : undefined;
+  switch (error.code) {
     case 'PROVIDER_UNREACHABLE':
       return status === 408 ? 'timed out' : 'unreachable';
     case 'PROVIDER_SERVER':

@@ -18,7 +18,7 @@ import {
   cooldownKeys,
   DEFAULT_COOLDOWN,
 } from './cooldown.js';
-import { type ModelFailure, ModelsUnavailableError, verdictOn } from './fallback-failures.js';
+import { type ModelFailure, ModelsUnavailableError, shortReasonOf, verdictOn } from './fallback-failures.js';
 import { withoutImages } from './fallback-images.js';
 import type { ChatRequest, ChatResponse, LLMProvider, ModelAvailability, ModelInfo } from './types.js';
 
@@ -230,7 +230,7 @@ export class FallbackProvider implements LLMProvider {
     try {
       const entry = await this.#cooldowns.failed(
         key,
-        { label, reason: describeError(err), retryAfterMs },
+        { label, reason: describeError(err), short: shortReasonOf(err), retryAfterMs },
         this.#policy,
       );
       this.#logger.warn(

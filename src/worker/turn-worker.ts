@@ -16,6 +16,7 @@ import { INBOUND_QUEUE } from '../bus/queues.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { TurnRecorder } from '../ops/turn-recorder.js';
+import { ModelsUnavailableError, modelsDownApology } from '../providers/fallback-failures.js';
 import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
@@ -168,7 +169,11 @@ export class TurnWorker {
           ...origin,
           replyTo: head.platformMessageId,
           id: errorId(turn),
-          content: `Sorry, I could not answer: ${describeError(err)}`,
+          // No model answered: a short apology without endpoints (the log line names each one's failure).
+          content:
+            err instanceof ModelsUnavailableError
+              ? modelsDownApology(err)
+              : `Sorry, I could not answer: ${describeError(err)}`,
           kind: 'error',
           metadata: routingMetadata(batch),
         });

@@ -121,7 +121,10 @@ export class OpenAIProvider implements LLMProvider {
       new URL(options.baseURL).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
     // Everything explicit so the SDK reads no environment variables of its own (config is the only reader).
     this.client = new OpenAI({
-      apiKey: options.apiKey,
+      // An endpoint without a key (a local server): the SDK insists on one, so it gets a placeholder
+      // and the Authorization header is left out altogether.
+      apiKey: options.apiKey || 'no-key',
+      ...(options.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
       baseURL: options.baseURL,
       organization: null,
       project: null,

@@ -27,7 +27,11 @@ afterEach(async () => {
 const policy: CooldownPolicy = { baseMs: 300, maxMs: 2_000 };
 const keys = cooldownKeys('http://127.0.0.1:9/v1', 'm1');
 const both = [keys.endpoint, keys.model];
-const failure = { label: 'm1 at http://127.0.0.1:9/v1', reason: 'the model endpoint failed (503)' };
+const failure = {
+  label: 'm1 at http://127.0.0.1:9/v1',
+  reason: 'the model endpoint failed (503)',
+  short: 'server error 503',
+};
 
 async function redisStore(): Promise<{
   store: RedisCooldownStore;
@@ -72,6 +76,7 @@ describe.each(stores)('CooldownStore contract: %s', (_name, make) => {
       failures: 1,
       label: failure.label,
       reason: failure.reason,
+      short: 'server error 503',
     });
     expect(entry.leftMs).toBeGreaterThan(200);
     expect(entry.leftMs).toBeLessThanOrEqual(300);

@@ -179,6 +179,14 @@ describe('OpenAIProvider: Retry-After and failFast', () => {
     expect(auth.message).toContain('check MISTRAL_API_KEY');
   });
 
+  it('sends no Authorization header to an endpoint without a key', async () => {
+    fake.enqueue({ content: 'no key needed' }, { content: 'with key' });
+    expect((await provider({ apiKey: '' }).chat({ messages: hi })).content).toBe('no key needed');
+    expect(fake.requests[0]?.headers.authorization).toBeUndefined();
+    await provider().chat({ messages: hi });
+    expect(fake.requests[1]?.headers.authorization).toBe('Bearer sk-test-key');
+  });
+
   it('is an AppError with exit code 3 for an unavailable model', async () => {
     fake.enqueue({ status: 402, error: { message: 'no credit' } });
     const err = await failure(provider({ maxRetries: 0 }).chat({ messages: hi }));
