@@ -8,6 +8,7 @@
  */
 import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
+import { parseCommand } from '../commands/parse.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { ChatMessage } from '../providers/types.js';
@@ -18,7 +19,7 @@ import type { AgentLoopOptions } from './loop-options.js';
 import { MemoryModelChoiceStore, type ModelCommandContext, resolveChoice } from './model-command.js';
 import { contextLimitFor } from './model-limits.js';
 import type { ModelChoiceStore } from './ports.js';
-import { parseSlashCommand, runSlashCommand, slashArgument } from './slash-commands.js';
+import { runSlashCommand } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
 import type { TokenCounts } from './token-usage.js';
 import { toolCallLimits } from './tool-call-limits.js';
@@ -145,7 +146,7 @@ export class AgentLoop implements AgentRunner {
     const first = batch[0];
     if (!first) throw new AppError('INVALID_MESSAGE', 'processMessage needs at least one message');
     if (batch.every((m) => isInternalChannel(m.channel))) return this.processSystemMessage(batch, options);
-    const command = first.media.length === 0 ? parseSlashCommand(first.content) : undefined;
+    const command = first.media.length === 0 ? parseCommand(first.content) : undefined;
     if (!command || isInternalChannel(first.channel)) {
       const user = await this.#userMessages(batch, options.signal);
       return this.runAgentLoop(inboundRequest(batch, user), options);
@@ -153,9 +154,9 @@ export class AgentLoop implements AgentRunner {
     const key = sessionKeyOf(first);
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
-    if (command === 'new') await this.#summarizer.settled(key);
-    const argument = slashArgument(first.content);
-    const reply = await runSlashCommand(command, {
+    if (command.name === 'new') await this.#summarizer.settled(key);
+    const argument = command.argument;
+    const reply = await runSlashCommand(command.name, {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,

@@ -1,47 +1,15 @@
 /**
- * Slash commands every channel shares: /new, /status, /model, /help (and /stop
- * when it reaches the agent with nothing running). A command is the whole
- * message; only /model takes an argument (model-command.ts).
+ * Running the slash commands every channel shares: /new, /status, /model,
+ * /help (and /stop when it reaches the agent with nothing running). Which
+ * messages are commands is decided in src/commands (one parser, one list);
+ * only /model uses its argument (model-command.ts).
  */
+import { COMMANDS, type CommandName } from '../commands/list.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import { type ModelCommandContext, resolveChoice, runModelCommand } from './model-command.js';
 import { estimateTokens } from './summarize.js';
 import { describeCounts, type TokenPrices, usageOfEntries } from './token-usage.js';
-
-export type SlashCommand = 'new' | 'status' | 'model' | 'help' | 'stop';
-
-/** The commands as listed by /help (and registered with Telegram's setMyCommands). */
-export const SLASH_COMMANDS: readonly { command: SlashCommand; description: string }[] = [
-  { command: 'new', description: 'start a new conversation (the old one is kept on disk)' },
-  { command: 'stop', description: 'stop what I am doing right now' },
-  { command: 'status', description: 'model, conversation length and tokens used' },
-  {
-    command: 'model',
-    description: 'list the models; /model NAME switches this chat, /model default goes back',
-  },
-  { command: 'help', description: 'this list' },
-];
-
-/**
- * The command a message consists of, or undefined. Accepts Telegram's
- * `/cmd@botname` form; `/start` (Telegram's first message) means /help.
- */
-export function parseSlashCommand(content: string): SlashCommand | undefined {
-  const match = COMMAND.exec(content.trim());
-  const name = match?.[1]?.toLowerCase();
-  if (match?.[2] !== undefined && name !== 'model') return undefined;
-  if (name === 'start') return 'help';
-  return SLASH_COMMANDS.some((c) => c.command === name) ? (name as SlashCommand) : undefined;
-}
-
-/** The text after a command (`/model llama3.1` → `llama3.1`), or undefined. */
-export function slashArgument(content: string): string | undefined {
-  return COMMAND.exec(content.trim())?.[2]?.trim() || undefined;
-}
-
-/** `/cmd`, `/cmd@botname`, then an argument on the same line. */
-const COMMAND = /^\/([a-z]+)(?:@[A-Za-z0-9_]+)?(?:[ \t]+(\S[^\n]*))?$/i;
 
 export interface SlashCommandContext {
   sessionKey: string;
@@ -57,7 +25,7 @@ export interface SlashCommandContext {
 }
 
 /** Runs a command and returns the reply text. */
-export async function runSlashCommand(command: SlashCommand, ctx: SlashCommandContext): Promise<string> {
+export async function runSlashCommand(command: CommandName, ctx: SlashCommandContext): Promise<string> {
   switch (command) {
     case 'new': {
       await ctx.sessions.reset(ctx.sessionKey);
@@ -70,7 +38,7 @@ export async function runSlashCommand(command: SlashCommand, ctx: SlashCommandCo
     case 'stop':
       return 'Nothing is running right now.';
     case 'help':
-      return ['Commands:', ...SLASH_COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n');
+      return ['Commands:', ...COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n');
   }
 }
 

@@ -8,6 +8,8 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ChannelBus } from '../channels/types.js';
+import { stopReply } from '../commands/list.js';
+import { isStopCommand } from '../commands/parse.js';
 import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -94,13 +96,13 @@ export class Bus implements ChannelBus {
 
   /**
    * Validates and durably queues an inbound message: mailbox RPUSH, then a
-   * turn job deduplicated by session. A message that is exactly `/stop`
-   * cancels the session's running turn instead of queueing.
+   * turn job deduplicated by session. A `/stop` (src/commands' rule: `/STOP`,
+   * `/stop now`, `/stop@bot`…) cancels the session's running turn instead of queueing.
    */
   async publishInbound(input: InboundMessageInput): Promise<void> {
     const message = parseInbound(input);
     const sessionKey = sessionKeyOf(message);
-    if (message.content.trim() === '/stop') {
+    if (isStopCommand(message.content)) {
       const stopped = await this.cancel(sessionKey);
       if (!stopped) {
         await this.publishOutbound({
@@ -109,7 +111,7 @@ export class Bus implements ChannelBus {
           chatId: message.chatId,
           threadId: message.threadId,
           replyTo: message.platformMessageId,
-          content: 'Nothing to stop.',
+          content: stopReply(false),
           metadata: routingMetadata([message]),
         });
       }

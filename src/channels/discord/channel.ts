@@ -13,6 +13,7 @@ import {
   Routes,
 } from 'discord.js';
 import type { OutboundMessage } from '../../bus/messages.js';
+import { stopReply } from '../../commands/list.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
@@ -204,8 +205,7 @@ export class DiscordChannel implements Channel {
         await this.reply(action.channelId, PAIRING_TEXT(action.code));
         return;
       case 'stop':
-        await this.deps.bus.cancel(action.sessionKey);
-        await this.reply(action.channelId, 'Stopping.');
+        await this.reply(action.channelId, stopReply(await this.deps.bus.cancel(action.sessionKey)));
         return;
       case 'publish':
         await this.deps.bus.publishInbound(action.message);

@@ -9,6 +9,7 @@
  */
 import type { Message } from 'discord.js';
 import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
+import { isStopCommand } from '../../commands/parse.js';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { AccessControl } from '../access.js';
@@ -76,7 +77,7 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
   const content = message.content.replace(new RegExp(`[ \t]*${mention}[ \t]*`, 'g'), ' ').trim();
   const route = { channel: 'discord', chatId, ...(threadId ? { threadId } : {}) };
 
-  if (/^\/stop\b/i.test(content)) {
+  if (isStopCommand(content)) {
     return {
       kind: 'stop',
       channelId: message.channelId,

@@ -6,19 +6,19 @@
 import { Telegram, TelegramError } from 'telegraf';
 import type { InboundMessageInput, OutboundMessage } from '../../bus/messages.js';
 import { sessionKeyOf } from '../../bus/messages.js';
+import { COMMANDS, stopReply } from '../../commands/list.js';
+import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { formatForTelegram, TelegramDelivery } from './delivery.js';
 import {
-  BOT_COMMANDS,
   type BotIdentity,
   cleanText,
   isAddressedToBot,
   isCommandForOtherBot,
   isGroupChat,
-  parseCommand,
   planMedia,
   senderOf,
   type TgMessage,
@@ -117,7 +117,8 @@ export class TelegramChannel implements Channel {
     }
     this.bot = { id: me.id, username: me.username };
     this.logger.info({ bot: me.username }, 'Telegram bot connected');
-    await this.telegram.setMyCommands([...BOT_COMMANDS]).catch((err: unknown) => {
+    const commands = COMMANDS.map(({ command, description }) => ({ command, description }));
+    await this.telegram.setMyCommands(commands).catch((err: unknown) => {
       this.logger.warn({ err: describeError(err) }, 'could not register Telegram commands');
     });
     this.poller.start();
@@ -202,9 +203,9 @@ export class TelegramChannel implements Channel {
 
     const content = cleanText(message, bot);
     const sessionKey = sessionKeyOf({ channel: this.name, chatId, threadId });
-    if (parseCommand(content)?.name === 'stop') {
+    if (isStopCommand(content, bot.username)) {
       const stopped = await this.deps.bus.cancel(sessionKey);
-      await this.notify(chatId, stopped ? 'Stopping.' : 'Nothing to stop.', threadId);
+      await this.notify(chatId, stopReply(stopped), threadId);
       return;
     }
 

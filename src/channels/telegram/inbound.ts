@@ -3,6 +3,7 @@
  * (groups: mention, reply or `/cmd@bot`), the text without the mention, the
  * command, and which attachments to fetch. Pure functions over the Bot API JSON.
  */
+import { type CommandWord, commandWord, parseCommand } from '../../commands/parse.js';
 import type { Sender } from '../access.js';
 
 /** The fields of a Bot API `User` this adapter reads. */
@@ -63,14 +64,6 @@ export interface BotIdentity {
   username: string;
 }
 
-/** The commands the bot registers and recognises. */
-export const BOT_COMMANDS = [
-  { command: 'new', description: 'Start a new conversation' },
-  { command: 'stop', description: 'Stop the current reply' },
-  { command: 'status', description: 'Show model and session status' },
-  { command: 'help', description: 'What I can do' },
-] as const;
-
 export function isGroupChat(message: TgMessage): boolean {
   return message.chat.type === 'group' || message.chat.type === 'supergroup';
 }
@@ -95,11 +88,9 @@ export function textOf(message: TgMessage): { text: string; entities: TgEntity[]
   return { text: message.caption ?? '', entities: message.caption_entities ?? [] };
 }
 
-/** A leading `/command` or `/command@target`. */
-export function parseCommand(text: string): { name: string; target?: string } | undefined {
-  const m = /^\/([A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?=\s|$)/.exec(text);
-  if (!m) return undefined;
-  return { name: m[1]!.toLowerCase(), ...(m[2] ? { target: m[2] } : {}) };
+/** The `/word` (or `/word@bot`) a message's first line is, known or not. */
+function leadingCommandWord(text: string): CommandWord | undefined {
+  return commandWord(text.trimStart().split('\n', 1)[0]!);
 }
 
 function isBotMention(text: string, entity: TgEntity, bot: BotIdentity): boolean {
@@ -119,15 +110,15 @@ export function isAddressedToBot(message: TgMessage, bot: BotIdentity): boolean 
   const { text, entities } = textOf(message);
   if (entities.some((e) => isBotMention(text, e, bot))) return true;
   if (message.reply_to_message?.from?.id === bot.id) return true;
-  const command = parseCommand(text);
+  const command = leadingCommandWord(text);
   if (!command) return false;
-  if (command.target === undefined) return BOT_COMMANDS.some((c) => c.command === command.name);
+  if (command.target === undefined) return parseCommand(`/${command.word}`) !== undefined;
   return command.target.toLowerCase() === bot.username.toLowerCase();
 }
 
 /** True when the message is a command for another bot (`/new@otherbot`). */
 export function isCommandForOtherBot(message: TgMessage, bot: BotIdentity): boolean {
-  const command = parseCommand(textOf(message).text);
+  const command = leadingCommandWord(textOf(message).text);
   return command?.target !== undefined && command.target.toLowerCase() !== bot.username.toLowerCase();
 }
 

@@ -1,6 +1,7 @@
 /** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
 import { Bus } from '../../bus/bus.js';
 import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
+import { isStopCommand } from '../../commands/parse.js';
 import { loadConfig } from '../../config/index.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
@@ -48,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
   const bus = await Bus.connect({ config, logger });
   try {
     const chatId = values.chat ?? 'default';
-    if (values.message.trim() === '/stop') {
+    if (isStopCommand(values.message)) {
       const stopped = await bus.cancel(`cli:${chatId}`);
       process.stdout.write(stopped ? 'Stopping the running turn.\n' : 'Nothing to stop.\n');
       return ExitCode.ok;

@@ -15,6 +15,7 @@ import {
 import { approvePairing } from '../../../src/channels/access.js';
 import { TelegramChannel, type TelegramChannelOptions } from '../../../src/channels/telegram/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
+import { COMMANDS } from '../../../src/commands/list.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { AppError, ConfigError } from '../../../src/errors/index.js';
 import { createLogger, silentLogger } from '../../../src/log/index.js';
@@ -121,7 +122,8 @@ describe('Telegram channel', () => {
     const commands = fake.calls.find((c) => c.method === 'setMyCommands')?.params.commands as Array<{
       command: string;
     }>;
-    expect(commands.map((c) => c.command)).toEqual(['new', 'stop', 'status', 'help']);
+    expect(commands.map((c) => c.command)).toEqual(COMMANDS.map((c) => c.command));
+    expect(commands.map((c) => c.command)).toContain('model');
   });
 
   it('splits a 6000-character reply with a code block into valid parts under 4096', async () => {

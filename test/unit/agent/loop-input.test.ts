@@ -2,7 +2,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { failureReply, isTransient } from '../../../src/agent/failure-reply.js';
 import { AgentLoop } from '../../../src/agent/loop.js';
-import { parseSlashCommand } from '../../../src/agent/slash-commands.js';
 import { toUserMessage, VOICE_NOT_TRANSCRIBED } from '../../../src/agent/user-content.js';
 import { ProviderError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
@@ -18,15 +17,6 @@ afterEach(async () => {
 });
 
 describe('slash commands', () => {
-  it('parses whole-message commands only, with Telegram @bot suffixes', () => {
-    expect(parseSlashCommand('/new')).toBe('new');
-    expect(parseSlashCommand(' /STATUS@magpie_bot ')).toBe('status');
-    expect(parseSlashCommand('/start')).toBe('help');
-    expect(parseSlashCommand('/new please')).toBeUndefined();
-    expect(parseSlashCommand('/unknown')).toBeUndefined();
-    expect(parseSlashCommand('use /new to reset')).toBeUndefined();
-  });
-
   it('/new starts a fresh session without calling the model', async () => {
     const provider = new ScriptedProvider([{ content: 'hello' }]);
     h = await harness(provider);

@@ -10,8 +10,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseSlashCommand, slashArgument } from '../../../src/agent/slash-commands.js';
 import { estimateTokens, SUMMARY_SYSTEM_PROMPT } from '../../../src/agent/summarize.js';
+import { parseCommand } from '../../../src/commands/parse.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { MemoryCooldownStore } from '../../../src/providers/cooldown.js';
 import { type FallbackModel, FallbackProvider } from '../../../src/providers/fallback.js';
@@ -64,13 +64,15 @@ async function say(h: Harness, content: string, chatId = 'A') {
 }
 
 describe('/model', () => {
-  it('is a command with an argument; other commands still take none', () => {
-    expect(parseSlashCommand('/model')).toBe('model');
-    expect(parseSlashCommand('/model llama3.1')).toBe('model');
-    expect(parseSlashCommand('/MODEL@magpie_bot  llama3.1 ')).toBe('model');
-    expect(slashArgument('/model@magpie_bot llama3.1')).toBe('llama3.1');
-    expect(parseSlashCommand('/new please')).toBeUndefined();
-    expect(parseSlashCommand('/model llama3.1\nand then more')).toBeUndefined();
+  it('is a command whose one-line argument names the model', () => {
+    expect(parseCommand('/model')).toEqual({ name: 'model' });
+    expect(parseCommand('/model llama3.1')).toEqual({ name: 'model', argument: 'llama3.1' });
+    expect(parseCommand('/MODEL@magpie_bot  llama3.1 ')).toEqual({
+      name: 'model',
+      target: 'magpie_bot',
+      argument: 'llama3.1',
+    });
+    expect(parseCommand('/model llama3.1\nand then more')).toBeUndefined();
   });
 
   it('lists the models, the default and this chat’s marked', async () => {

@@ -3,7 +3,6 @@ import {
   cleanText,
   isAddressedToBot,
   isCommandForOtherBot,
-  parseCommand,
   planMedia,
   type TgMessage,
 } from '../../../src/channels/telegram/inbound.js';
@@ -51,10 +50,12 @@ describe('telegram inbound', () => {
     expect(isAddressedToBot(m, bot)).toBe(false);
   });
 
-  it('parses commands with and without a bot suffix', () => {
-    expect(parseCommand('/new')).toEqual({ name: 'new' });
-    expect(parseCommand('/Status@MagpieBot now')).toEqual({ name: 'status', target: 'MagpieBot' });
-    expect(parseCommand('/usr/bin is a path')).toBeUndefined();
+  it('tells commands for this bot from commands for another, whatever the case', () => {
+    expect(isCommandForOtherBot(group({ text: '/new@MAGPIEBOT' }), bot)).toBe(false);
+    expect(isCommandForOtherBot(group({ text: '/whatever@other_bot\nmore' }), bot)).toBe(true);
+    expect(isAddressedToBot(group({ text: '/stop' }), bot)).toBe(true);
+    expect(isAddressedToBot(group({ text: '/stop@other_bot' }), bot)).toBe(false);
+    expect(isAddressedToBot(group({ text: '/usr/bin is a path' }), bot)).toBe(false);
     expect(isCommandForOtherBot(group({ text: '/new@other_bot' }), bot)).toBe(true);
     expect(cleanText(group({ text: '/new@magpiebot' }), bot)).toBe('/new');
   });
