@@ -7,6 +7,7 @@
 import { visionCapable } from './agent/model-vision.js';
 import type { StateStore } from './agent/ports.js';
 import type { AgentRunner } from './agent/types.js';
+import { checkWorkspaceIdentity } from './app/workspace-check.js';
 import { Bus } from './bus/bus.js';
 import type { ConsumerTuning } from './bus/consumer.js';
 import { Delivery } from './bus/delivery.js';
@@ -73,6 +74,8 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
   try {
     if (role !== 'worker') buses.push(await Bus.connect({ config, logger, url: local?.url }));
     if (role !== 'gateway') buses.push(await Bus.connect({ config, logger, url: local?.url, patient: true }));
+    // A process whose workspace is not the bus's refuses here, before it takes any message.
+    await checkWorkspaceIdentity({ bus: buses[0] as Bus, workspace: config.workspace, logger });
     // Gateway first, so closing (in reverse) stops the worker's intake and turns before delivery drains.
     if (role !== 'worker') parts.push(...(await startGateway(buses[0] as Bus, options)));
     if (role !== 'gateway')

@@ -33,6 +33,8 @@ export const keys = {
   activity: (prefix: string, channel: string) => `${prefix}:activity:${channel}`,
   cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
   lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
+  /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
+  workspace: (prefix: string) => `${prefix}:workspace`,
 };
 
 /** Tunables of turn jobs, with their defaults. */

@@ -36,12 +36,16 @@ export class FileToolError extends AppError {
 }
 
 /**
- * Top-level folders of the workspace the tools may read but never change:
- * `sessions/` (every chat's history) and `.redis/` (where older versions kept
- * the private Redis's data). Compared without regard to case, so a
+ * Top-level entries of the workspace the tools may read but never change:
+ * `sessions/` (every chat's history), `.redis/` (where older versions kept
+ * the private Redis's data) and the file `.magpie-id` (the workspace's
+ * identity, see identity.ts). Compared without regard to case, so a
  * case-insensitive file system cannot be used to spell around it.
  */
-export const PROTECTED_FOLDERS: readonly string[] = Object.freeze(['sessions', '.redis']);
+export const PROTECTED_FOLDERS: readonly string[] = Object.freeze(['sessions', '.redis', '.magpie-id']);
+
+/** The protected entries that are files, not folders. */
+const PROTECTED_FILES: ReadonlySet<string> = new Set(['.magpie-id']);
 
 /** The protected folder `rel` (a '/'-separated path relative to the workspace) lies in, if any. */
 export function protectedFolder(rel: string): string | undefined {
@@ -53,7 +57,9 @@ export function protectedFolder(rel: string): string | undefined {
 export function protectedError(requested: string, folder: string): FileToolError {
   return new FileToolError(
     'protected',
-    `path "${requested}" is in ${folder}/, which the tools may read but not change`,
+    PROTECTED_FILES.has(folder)
+      ? `path "${requested}" is ${folder}, which the tools may read but not change`
+      : `path "${requested}" is in ${folder}/, which the tools may read but not change`,
   );
 }
 

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { loadConfig } from '../../config/index.js';
 import { ExitCode } from '../../errors/index.js';
+import { ensureWorkspaceId, WORKSPACE_ID_FILE } from '../../workspace/identity.js';
 import { initWorkspace, isTemplatesDir } from '../../workspace/init.js';
 import { templatesDir } from '../../workspace/templates.js';
 import { parseCommandArgs } from '../args.js';
@@ -10,7 +11,9 @@ const HELP = `usage: magpie init [--workspace DIR]
 
 Creates the workspace (MAGPIE_WORKSPACE, default ./workspace) from the templates:
 AGENTS.md, SOUL.md, USER.md, IDENTITY.md, HEARTBEAT.md, memory/MEMORY.md and the
-example skills. Files that already exist are kept as they are.
+example skills, and .magpie-id, the workspace's id (every worker and gateway on
+one bus must use the workspace with this id). Files that already exist are kept
+as they are.
 
 options:
   -w, --workspace DIR  create the workspace here instead of MAGPIE_WORKSPACE
@@ -44,9 +47,15 @@ export async function runInit(argv: string[], io: CommandIO): Promise<number> {
     return ExitCode.ok;
   }
   const { created, kept } = await initWorkspace(target, { templates });
+  const identity = await ensureWorkspaceId(target);
   const lines = [`Workspace: ${target}`];
   for (const rel of created) lines.push(`  created  ${rel}`);
   for (const rel of kept) lines.push(`  kept     ${rel} (already there)`);
+  lines.push(
+    identity.created
+      ? `  created  ${WORKSPACE_ID_FILE} (workspace id ${identity.id})`
+      : `  kept     ${WORKSPACE_ID_FILE} (workspace id ${identity.id})`,
+  );
   if (created.length === 0) lines.push('Nothing to do: every template file was already there.');
   else lines.push('Next: tell magpie about yourself in USER.md, then try: magpie agent -m "hello"');
   io.out.write(`${lines.join('\n')}\n`);
