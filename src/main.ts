@@ -17,7 +17,7 @@ import { RedisStateStore } from './bus/state.js';
 import { CliChannel } from './channels/cli/cli-channel.js';
 import type { Channel, ChannelDeps } from './channels/types.js';
 import { parseCommandArgs } from './cli/args.js';
-import { type Config, loadConfig, parseDuration } from './config/index.js';
+import { type Config, environment, loadConfig, parseDuration } from './config/index.js';
 import { secretValues } from './config/secrets.js';
 import { ConfigError, describeError, ExitCode } from './errors/index.js';
 import { createLogger, type Logger } from './log/index.js';
@@ -37,6 +37,8 @@ export interface RoleOptions {
   tuning?: ConsumerTuning;
   /** How long shutdown waits for running turns. @defaultValue 60000 */
   shutdownTimeoutMs?: number;
+  /** magpie's environment with the flags on top, for `${VAR}` in mcp.json. @defaultValue process.env */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A running role; `stop()` shuts it down in order (same promise every time). */
@@ -139,7 +141,7 @@ async function startWorker(
   const mcp = await startMcp({
     config,
     logger,
-    env: process.env,
+    env: options.env ?? process.env,
     vision: visionCapable(config.llm.model, config.vision),
   });
   // Closed last of the worker's parts: after the turns and helpers that may still call their tools.
@@ -311,8 +313,8 @@ export async function runRoleCommand(role: Role, argv: string[], help: string): 
     process.stdout.write(`${help}\n\n${ROLE_OPTIONS_HELP}\n`);
     return ExitCode.ok;
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig({ llm: role !== 'gateway' });
+  const overrides = { workspace: values.workspace || undefined };
+  const config = loadConfig({ llm: role !== 'gateway', overrides });
   const logger = createLogger({
     level: config.log.level,
     pretty: config.log.pretty,
@@ -340,6 +342,7 @@ export async function runRoleCommand(role: Role, argv: string[], help: string): 
     config,
     logger,
     concurrency,
+    env: environment(overrides),
     shutdownTimeoutMs: flagMs('shutdown-timeout'),
     tuning: { lockDurationMs: flagMs('lock-duration'), stalledIntervalMs: flagMs('stalled-interval') },
   });

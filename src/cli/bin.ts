@@ -3,6 +3,7 @@
  * The `magpie` command. Parses the subcommand with node:util and lazy-loads
  * only the module it needs, so `magpie agent -m` does not pay for the bus.
  */
+import { debugEnabled } from '../config/debug.js';
 import { AppError, describeError, ExitCode } from '../errors/index.js';
 
 interface CommandModule {
@@ -89,6 +90,6 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     process.stderr.write(`magpie: ${describeError(err)}\n`);
     process.exitCode = err instanceof AppError ? err.exitCode : ExitCode.failure;
-    if (!(err instanceof AppError) && process.env.MAGPIE_DEBUG) console.error(err);
+    if (!(err instanceof AppError) && debugEnabled()) console.error(err);
   },
 );

@@ -292,7 +292,11 @@ export interface Config {
   heartbeat: { intervalMs: number; activeHours: string | undefined };
   timezone: string;
   dashboard: { port: number | undefined; token: string | undefined };
-  log: { level: Env['LOG_LEVEL']; pretty: boolean };
+  /**
+   * LOG_LEVEL (default info); `explicit` says it was set, so commands that log
+   * only warnings by default (cron, memory, agent) follow it only then.
+   */
+  log: { level: Env['LOG_LEVEL']; pretty: boolean; explicit: boolean };
 }
 
 /** What a command needs beyond the always-validated basics. */
@@ -365,7 +369,11 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
     timezone: e.MAGPIE_TIMEZONE,
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
-    log: { level: e.LOG_LEVEL, pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY) },
+    log: {
+      level: e.LOG_LEVEL,
+      pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY),
+      explicit: Boolean(env.LOG_LEVEL),
+    },
   };
   if (isWithin(config.workspace, config.stateDir)) {
     throw new ConfigError(
@@ -397,11 +405,29 @@ function searchBackend(e: Env): SearchBackendName | undefined {
   return SEARCH_BACKENDS.find((name) => configured[name][1] !== undefined);
 }
 
+/** Values from command-line flags that beat the environment and `.env`. */
+export interface ConfigOverrides {
+  /** `--workspace DIR`: beats MAGPIE_WORKSPACE. @defaultValue MAGPIE_WORKSPACE */
+  workspace?: string | undefined;
+}
+
+/** Options of {@link loadConfig}. */
+export interface LoadConfigOptions extends ConfigNeeds {
+  /** Flag values that beat the environment. @defaultValue none */
+  overrides?: ConfigOverrides;
+  /** The env file read first (variables already set win). @defaultValue '.env' */
+  envFile?: string;
+}
+
 /**
  * Loads `.env` from the current folder (variables already set win) and parses
- * the environment. The entry point for commands.
+ * the environment, with the command's flags on top. The entry point for
+ * commands; the environment itself is never written.
+ *
+ * @example loadConfig({ llm: true, overrides: { workspace: values.workspace } })
  */
-export function loadConfig(needs: ConfigNeeds = {}, envFile = '.env'): Config {
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const envFile = options.envFile ?? '.env';
   if (existsSync(envFile)) {
     try {
       process.loadEnvFile(envFile);
@@ -409,7 +435,16 @@ export function loadConfig(needs: ConfigNeeds = {}, envFile = '.env'): Config {
       throw new ConfigError(`${envFile} could not be read (${(err as Error).message}): fix or remove it`);
     }
   }
-  return parseConfig(process.env, needs);
+  return parseConfig(environment(options.overrides), options);
+}
+
+/**
+ * magpie's environment (after `.env`) with the flags' overrides on top, never
+ * written back: what the config is parsed from and `${VAR}` in mcp.json expands from.
+ */
+export function environment(overrides: ConfigOverrides = {}): NodeJS.ProcessEnv {
+  const { workspace } = overrides;
+  return workspace === undefined ? process.env : { ...process.env, MAGPIE_WORKSPACE: workspace };
 }
 
 /** True when `inner` is `outer` or lies below it (by path, symlinks not followed). */
@@ -437,5 +472,6 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+export { debugEnabled } from './debug.js';
 export { formatDuration, parseDuration } from './duration.js';
 export type { ModelEndpointConfig } from './fallback-models.js';

@@ -10,12 +10,11 @@ import { visionCapable } from '../../agent/model-vision.js';
 import type { OutboundSink } from '../../agent/ports.js';
 import type { TurnOutcome } from '../../agent/types.js';
 import type { OutboundMessageInput } from '../../bus/messages.js';
-import { type Config, loadConfig } from '../../config/index.js';
-import { secretValues } from '../../config/secrets.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
-import { createLogger, type Logger } from '../../log/index.js';
+import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
 import { parseCommandArgs } from '../args.js';
+import { commandConfig, commandEnv, commandLogger } from '../startup.js';
 
 const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
 
@@ -56,14 +55,15 @@ export async function run(argv: string[]): Promise<number> {
   if (chat.trim() === '') {
     throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
   }
-  const { config, logLevel } = agentConfig(values.workspace);
-  const logger = createLogger({ level: logLevel, pretty: config.log.pretty, secrets: secretValues(config) });
+  // --workspace beats MAGPIE_WORKSPACE (also one from .env); only warnings unless LOG_LEVEL is set, so stdout holds replies only.
+  const config = commandConfig(values, { llm: true });
+  const logger = commandLogger(config, 'quiet');
   const { buildAgent } = await import('../../app/build-agent.js');
   // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
   const mcp = await startMcp({
     config,
     logger,
-    env: process.env,
+    env: commandEnv(values),
     vision: visionCapable(config.llm.model, config.vision),
   });
   let code: number;
@@ -93,17 +93,6 @@ export async function run(argv: string[]): Promise<number> {
  */
 function exitWhenIdle(code: number): void {
   setImmediate(() => process.exit(code)).unref();
-}
-
-/**
- * The config for this command: --workspace beats MAGPIE_WORKSPACE (also one
- * from .env, which never overrides a set variable), and with LOG_LEVEL unset
- * everywhere only warnings are logged, so stdout holds replies only.
- */
-function agentConfig(workspace: string | undefined): { config: Config; logLevel: string } {
-  if (workspace !== undefined) process.env.MAGPIE_WORKSPACE = workspace;
-  const config = loadConfig({ llm: true });
-  return { config, logLevel: process.env.LOG_LEVEL ? config.log.level : 'warn' };
 }
 
 /** One message: the reply on stdout; Ctrl-C cancels (exit 130); an unfinished turn exits 1. */

@@ -3,13 +3,10 @@
  * during a turn sends /stop; Ctrl-C at an empty prompt or Ctrl-D quits.
  */
 import { createInterface } from 'node:readline';
-import { Bus } from '../../bus/bus.js';
-import { clientLogLevel, onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
-import { loadConfig } from '../../config/index.js';
-import { secretValues } from '../../config/secrets.js';
+import { onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
 import { AppError, describeError, ExitCode } from '../../errors/index.js';
-import { createLogger } from '../../log/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
+import { startCommand } from '../startup.js';
 
 const HELP = `usage: magpie chat [options]
 
@@ -36,14 +33,7 @@ export async function run(argv: string[]): Promise<number> {
     return ExitCode.ok;
   }
   const timeoutMs = parseTimeoutFlag('chat', values.timeout);
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
-  const logger = createLogger({
-    level: clientLogLevel(config.log.level),
-    pretty: config.log.pretty,
-    secrets: secretValues(config),
-  });
-  const bus = await Bus.connect({ config, logger });
+  const { bus } = await startCommand(values, 'client');
   const chatId = values.chat ?? 'default';
   // Reminders and helper results arrive on their own, between or during prompts. Subscribed
   // before readline starts, which would otherwise read piped lines before the loop below.

@@ -1,12 +1,9 @@
 /** `magpie cron list` and `magpie cron remove <id>`: every chat's scheduled tasks, from Redis. */
-import { Bus } from '../../bus/bus.js';
-import { loadConfig } from '../../config/index.js';
-import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { createLogger } from '../../log/index.js';
 import { CronStore, type ListedTask } from '../../scheduler/cron-store.js';
 import { formatInZone } from '../../scheduler/schedule.js';
 import { parseCommandArgs } from '../args.js';
+import { startCommand } from '../startup.js';
 
 const HELP = `usage: magpie cron list [--json]
        magpie cron remove <id>
@@ -43,14 +40,7 @@ export async function run(argv: string[]): Promise<number> {
   if (action === 'list' && id !== undefined) {
     throw new ConfigError(`magpie cron list: unexpected argument "${id}"`);
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
-  const logger = createLogger({
-    level: process.env.LOG_LEVEL ?? 'warn',
-    pretty: config.log.pretty,
-    secrets: secretValues(config),
-  });
-  const bus = await Bus.connect({ config, logger });
+  const { bus } = await startCommand(values, 'quiet');
   const store = new CronStore({ connection: bus.redis, prefix: bus.prefix });
   try {
     if (action === 'list') {

@@ -1,12 +1,10 @@
 /** `magpie dashboard`: serves the local web dashboard until Ctrl-C. */
 import { Bus } from '../../bus/bus.js';
-import { loadConfig } from '../../config/index.js';
-import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { createLogger } from '../../log/index.js';
 import { loadDashboardToken } from '../../ops/dashboard-auth.js';
 import { startDashboard } from '../../ops/dashboard-server.js';
 import { parseCommandArgs } from '../args.js';
+import { commandConfig, commandLogger } from '../startup.js';
 
 const HELP = `usage: magpie dashboard [--port N]
 
@@ -37,8 +35,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return ExitCode.ok;
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
+  const config = commandConfig(values);
   let port = config.dashboard.port ?? DEFAULT_DASHBOARD_PORT;
   if (values.port !== undefined) {
     port = Number(values.port);
@@ -46,11 +43,7 @@ export async function run(argv: string[]): Promise<number> {
       throw new ConfigError(`magpie dashboard: --port "${values.port}" is not a port number`);
     }
   }
-  const logger = createLogger({
-    level: config.log.level,
-    pretty: config.log.pretty,
-    secrets: secretValues(config),
-  });
+  const logger = commandLogger(config, 'configured');
   const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
   const bus = await Bus.connect({ config, logger });
   const dashboard = await startDashboard({

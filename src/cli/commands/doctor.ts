@@ -1,10 +1,11 @@
 /** `magpie doctor [--live]`: is everything set up? One line per check, with the fix. */
-import { type Config, loadConfig } from '../../config/index.js';
+import type { Config } from '../../config/index.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { formatChecks, runChecks } from '../../ops/doctor.js';
 import { buildChecks } from '../../ops/doctor-checks.js';
 import { parseCommandArgs } from '../args.js';
+import { commandConfig, commandEnv } from '../startup.js';
 
 const HELP = `usage: magpie doctor [--live]
 
@@ -32,10 +33,9 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return ExitCode.ok;
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
   let config: Config;
   try {
-    config = loadConfig();
+    config = commandConfig(values);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stdout.write(
@@ -45,7 +45,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     return ExitCode.failure;
   }
-  const doctor = buildChecks({ config, live: values.live ?? false });
+  const doctor = buildChecks({ config, live: values.live ?? false, env: commandEnv(values) });
   try {
     const lines = await runChecks(doctor.checks, {
       timeoutMs: 3_000,

@@ -3,10 +3,11 @@
  * whether it connected (or why not) and its tools as the model sees them,
  * then disconnects.
  */
-import { loadConfig, parseDuration } from '../../config/index.js';
+import { parseDuration } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { type McpProbe, probeMcp } from '../../mcp/probe.js';
 import { parseCommandArgs } from '../args.js';
+import { commandConfig, commandEnv } from '../startup.js';
 
 const HELP = `usage: magpie mcp [--json] [--timeout D] [--workspace DIR]
 
@@ -47,9 +48,8 @@ export async function runMcp(argv: string[], io: McpCommandIO): Promise<number> 
   if (waitMs === undefined || waitMs <= 0) {
     throw new ConfigError(`magpie mcp: --timeout "${values.timeout}" is not a duration (e.g. 30s)`);
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
-  const probe = await probeMcp({ config, env: process.env, waitMs });
+  const config = commandConfig(values);
+  const probe = await probeMcp({ config, env: commandEnv(values), waitMs });
   io.out.write(values.json ? `${JSON.stringify(probe, null, 2)}\n` : formatProbe(probe));
   return probe.servers.every((s) => s.state === 'connected') ? ExitCode.ok : ExitCode.failure;
 }

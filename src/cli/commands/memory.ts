@@ -4,15 +4,13 @@
  * memory_search tool — and a rebuild of that index from every file.
  */
 import { statSync } from 'node:fs';
-import { loadConfig } from '../../config/index.js';
-import { secretValues } from '../../config/secrets.js';
 import { AppError, ConfigError, ExitCode } from '../../errors/index.js';
-import { createLogger } from '../../log/index.js';
 import { formatDay, parseDay } from '../../memory/search/dates.js';
 import { formatForPeople, hitJson, type SearchFilters } from '../../memory/search/format.js';
 import { type IndexFigures, MemoryIndex } from '../../memory/search/memory-index.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../memory/search/search.js';
 import { parseCommandArgs } from '../args.js';
+import { commandConfig, commandLogger } from '../startup.js';
 
 const HELP = `usage: magpie memory search "words" [--limit N] [--since DATE] [--until DATE] [--json]
        magpie memory reindex [--json]
@@ -86,13 +84,8 @@ export async function runMemory(argv: string[], io: MemoryCommandIO): Promise<nu
     ...(values.since ? { since: parseDay(values.since, '--since') } : {}),
     ...(values.until ? { until: parseDay(values.until, '--until') } : {}),
   }));
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
-  const logger = createLogger({
-    level: process.env.LOG_LEVEL ?? 'warn',
-    pretty: config.log.pretty,
-    secrets: secretValues(config),
-  });
+  const config = commandConfig(values);
+  const logger = commandLogger(config, 'quiet');
   const index = new MemoryIndex({
     workspace: config.workspace,
     stateDir: config.stateDir,

@@ -11,9 +11,9 @@ import {
   listPairingRequests,
   type PairingRequest,
 } from '../../channels/access.js';
-import { loadConfig } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { parseCommandArgs } from '../args.js';
+import { commandConfig } from '../startup.js';
 
 const HELP = `usage: magpie pairing list
        magpie pairing approve <code>
@@ -47,8 +47,7 @@ export async function run(argv: string[]): Promise<number> {
   if ((action === 'approve' && !code) || extra.length > 0 || (action === 'list' && code)) {
     throw new ConfigError('magpie pairing: usage is "pairing list" or "pairing approve <code>"');
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
+  const config = commandConfig(values);
   const redis = await connectProducer(await resolveRedisUrl(config));
   try {
     const prefix = config.redis.prefix;

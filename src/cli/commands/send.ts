@@ -1,12 +1,9 @@
 /** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
-import { Bus } from '../../bus/bus.js';
-import { clientLogLevel, sendAndWait } from '../../channels/cli/client.js';
+import { sendAndWait } from '../../channels/cli/client.js';
 import { isStopCommand } from '../../commands/parse.js';
-import { loadConfig } from '../../config/index.js';
-import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { createLogger } from '../../log/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
+import { startCommand } from '../startup.js';
 
 const HELP = `usage: magpie send -m "text" [options]
 
@@ -39,14 +36,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
   }
   const timeoutMs = parseTimeoutFlag('send', values.timeout);
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
-  const logger = createLogger({
-    level: clientLogLevel(config.log.level),
-    pretty: config.log.pretty,
-    secrets: secretValues(config),
-  });
-  const bus = await Bus.connect({ config, logger });
+  const { bus } = await startCommand(values, 'client');
   try {
     const chatId = values.chat ?? 'default';
     if (isStopCommand(values.message)) {

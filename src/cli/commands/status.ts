@@ -1,11 +1,9 @@
 /** `magpie status [--json]`: what is running and queued right now, read from Redis. */
-import { Bus } from '../../bus/bus.js';
-import { loadConfig } from '../../config/index.js';
 import { ExitCode } from '../../errors/index.js';
-import { silentLogger } from '../../log/index.js';
 import { collectStatus } from '../../ops/status.js';
 import { formatStatus } from '../../ops/status-format.js';
 import { parseCommandArgs } from '../args.js';
+import { startCommand } from '../startup.js';
 
 const HELP = `usage: magpie status [--json]
 
@@ -32,9 +30,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return ExitCode.ok;
   }
-  if (values.workspace) process.env.MAGPIE_WORKSPACE = values.workspace;
-  const config = loadConfig();
-  const bus = await Bus.connect({ config, logger: silentLogger() });
+  const { config, bus } = await startCommand(values, 'silent');
   try {
     const report = await collectStatus({
       redis: bus.redis,

@@ -1,0 +1,92 @@
+/**
+ * The start-up path every command shares: flags → `loadConfig({ overrides })`
+ * → logger → bus. Commands never write `process.env`; `--workspace` reaches
+ * the config as an override.
+ */
+import { Bus } from '../bus/bus.js';
+import { clientLogLevel } from '../channels/cli/client.js';
+import {
+  type Config,
+  type ConfigNeeds,
+  type ConfigOverrides,
+  environment,
+  loadConfig,
+} from '../config/index.js';
+import { secretValues } from '../config/secrets.js';
+import { createLogger, type Logger, silentLogger } from '../log/index.js';
+
+/** The flags every command that reads the config may take. */
+export interface StartupFlags {
+  /** `--workspace DIR`; empty or absent leaves MAGPIE_WORKSPACE in charge. */
+  workspace?: string | undefined;
+}
+
+/**
+ * How loud a command's log is:
+ * - `configured`: LOG_LEVEL (servers: start, gateway, worker, dashboard);
+ * - `quiet`: warnings only unless LOG_LEVEL is set (cron, memory, agent: stdout holds their output);
+ * - `client`: warnings only unless LOG_LEVEL is debug or trace (send, chat);
+ * - `silent`: nothing (status, which prints a report).
+ */
+export type CommandLogLevel = 'configured' | 'quiet' | 'client' | 'silent';
+
+/**
+ * The config of a command: `.env`, the environment, then its flags on top.
+ *
+ * @example const config = commandConfig(values, { llm: true });
+ */
+export function commandConfig(flags: StartupFlags, needs: ConfigNeeds = {}): Config {
+  return loadConfig({ ...needs, overrides: overrides(flags) });
+}
+
+/**
+ * The environment a command's config came from (flags on top), for `${VAR}`
+ * in mcp.json. Call after {@link commandConfig}, which reads `.env`.
+ */
+export function commandEnv(flags: StartupFlags): NodeJS.ProcessEnv {
+  return environment(overrides(flags));
+}
+
+function overrides(flags: StartupFlags): ConfigOverrides {
+  return { workspace: flags.workspace || undefined };
+}
+
+/** The root logger of a command, scrubbing the config's secrets. */
+export function commandLogger(config: Config, level: CommandLogLevel): Logger {
+  if (level === 'silent') return silentLogger();
+  return createLogger({
+    level: logLevel(config, level),
+    pretty: config.log.pretty,
+    secrets: secretValues(config),
+  });
+}
+
+/** The level a command logs at (see {@link CommandLogLevel}). */
+export function logLevel(config: Config, level: Exclude<CommandLogLevel, 'silent'>): string {
+  const configured = config.log.level;
+  if (level === 'quiet') return config.log.explicit ? configured : 'warn';
+  if (level === 'client') return clientLogLevel(configured);
+  return configured;
+}
+
+/** Config, logger and a connected bus: what a command that talks to Redis starts with. */
+export interface CommandContext {
+  config: Config;
+  logger: Logger;
+  bus: Bus;
+}
+
+/**
+ * The whole start-up path for a command that talks to the bus. The caller
+ * closes `bus` when done.
+ *
+ * @example
+ * const { config, bus } = await startCommand(values, 'client');
+ * try { … } finally { await bus.close(); }
+ */
+export async function startCommand(flags: StartupFlags, level: CommandLogLevel): Promise<CommandContext> {
+  const config = commandConfig(flags);
+  const logger = commandLogger(config, level);
+  const bus = await Bus.connect({ config, logger });
+  return { config, logger, bus };
+}
