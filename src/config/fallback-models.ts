@@ -22,7 +22,7 @@ export interface ModelEndpointConfig {
   apiKey: string | undefined;
   /** Where this entry comes from, for messages: `MAGPIE_MODEL` or `MAGPIE_FALLBACK_MODELS`. */
   setting: string;
-  /** The variable holding the key (`OPENAI_API_KEY`, the entry's `#VAR`), undefined without a key. */
+  /** The variable holding the key (`OPENAI_API_KEY`, the entry's `#VAR`, set or not); undefined: none is used. */
   keyVar: string | undefined;
 }
 
@@ -133,7 +133,7 @@ function parseEntry(
     baseURL: baseURL ?? primary.baseURL,
     apiKey,
     setting: 'MAGPIE_FALLBACK_MODELS',
-    keyVar: apiKey === undefined ? undefined : keyVar,
+    keyVar,
   };
 }
 

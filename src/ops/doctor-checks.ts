@@ -1,8 +1,9 @@
 /**
  * The checks `magpie doctor` runs, built from the Config: workspace,
- * bootstrap files, exec's sandbox, Redis (reachable, version, noeviction, persistence), the
- * LLM endpoint (models, optionally one live token), Telegram getMe, Discord
- * /users/@me, each MCP server, the web search backend, and a worker seen alive.
+ * bootstrap files, exec's sandbox, Redis (reachable, version, noeviction,
+ * persistence), every configured model (listed by its endpoint, optionally one
+ * live token; doctor-models.ts), Telegram getMe, Discord /users/@me, each MCP
+ * server, the web search backend, and a worker seen alive.
  */
 import { access, constants, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,10 +11,10 @@ import type { Redis } from 'ioredis';
 import { findLocalRedis } from '../bus/local-redis.js';
 import { connectProducer, displayUrl } from '../bus/redis.js';
 import type { Config } from '../config/index.js';
-import { AppError, describeError, hasCode } from '../errors/index.js';
-import { OpenAIProvider } from '../providers/openai/provider.js';
+import { describeError } from '../errors/index.js';
 import { listTemplateFiles, templatesDir } from '../workspace/templates.js';
 import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
+import { modelChecks } from './doctor-models.js';
 import { mcpCheck, searchCheck } from './doctor-reach.js';
 import { execSandboxCheck } from './doctor-sandbox.js';
 import { listWorkers } from './workers.js';
@@ -121,52 +122,9 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
         return results;
       },
     },
-    {
-      name: 'llm endpoint',
-      async run(signal) {
-        if (!config.llm.apiKey)
-          return failed(
-            'OPENAI_API_KEY is not set',
-            'put your key in .env (OPENAI_API_KEY=...; "none" for a local server)',
-          );
-        const provider = llmProvider(config);
-        let models: string[];
-        try {
-          models = await provider.listModels(signal);
-        } catch (err) {
-          return failed(`${config.llm.baseURL}: ${describeError(err)}`, llmFix(err, config));
-        }
-        if (!models.includes(config.llm.model)) {
-          return failed(
-            `${config.llm.baseURL} does not list the model "${config.llm.model}" (${models.slice(0, 5).join(', ') || 'none listed'})`,
-            'set MAGPIE_MODEL in .env to one of the listed models',
-          );
-        }
-        return pass(`${config.llm.baseURL} lists ${config.llm.model}`);
-      },
-    },
   ];
-  if (options.live) {
-    checks.push({
-      name: 'llm live',
-      async run(signal) {
-        if (!config.llm.apiKey) return skipped('OPENAI_API_KEY is not set');
-        try {
-          const started = Date.now();
-          await llmProvider(config).chat({
-            messages: [{ role: 'user', content: 'Reply with OK.' }],
-            maxTokens: 1,
-            // One token may all go to reasoning: an answer at all is what this check is after.
-            allowEmpty: true,
-            signal,
-          });
-          return pass(`one-token completion from ${config.llm.model} in ${Date.now() - started} ms`);
-        } catch (err) {
-          return failed(describeError(err), llmFix(err, config));
-        }
-      },
-    });
-  }
+  // Every configured model: MAGPIE_MODEL, then each fallback (with --live, one token from each).
+  checks.push(...modelChecks(config, options.live === true));
   checks.push(
     {
       name: 'telegram',
@@ -224,25 +182,6 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
       redis?.disconnect();
     },
   };
-}
-
-function llmProvider(config: Config): OpenAIProvider {
-  return new OpenAIProvider({
-    apiKey: config.llm.apiKey ?? '',
-    baseURL: config.llm.baseURL,
-    model: config.llm.model,
-    timeoutMs: 3_000,
-    maxRetries: 0,
-  });
-}
-
-function llmFix(err: unknown, config: Config): string {
-  if (hasCode(err, 'PROVIDER_AUTH'))
-    return `the endpoint refused the key: put a valid OPENAI_API_KEY in .env for ${config.llm.baseURL}`;
-  if (err instanceof AppError && err.code === 'PROVIDER_UNREACHABLE') {
-    return `start the LLM server or fix OPENAI_BASE_URL in .env (now ${config.llm.baseURL})`;
-  }
-  return `check OPENAI_BASE_URL (${config.llm.baseURL}) and MAGPIE_MODEL in .env`;
 }
 
 async function configGet(redis: Redis, name: string): Promise<string | undefined> {

@@ -1,0 +1,117 @@
+/**
+ * The doctor's model checks: for every configured model (MAGPIE_MODEL, then
+ * each of MAGPIE_FALLBACK_MODELS) its endpoint lists it, and with `--live` it
+ * answers a one-token completion. Each model is its own check with its own
+ * time limit; a failure names the setting to fix (OPENAI_BASE_URL or the entry
+ * in MAGPIE_FALLBACK_MODELS, OPENAI_API_KEY or the entry's #VAR).
+ */
+import type { Config, ModelEndpointConfig } from '../config/index.js';
+import { AppError, describeError, hasCode } from '../errors/index.js';
+import { OpenAIProvider } from '../providers/openai/provider.js';
+import { type Check, failed, pass, skipped } from './doctor.js';
+
+/**
+ * One check per model, and with `live` one more per model. The first model's
+ * are named `llm endpoint` and `llm live`; a fallback's `fallback <id>` and
+ * `fallback <id> live`.
+ */
+export function modelChecks(config: Config, live: boolean): Check[] {
+  const models = config.llm.models;
+  const reach = models.map((m, i) => listCheck(m, i === 0 ? 'llm endpoint' : `fallback ${m.id}`));
+  if (!live) return reach;
+  return [...reach, ...models.map((m, i) => liveCheck(m, i === 0 ? 'llm live' : `fallback ${m.id} live`))];
+}
+
+function listCheck(m: ModelEndpointConfig, name: string): Check {
+  return {
+    name,
+    async run(signal) {
+      const missing = missingKey(m);
+      if (missing) return failed(missing.detail, missing.fix);
+      let listed: string[];
+      try {
+        listed = await provider(m).listModels(signal);
+      } catch (err) {
+        return failed(`${m.baseURL}: ${describeError(err)}`, fixFor(err, m));
+      }
+      if (!listed.includes(m.model)) {
+        return failed(
+          `${m.baseURL} does not list the model "${m.model}" (${listed.slice(0, 5).join(', ') || 'none listed'})`,
+          primary(m)
+            ? 'set MAGPIE_MODEL in .env to one of the listed models'
+            : `set the model of this entry in MAGPIE_FALLBACK_MODELS to one of the listed models`,
+        );
+      }
+      return pass(`${m.baseURL} lists ${m.model}`);
+    },
+  };
+}
+
+function liveCheck(m: ModelEndpointConfig, name: string): Check {
+  return {
+    name,
+    async run(signal) {
+      const missing = missingKey(m);
+      if (missing) return skipped(missing.detail);
+      try {
+        const started = Date.now();
+        await provider(m).chat({
+          messages: [{ role: 'user', content: 'Reply with OK.' }],
+          maxTokens: 1,
+          // One token may all go to reasoning: an answer at all is what this check is after.
+          allowEmpty: true,
+          signal,
+        });
+        return pass(`one-token completion from ${m.model} in ${Date.now() - started} ms`);
+      } catch (err) {
+        return failed(describeError(err), fixFor(err, m));
+      }
+    },
+  };
+}
+
+function primary(m: ModelEndpointConfig): boolean {
+  return m.setting === 'MAGPIE_MODEL';
+}
+
+/** The first model needs OPENAI_API_KEY; a fallback that names a #VAR needs that variable set. */
+function missingKey(m: ModelEndpointConfig): { detail: string; fix: string } | undefined {
+  if (m.apiKey) return undefined;
+  if (primary(m)) {
+    return {
+      detail: 'OPENAI_API_KEY is not set',
+      fix: 'put your key in .env (OPENAI_API_KEY=...; "none" for a local server)',
+    };
+  }
+  if (m.keyVar)
+    return { detail: `${m.keyVar} is not set`, fix: `put the key of ${m.baseURL} in ${m.keyVar} in .env` };
+  return undefined;
+}
+
+function provider(m: ModelEndpointConfig): OpenAIProvider {
+  return new OpenAIProvider({
+    apiKey: m.apiKey ?? '',
+    baseURL: m.baseURL,
+    model: m.model,
+    timeoutMs: 3_000,
+    maxRetries: 0,
+    ...(primary(m) ? {} : { settings: { url: m.setting, key: m.keyVar ?? m.setting } }),
+  });
+}
+
+function fixFor(err: unknown, m: ModelEndpointConfig): string {
+  if (hasCode(err, 'PROVIDER_AUTH')) {
+    if (!m.keyVar) {
+      return `the endpoint wants a key: end the entry ${m.id} in MAGPIE_FALLBACK_MODELS with #VAR and put the key in VAR in .env`;
+    }
+    return `the endpoint refused the key: put a valid ${m.keyVar} in .env for ${m.baseURL}`;
+  }
+  if (err instanceof AppError && err.code === 'PROVIDER_UNREACHABLE') {
+    return primary(m)
+      ? `start the LLM server or fix OPENAI_BASE_URL in .env (now ${m.baseURL})`
+      : `start the LLM server or fix the URL of ${m.id} in MAGPIE_FALLBACK_MODELS (now ${m.baseURL})`;
+  }
+  return primary(m)
+    ? `check OPENAI_BASE_URL (${m.baseURL}) and MAGPIE_MODEL in .env`
+    : `check the entry ${m.id} in MAGPIE_FALLBACK_MODELS (${m.baseURL})`;
+}

@@ -1,0 +1,111 @@
+/**
+ * `magpie doctor [--live]` checks every configured model: each endpoint lists
+ * its model, each answers one token with --live, and a failing fallback is a
+ * ✗ whose fix names its own setting (the entry in MAGPIE_FALLBACK_MODELS, its
+ * #VAR key) — never the key itself. Against fake OpenAI servers.
+ */
+import { createServer } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/config/index.js';
+import { secretValues } from '../../../src/config/secrets.js';
+import { formatChecks, runChecks } from '../../../src/ops/doctor.js';
+import { modelChecks } from '../../../src/ops/doctor-models.js';
+import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
+
+let main: FakeOpenAI;
+let mistral: FakeOpenAI;
+let local: FakeOpenAI;
+
+beforeEach(async () => {
+  [main, mistral, local] = await Promise.all([
+    startFakeOpenAI({ models: ['main-model'], apiKey: 'sk-main-key-123456' }),
+    startFakeOpenAI({ models: ['mistral-large'], apiKey: 'mistral-key-abcdef-99' }),
+    startFakeOpenAI({ models: ['llama3.1', 'qwen2'] }),
+  ]);
+});
+afterEach(async () => {
+  await Promise.all([main.close(), mistral.close(), local.close()]);
+});
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+function config(fallbacks: string, extra: Record<string, string> = {}) {
+  return parseConfig({
+    MAGPIE_WORKSPACE: '/tmp/magpie-doctor-models',
+    MAGPIE_TIMEZONE: 'UTC',
+    OPENAI_API_KEY: 'sk-main-key-123456',
+    OPENAI_BASE_URL: main.baseURL,
+    MAGPIE_MODEL: 'main-model',
+    MAGPIE_FALLBACK_MODELS: fallbacks,
+    MISTRAL_API_KEY: 'mistral-key-abcdef-99',
+    ...extra,
+  });
+}
+
+async function doctor(c: ReturnType<typeof config>, live: boolean): Promise<string> {
+  const text = formatChecks(await runChecks(modelChecks(c, live), { secrets: secretValues(c) }));
+  for (const secret of ['sk-main-key-123456', 'mistral-key-abcdef-99']) expect(text).not.toContain(secret);
+  return text;
+}
+
+describe('doctor: every configured model', () => {
+  it('checks that each endpoint lists its model, and with --live that each answers', async () => {
+    const c = config(`mistral-large@${mistral.baseURL}#MISTRAL_API_KEY, llama3.1@${local.baseURL}`);
+    const text = await doctor(c, true);
+    expect(text).toMatch(/^✓ llm endpoint +http:\/\/127\.0\.0\.1:\d+\/v1 lists main-model$/m);
+    expect(text).toMatch(/^✓ fallback mistral-large +http:\/\/127\.0\.0\.1:\d+\/v1 lists mistral-large$/m);
+    expect(text).toMatch(/^✓ fallback llama3\.1 +http:\/\/127\.0\.0\.1:\d+\/v1 lists llama3\.1$/m);
+    expect(text).toMatch(/^✓ llm live +one-token completion from main-model/m);
+    expect(text).toMatch(/^✓ fallback mistral-large live +one-token completion from mistral-large/m);
+    expect(text).toMatch(/^✓ fallback llama3\.1 live +one-token completion from llama3\.1/m);
+    expect(text).toContain('All checks passed.');
+    for (const fake of [main, mistral, local]) {
+      expect(fake.requests).toHaveLength(1);
+      expect(fake.requests[0]?.body.max_tokens).toBe(1);
+    }
+    expect(local.requests[0]?.headers.authorization).toBeUndefined();
+  });
+
+  it('names the fallback’s own settings when it fails', async () => {
+    const dead = `http://127.0.0.1:${await closedPort()}/v1`;
+    const c = config(`gone@${dead}, qwen-max@${local.baseURL}, mistral-large@${mistral.baseURL}#WRONG_KEY`, {
+      WRONG_KEY: 'not-the-mistral-key-77',
+    });
+    const text = await doctor(c, false);
+    expect(text).toMatch(/^✗ fallback gone +.*ECONNREFUSED/m);
+    expect(text).toContain(
+      `fix: start the LLM server or fix the URL of gone in MAGPIE_FALLBACK_MODELS (now ${dead})`,
+    );
+    expect(text).toMatch(/^✗ fallback qwen-max +.* does not list the model "qwen-max" \(llama3\.1, qwen2\)/m);
+    expect(text).toContain(
+      'fix: set the model of this entry in MAGPIE_FALLBACK_MODELS to one of the listed models',
+    );
+    expect(text).toMatch(/^✗ fallback mistral-large /m);
+    expect(text).toContain(
+      `fix: the endpoint refused the key: put a valid WRONG_KEY in .env for ${mistral.baseURL}`,
+    );
+    expect(text).not.toContain('not-the-mistral-key-77');
+    expect(text).toContain('3 checks failed.');
+  });
+
+  it('tells how to give a key to a fallback entry that has none', async () => {
+    const text = await doctor(config(`mistral-large@${mistral.baseURL}`), false);
+    expect(text).toContain(
+      'fix: the endpoint wants a key: end the entry mistral-large in MAGPIE_FALLBACK_MODELS with #VAR and put the key in VAR in .env',
+    );
+  });
+
+  it('reports a fallback key variable that is not set, and skips its live check', async () => {
+    const c = config(`mistral-large@${mistral.baseURL}#UNSET_MISTRAL_KEY`);
+    const text = await doctor(c, true);
+    expect(text).toMatch(/^✗ fallback mistral-large +UNSET_MISTRAL_KEY is not set$/m);
+    expect(text).toMatch(/^– fallback mistral-large live +UNSET_MISTRAL_KEY is not set$/m);
+    expect(mistral.requests).toHaveLength(0);
+  });
+});
