@@ -10,8 +10,10 @@ import type { AgentRunner } from './agent/types.js';
 import { checkWorkspaceIdentity } from './app/workspace-check.js';
 import { Bus } from './bus/bus.js';
 import type { ConsumerTuning } from './bus/consumer.js';
+import { RedisCooldownStore } from './bus/cooldown-store.js';
 import { Delivery } from './bus/delivery.js';
 import { type LocalRedis, startLocalRedis } from './bus/local-redis.js';
+import { RedisModelChoiceStore } from './bus/model-choice-store.js';
 import { outboundQueueName } from './bus/queues.js';
 import { RedisStateStore } from './bus/state.js';
 import { CliChannel } from './channels/cli/cli-channel.js';
@@ -138,11 +140,12 @@ async function startWorker(
   const helpersModule = await import('./helpers/index.js');
   const helperQueue = new helpersModule.HelpersQueue(bus, logger);
   // MCP servers (mcp.json) start in parallel before the first turn; without the file nothing of MCP loads.
+  // Their images are kept when any model sees; the provider puts a note in their place for one that does not.
   const mcp = await startMcp({
     config,
     logger,
     env: options.env ?? process.env,
-    vision: visionCapable(config.llm.model, config.vision),
+    vision: config.llm.models.some((m) => visionCapable(m.model, config.vision)),
   });
   // Closed last of the worker's parts: after the turns and helpers that may still call their tools.
   if (mcp) parts.push({ name: 'mcp servers', close: () => mcp.close() });
@@ -156,6 +159,9 @@ async function startWorker(
       extraTools: [scheduler.createCronTool({ bus, config })],
       helperQueue,
       helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
+      // Shared by every worker: a failing model rests for all of them; a chat's /model holds everywhere.
+      cooldowns: new RedisCooldownStore(bus.redis, bus.prefix),
+      modelChoices: new RedisModelChoiceStore(bus.redis, bus.prefix),
       ...(mcp ? { mcp } : {}),
       ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });

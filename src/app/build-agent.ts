@@ -8,7 +8,7 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ContextBuilder } from '../agent/context.js';
 import { AgentLoop } from '../agent/loop.js';
-import type { OutboundSink, StateStore } from '../agent/ports.js';
+import type { ModelChoiceStore, OutboundSink, StateStore } from '../agent/ports.js';
 import type { Config } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -22,6 +22,7 @@ import {
 import type { Logger } from '../log/index.js';
 import { MemoryIndex } from '../memory/search/memory-index.js';
 import { MemoryStore } from '../memory/store.js';
+import type { CooldownStore } from '../providers/cooldown.js';
 import type { LLMProvider } from '../providers/types.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import type { SessionStore } from '../sessions/types.js';
@@ -64,8 +65,12 @@ export interface BuildAgentOptions {
   state?: StateStore;
   /** Tools beyond the core ones (cron, spawn, load_skill…). */
   extraTools?: Tool[];
-  /** A ready provider (tests); by default the OpenAI provider from `config.llm`. */
+  /** A ready provider (tests); by default every model of `config.llm` behind a FallbackProvider. */
   provider?: LLMProvider;
+  /** Cool-downs of failing models (Redis in the daemon, shared by the workers). @defaultValue in memory */
+  cooldowns?: CooldownStore;
+  /** Each chat's model (`/model`): Redis in the daemon, a file in the state folder for `magpie agent`. @defaultValue in memory */
+  modelChoices?: ModelChoiceStore;
   /** Where `spawn` queues helper jobs (the bus in the daemon). Without it there is no `spawn` tool. */
   helperQueue?: HelperQueue;
   /** Records running helpers for `magpie status`. @defaultValue the log only */
@@ -90,7 +95,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
   const { config, logger } = options;
   const [workspace, provider, execSandbox] = await Promise.all([
     existingWorkspace(config.workspace),
-    options.provider ?? openAIProvider(config, logger),
+    options.provider ?? modelProvider(config, logger, options.cooldowns),
     options.execSandbox ?? resolveExecSandbox(config, logger),
   ]);
   const secrets = secretValues(config);
@@ -164,6 +169,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     memoryFlush: true,
     flushTools: tools.without('message', 'spawn', 'subagent', 'cron'),
     ...(config.prices ? { prices: config.prices } : {}),
+    ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
 }
@@ -223,16 +229,11 @@ async function existingWorkspace(dir: string): Promise<string> {
 }
 
 /** Loaded lazily: tests and callers with their own provider never load the openai SDK. */
-async function openAIProvider(config: Config, logger: Logger): Promise<LLMProvider> {
-  const { OpenAIProvider } = await import('../providers/openai/provider.js');
-  return new OpenAIProvider({
-    apiKey: config.llm.apiKey ?? '',
-    baseURL: config.llm.baseURL,
-    model: config.llm.model,
-    timeoutMs: config.llm.timeoutMs,
-    maxRetries: config.llm.maxRetries,
-    promptCache: config.llm.promptCache,
-    logger,
-    ...(config.llm.transcribeModel ? { transcribeModel: config.llm.transcribeModel } : {}),
-  });
+async function modelProvider(
+  config: Config,
+  logger: Logger,
+  cooldowns?: CooldownStore,
+): Promise<LLMProvider> {
+  const { buildProvider } = await import('./build-provider.js');
+  return buildProvider(config, logger, cooldowns);
 }

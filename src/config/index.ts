@@ -149,6 +149,7 @@ export const EnvSchema = z.object({
   OPENAI_BASE_URL: endpointUrl('https://api.openai.com/v1'),
   MAGPIE_MODEL: z.string().min(1).default('gpt-4o-mini'),
   MAGPIE_FALLBACK_MODELS: optionalText,
+  MAGPIE_FALLBACK_COOLDOWN: duration('30s', { maxMs: 600_000 }),
   MAGPIE_WORKSPACE: z.string().min(1).default('./workspace'),
   MAGPIE_STATE_DIR: optionalText,
   MAGPIE_MAX_ITERATIONS: positiveInt(20),
@@ -250,6 +251,8 @@ export interface Config {
      * then MAGPIE_FALLBACK_MODELS (see config/fallback-models.ts).
      */
     models: readonly ModelEndpointConfig[];
+    /** How long a failed model first rests; doubles while it keeps failing, at most 10 min. */
+    cooldownMs: number;
   };
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated when set. */
   prices: PriceConfig | undefined;
@@ -340,6 +343,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
         env,
         needs.llm === true,
       ),
+      cooldownMs: e.MAGPIE_FALLBACK_COOLDOWN,
     },
     prices: pricesFrom(e),
     workspace: path.resolve(e.MAGPIE_WORKSPACE),

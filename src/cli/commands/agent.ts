@@ -64,14 +64,17 @@ export async function run(argv: string[]): Promise<number> {
     config,
     logger,
     env: commandEnv(values),
-    vision: visionCapable(config.llm.model, config.vision),
+    vision: config.llm.models.some((m) => visionCapable(m.model, config.vision)),
   });
   let code: number;
   try {
+    const { FileModelChoiceStore } = await import('../../sessions/model-choice-file.js');
     const { agent } = await buildAgent({
       config,
       logger,
       outbound: new TerminalSink(chat, logger),
+      // A chat's /model is kept in the state folder, so the next `magpie agent --chat ID` uses it too.
+      modelChoices: new FileModelChoiceStore(config.stateDir, logger),
       ...(mcp ? { mcp } : {}),
     });
     const sessionKey = `cli:${chat}`;
