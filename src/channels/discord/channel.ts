@@ -15,13 +15,16 @@ import {
 import type { OutboundMessage } from '../../bus/messages.js';
 import { stopReply } from '../../commands/list.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
+import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
+import { pairingText } from '../pairing-text.js';
+import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
+import { TypingLoop } from '../typing.js';
 import { deliverMessage, targetChannelId } from './delivery.js';
 import { handleInbound, type InboundAction } from './inbound.js';
 import { PublishBuffer } from './publish-buffer.js';
-import { TypingIndicators } from './typing.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface DiscordChannelOptions {
@@ -41,9 +44,6 @@ interface Received {
   action?: InboundAction;
 }
 
-const PAIRING_TEXT = (code: string) =>
-  `Hi! I don't know you yet. Ask my owner to run: npx magpie pairing approve ${code}`;
-
 /** A Channel over discord.js 14. Build with {@link createDiscordChannel}. */
 export class DiscordChannel implements Channel {
   readonly name = 'discord';
@@ -51,11 +51,11 @@ export class DiscordChannel implements Channel {
   private readonly logger: Logger;
   private readonly client: Client;
   private readonly access: AccessControl;
-  private readonly typing: TypingIndicators;
+  private readonly typing: TypingLoop;
   private readonly buffer: PublishBuffer<Received>;
   private readonly readyTimeoutMs: number;
   /** Parts already posted per outbound id, so a retried send resumes where it failed. */
-  private readonly partsSent = new Map<string, number>();
+  private readonly progress = new SendProgress();
   private botUserId = '';
   private stopping: Promise<void> | undefined;
 
@@ -83,13 +83,7 @@ export class DiscordChannel implements Channel {
       redis: deps.redis,
       prefix: deps.config.redis.prefix,
     });
-    this.typing = new TypingIndicators({
-      logger: this.logger,
-      intervalMs: options.typingIntervalMs ?? 8000,
-      sendTyping: async (channelId) => {
-        await this.client.rest.post(Routes.channelTyping(channelId));
-      },
-    });
+    this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 8000 });
     this.buffer = new PublishBuffer<Received>({
       publish: (received) => this.handle(received),
       idOf: (received) => received.message.id,
@@ -129,14 +123,14 @@ export class DiscordChannel implements Channel {
     return this.buffer.size;
   }
 
-  /** Stops intake, typing and the connection; idempotent. */
+  /** Stops intake, typing and the connection; every step runs even if one throws. Idempotent. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      this.client.removeAllListeners(Events.MessageCreate);
-      this.typing.stopAll();
-      await this.buffer.close();
-      await this.client.destroy();
-    })();
+    this.stopping ??= runAll([
+      () => this.client.removeAllListeners(Events.MessageCreate),
+      () => this.typing.stopAll(),
+      () => this.buffer.close(),
+      () => this.client.destroy(),
+    ]);
     return this.stopping;
   }
 
@@ -147,17 +141,20 @@ export class DiscordChannel implements Channel {
       this.logger.debug({ id: message.id }, 'empty discord message not sent');
       return;
     }
-    const sent = this.partsSent.get(message.id) ?? 0;
+    const sent = this.progress.sent(message.id);
     const total = await deliverMessage(this.client.rest, message, sent, (index) => {
-      this.partsSent.set(message.id, index + 1);
-      if (this.partsSent.size > 1000) this.partsSent.delete(this.partsSent.keys().next().value!);
+      this.progress.record(message.id, index + 1);
     });
-    this.partsSent.delete(message.id);
+    this.progress.finish(message.id);
     this.logger.debug({ id: message.id, channelId, parts: total }, 'discord message delivered');
   }
 
+  /** Typing in the channel (a thread is its own channel) until the reply is delivered. */
   startActivity(chatId: string, threadId?: string): void {
-    this.typing.start(threadId ?? chatId);
+    const channelId = threadId ?? chatId;
+    this.typing.start(channelId, async () => {
+      await this.client.rest.post(Routes.channelTyping(channelId));
+    });
   }
 
   stopActivity(chatId: string, threadId?: string): void {
@@ -202,7 +199,7 @@ export class DiscordChannel implements Channel {
         return;
       case 'pairing':
         this.logger.info({ senderId: message.author.id }, 'unknown discord sender: pairing code sent');
-        await this.reply(action.channelId, PAIRING_TEXT(action.code));
+        await this.reply(action.channelId, pairingText(action.code));
         return;
       case 'stop':
         await this.reply(action.channelId, stopReply(await this.deps.bus.cancel(action.sessionKey)));

@@ -9,9 +9,13 @@ import { sessionKeyOf } from '../../bus/messages.js';
 import { COMMANDS, stopReply } from '../../commands/list.js';
 import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
+import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
+import { pairingText } from '../pairing-text.js';
+import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
+import { TypingLoop } from '../typing.js';
 import { formatForTelegram, TelegramDelivery } from './delivery.js';
 import {
   type BotIdentity,
@@ -26,7 +30,6 @@ import {
 } from './inbound.js';
 import { fetchMedia } from './media.js';
 import { UpdatePoller } from './polling.js';
-import { TypingIndicator } from './typing.js';
 
 /** Tuning knobs, mostly for tests. */
 export interface TelegramChannelOptions {
@@ -42,20 +45,18 @@ export interface TelegramChannelOptions {
   pairingTtlSeconds?: number;
 }
 
-/** How many partly delivered replies to remember (a retried job resumes after its sent parts). */
-const PROGRESS_LIMIT = 1000;
-
 export class TelegramChannel implements Channel {
   readonly name = 'telegram';
   private readonly logger: Logger;
   private readonly telegram: Telegram;
   private readonly access: AccessControl;
   private readonly delivery: TelegramDelivery;
-  private readonly typing: TypingIndicator;
+  private readonly typing: TypingLoop;
   private readonly poller: UpdatePoller;
   private readonly downloads = new AbortController();
+  private stopping: Promise<void> | undefined;
   /** Parts already delivered per outbound message id. */
-  private readonly progress = new Map<string, number>();
+  private readonly progress = new SendProgress();
   private bot: BotIdentity | undefined;
 
   constructor(
@@ -80,16 +81,7 @@ export class TelegramChannel implements Channel {
       maxAttempts: options.sendAttempts ?? 6,
       baseDelayMs: options.retryDelayMs ?? 1000,
     });
-    this.typing = new TypingIndicator({
-      logger: this.logger,
-      intervalMs: options.typingIntervalMs ?? 4000,
-      sendAction: (chatId, threadId) =>
-        this.telegram.sendChatAction(
-          chatId,
-          'typing',
-          threadId ? { message_thread_id: Number(threadId) } : {},
-        ),
-    });
+    this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 4000 });
     this.poller = new UpdatePoller({
       telegram: this.telegram,
       logger: this.logger,
@@ -124,17 +116,21 @@ export class TelegramChannel implements Channel {
     this.poller.start();
   }
 
-  async stop(): Promise<void> {
-    this.downloads.abort();
-    await this.poller.stop();
-    this.typing.stopAll();
+  /** Stops downloads, the long poll and typing; every step runs even if one throws. Idempotent: the same promise every time. */
+  stop(): Promise<void> {
+    this.stopping ??= runAll([
+      () => this.downloads.abort(),
+      () => this.poller.stop(),
+      () => this.typing.stopAll(),
+    ]);
+    return this.stopping;
   }
 
   /** Delivers a reply: formatted, split, in order; a retried message resumes after its sent parts. */
   async send(message: OutboundMessage): Promise<void> {
-    if (message.kind !== 'message') this.typing.stop(message.chatId, message.threadId);
+    if (message.kind !== 'message') this.stopActivity(message.chatId, message.threadId);
     const parts = formatForTelegram(message.content);
-    const done = this.progress.get(message.id) ?? 0;
+    const done = this.progress.sent(message.id);
     for (let i = done; i < parts.length; i++) {
       await this.delivery.sendPart(
         {
@@ -144,26 +140,21 @@ export class TelegramChannel implements Channel {
         },
         parts[i]!,
       );
-      this.rememberProgress(message.id, i + 1);
+      this.progress.record(message.id, i + 1);
     }
-    this.progress.delete(message.id);
+    this.progress.finish(message.id);
   }
 
+  /** Typing in the chat (or forum topic) until the reply is delivered. */
   startActivity(chatId: string, threadId?: string): void {
-    this.typing.start(chatId, threadId);
+    const extra = threadId ? { message_thread_id: Number(threadId) } : {};
+    this.typing.start(typingKey(chatId, threadId), () =>
+      this.telegram.sendChatAction(chatId, 'typing', extra),
+    );
   }
 
   stopActivity(chatId: string, threadId?: string): void {
-    this.typing.stop(chatId, threadId);
-  }
-
-  private rememberProgress(id: string, count: number): void {
-    this.progress.delete(id);
-    this.progress.set(id, count);
-    if (this.progress.size > PROGRESS_LIMIT) {
-      const oldest = this.progress.keys().next().value;
-      if (oldest !== undefined) this.progress.delete(oldest);
-    }
+    this.typing.stop(typingKey(chatId, threadId));
   }
 
   /**
@@ -260,7 +251,7 @@ export class TelegramChannel implements Channel {
   }
 }
 
-/** The only thing an unknown DM sender is told. */
-export function pairingText(code: string): string {
-  return `Hi! I don't know you yet. Ask my owner to run: npx magpie pairing approve ${code}`;
+/** A forum topic types on its own. */
+function typingKey(chatId: string, threadId: string | undefined): string {
+  return threadId ? `${chatId}/${threadId}` : chatId;
 }

@@ -5,4 +5,4 @@ import { TelegramChannel } from './channel.js';
 /** Builds the Telegram channel from the shared deps (token, API root, allow-list from config). */
 export const createTelegramChannel: ChannelFactory = (deps: ChannelDeps) => new TelegramChannel(deps);
 
-export { pairingText, TelegramChannel, type TelegramChannelOptions } from './channel.js';
+export { TelegramChannel, type TelegramChannelOptions } from './channel.js';
