@@ -12,6 +12,7 @@ import { stopReply } from '../commands/list.js';
 import { isStopCommand } from '../commands/parse.js';
 import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
+import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
@@ -209,8 +210,7 @@ export class Bus implements ChannelBus {
         this.logger.warn({ err: describeError(err), queue: queue.name }, 'closing a queue failed');
       }
     }
-    await this.subscriber?.close();
-    this.redis.disconnect();
+    await runAll([() => this.subscriber?.close(), () => this.redis.disconnect()]);
   }
 
   private queue(name: string): Queue {

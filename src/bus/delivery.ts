@@ -6,6 +6,7 @@
  */
 import type { Channel } from '../channels/types.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
+import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import type { Bus } from './bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from './consumer.js';
@@ -55,12 +56,13 @@ export class Delivery {
 
   /** Stops consuming (deliveries in flight finish) and the activity subscription. Idempotent. */
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.consumer.close();
-      await this.unsubscribe?.().catch((err: unknown) =>
-        this.logger.debug({ err: describeError(err) }, 'activity unsubscribe failed'),
-      );
-    })();
+    this.closing ??= runAll([
+      () => this.consumer.close(),
+      () =>
+        this.unsubscribe?.().catch((err: unknown) =>
+          this.logger.debug({ err: describeError(err) }, 'activity unsubscribe failed'),
+        ),
+    ]);
     return this.closing;
   }
 

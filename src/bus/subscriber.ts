@@ -3,12 +3,14 @@
  * activity, CLI replies). ioredis re-subscribes by itself after a reconnect.
  */
 import type { Redis } from 'ioredis';
+import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 
 type Handler = (payload: string) => void;
 
 export class Subscriber {
   private readonly handlers = new Map<string, Set<Handler>>();
+  private closing: Promise<void> | undefined;
 
   constructor(
     private readonly redis: Redis,
@@ -42,8 +44,9 @@ export class Subscriber {
     };
   }
 
-  async close(): Promise<void> {
-    this.handlers.clear();
-    this.redis.disconnect();
+  /** Drops every handler and the connection. Idempotent: the same promise every time. */
+  close(): Promise<void> {
+    this.closing ??= runAll([() => this.handlers.clear(), () => this.redis.disconnect()]);
+    return this.closing;
   }
 }

@@ -42,6 +42,7 @@ export class HelperWorker {
   readonly #o: HelperWorkerOptions;
   readonly #log: Logger;
   #consumer: Consumer | undefined;
+  #closing: Promise<void> | undefined;
 
   constructor(options: HelperWorkerOptions) {
     this.#o = options;
@@ -54,9 +55,13 @@ export class HelperWorker {
     await this.#consumer.ready();
   }
 
-  /** Stops taking helper jobs; running ones finish (bounded by the consumer's shutdown timeout). */
-  async close(): Promise<void> {
-    await this.#consumer?.close();
+  /**
+   * Stops taking helper jobs; running ones finish (bounded by the consumer's
+   * shutdown timeout). Idempotent: the same promise every time.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#consumer?.close() ?? Promise.resolve();
+    return this.#closing;
   }
 
   async #process(consumed: ConsumedJob): Promise<void> {

@@ -73,6 +73,7 @@ export interface CronStoreOptions {
 /** Adds, lists and removes scheduled tasks. */
 export class CronStore {
   private readonly queue: Queue;
+  private closing: Promise<void> | undefined;
 
   constructor(options: CronStoreOptions) {
     this.queue = openScheduledQueue(options.connection, options.prefix);
@@ -143,9 +144,10 @@ export class CronStore {
     return this.queue.removeJobScheduler(jobId);
   }
 
-  /** Closes the queue (not the borrowed connection). */
-  async close(): Promise<void> {
-    await this.queue.close();
+  /** Closes the queue (not the borrowed connection). Idempotent: the same promise every time. */
+  close(): Promise<void> {
+    this.closing ??= this.queue.close();
+    return this.closing;
   }
 }
 

@@ -14,6 +14,7 @@ import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
 import { AppError, describeError } from '../errors/index.js';
+import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { TurnRecorder } from '../ops/turn-recorder.js';
 import { ModelsUnavailableError, modelsDownApology } from '../providers/fallback-failures.js';
@@ -25,7 +26,10 @@ export interface TurnWorkerOptions extends ConsumerTuning {
   bus: Bus;
   agent: AgentRunner;
   logger: Logger;
-  /** Turns run at once by this worker (different sessions). @defaultValue config.redis.concurrency */
+  /**
+   * Turns run at once by this worker (different sessions); main.ts passes
+   * MAGPIE_WORKER_CONCURRENCY (or --concurrency). @defaultValue 1
+   */
   concurrency?: number;
   /** IANA time zone whose days token use is counted in (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
   timezone?: string;
@@ -80,10 +84,7 @@ export class TurnWorker {
 
   /** Stops taking jobs and lets running turns finish (bounded). Idempotent. */
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      await this.consumer?.close();
-      await this.unsubscribe?.();
-    })();
+    this.closing ??= runAll([() => this.consumer?.close(), () => this.unsubscribe?.()]);
     return this.closing;
   }
 

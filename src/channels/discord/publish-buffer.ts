@@ -33,6 +33,7 @@ export class PublishBuffer<T> {
   private readonly maxDelayMs: number;
   private draining: Promise<void> | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private readonly idleWaiters: Array<() => void> = [];
 
@@ -80,15 +81,21 @@ export class PublishBuffer<T> {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Stops retrying; messages still held are logged as lost. */
-  async close(): Promise<void> {
-    this.closed = true;
-    this.wake?.();
-    await this.draining;
-    if (this.queue.length > 0) {
-      this.logger.warn({ count: this.queue.length }, 'discord stopped with messages not yet on the bus');
-      this.queue.length = 0;
-    }
+  /** Stops retrying; messages still held are logged as lost (once). Idempotent: the same promise every time. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      this.wake?.();
+      try {
+        await this.draining;
+      } finally {
+        if (this.queue.length > 0) {
+          this.logger.warn({ count: this.queue.length }, 'discord stopped with messages not yet on the bus');
+          this.queue.length = 0;
+        }
+      }
+    })();
+    return this.closing;
   }
 
   private async drain(): Promise<void> {
