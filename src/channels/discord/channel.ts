@@ -16,7 +16,6 @@ import type { OutboundMessage } from '../../bus/messages.js';
 import { stopReply } from '../../commands/list.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
-import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
 import { pairingText } from '../pairing-text.js';

@@ -10,7 +10,6 @@ import { COMMANDS, stopReply } from '../../commands/list.js';
 import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
-import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
 import { pairingText } from '../pairing-text.js';
@@ -55,7 +54,6 @@ export class TelegramChannel implements Channel {
   private readonly typing: TypingLoop;
   private readonly poller: UpdatePoller;
   private readonly downloads = new AbortController();
-  private stopping: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   /** Parts already delivered per outbound message id. */
   private readonly progress = new SendProgress();
