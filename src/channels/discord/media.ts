@@ -1,10 +1,11 @@
 /**
- * Attachments → Media: images and audio are downloaded (size-checked before and
- * while reading) into data: URLs; other files are described by name, type and size.
+ * Attachments → Media: images and audio are downloaded (the shared size-capped
+ * download) into data: URLs; other files are described by name, type and size.
  */
 import type { Media } from '../../bus/messages.js';
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import { downloadCapped, downloadFailureNote, tooLargeNote } from '../download.js';
 
 /** What the adapter knows about one attachment before downloading it. */
 export interface AttachmentInfo {
@@ -42,38 +43,22 @@ async function toMedia(attachment: AttachmentInfo, options: MediaOptions): Promi
       ...described,
       note: `file "${attachment.name}" (${mimeType}, ${attachment.size} bytes) was not opened`,
     };
-  if (attachment.size > options.maxBytes) {
-    return {
-      ...described,
-      note: `${kind} "${attachment.name}" is too large (${attachment.size} bytes; the limit is ${options.maxBytes})`,
-    };
-  }
+  const what = `${kind} "${attachment.name}"`;
+  if (attachment.size > options.maxBytes)
+    return { ...described, note: `${what} is ${tooLargeNote(attachment.size, options.maxBytes)}` };
   try {
-    const bytes = await download(attachment.url, options.maxBytes, options.timeoutMs ?? 30_000);
+    const got = await downloadCapped(attachment.url, {
+      maxBytes: options.maxBytes,
+      timeoutMs: options.timeoutMs ?? 30_000,
+    });
+    if (!got.ok) return { ...described, note: `${what} ${downloadFailureNote(got, options.maxBytes)}` };
     return {
       ...described,
-      size: bytes.length,
-      dataUrl: `data:${mimeType};base64,${bytes.toString('base64')}`,
+      size: got.bytes.length,
+      dataUrl: `data:${mimeType};base64,${got.bytes.toString('base64')}`,
     };
   } catch (err) {
     options.logger.warn({ err, name: attachment.name }, 'discord attachment download failed');
-    return {
-      ...described,
-      note: `${kind} "${attachment.name}" could not be downloaded (${describeError(err)})`,
-    };
+    return { ...described, note: `${what} could not be downloaded (${describeError(err)})` };
   }
-}
-
-/** GETs `url` into memory, refusing more than `maxBytes`. */
-async function download(url: string, maxBytes: number, timeoutMs: number): Promise<Buffer> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of res.body) {
-    total += chunk.length;
-    if (total > maxBytes) throw new Error(`larger than ${maxBytes} bytes`);
-    chunks.push(Buffer.from(chunk));
-  }
-  return Buffer.concat(chunks);
 }

@@ -5,6 +5,7 @@
  */
 import { type CommandWord, commandWord, parseCommand } from '../../commands/parse.js';
 import type { Sender } from '../access.js';
+import { megabytes, tooLargeNote } from '../download.js';
 
 /** The fields of a Bot API `User` this adapter reads. */
 export interface TgUser {
@@ -156,8 +157,6 @@ export interface MediaPlan {
   note?: string;
 }
 
-const mb = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-
 /**
  * What to fetch for a message's attachments. Photos: the largest size under
  * `maxBytes`; image documents count as images; voice and audio are fetched for
@@ -165,7 +164,6 @@ const mb = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
  */
 export function planMedia(message: TgMessage, maxBytes: number): MediaPlan[] {
   const plans: MediaPlan[] = [];
-  const tooLarge = (size: number) => `too large (${mb(size)}; the limit is ${mb(maxBytes)}), not downloaded`;
   if (message.photo && message.photo.length > 0) {
     const fitting = message.photo.filter((p) => p.file_size === undefined || p.file_size <= maxBytes);
     const best = fitting.sort((a, b) => b.width * b.height - a.width * a.height)[0];
@@ -184,7 +182,7 @@ export function planMedia(message: TgMessage, maxBytes: number): MediaPlan[] {
         mimeType: 'image/jpeg',
         size: smallest,
         download: false,
-        note: tooLarge(smallest),
+        note: tooLargeNote(smallest, maxBytes),
       });
     }
   }
@@ -193,12 +191,11 @@ export function planMedia(message: TgMessage, maxBytes: number): MediaPlan[] {
     : message.audio
       ? { file: message.audio, mime: 'audio/mpeg', name: message.audio.file_name ?? 'audio' }
       : undefined;
-  if (audio) plans.push(fetchable('audio', audio.file, audio.mime, audio.name, maxBytes, tooLarge));
+  if (audio) plans.push(fetchable('audio', audio.file, audio.mime, audio.name, maxBytes));
   const doc = message.document;
   if (doc) {
     const mime = doc.mime_type ?? 'application/octet-stream';
-    if (mime.startsWith('image/'))
-      plans.push(fetchable('image', doc, mime, doc.file_name, maxBytes, tooLarge));
+    if (mime.startsWith('image/')) plans.push(fetchable('image', doc, mime, doc.file_name, maxBytes));
     else plans.push(describe(doc, mime, doc.file_name ?? 'file', 'document'));
   }
   if (message.video) plans.push(describe(message.video, 'video/mp4', 'video', 'video'));
@@ -223,7 +220,6 @@ function fetchable(
   mimeType: string,
   name: string | undefined,
   maxBytes: number,
-  tooLarge: (size: number) => string,
 ): MediaPlan {
   const mime = file.mime_type ?? mimeType;
   const base = {
@@ -233,7 +229,7 @@ function fetchable(
     ...(file.file_size ? { size: file.file_size } : {}),
   };
   if (file.file_size !== undefined && file.file_size > maxBytes) {
-    return { ...base, download: false, note: tooLarge(file.file_size) };
+    return { ...base, download: false, note: tooLargeNote(file.file_size, maxBytes) };
   }
   return { ...base, fileId: file.file_id, download: true };
 }
@@ -241,7 +237,7 @@ function fetchable(
 function describe(file: TgFile, fallbackMime: string, name: string, what: string): MediaPlan {
   const mimeType = file.mime_type ?? fallbackMime;
   const size = file.file_size;
-  const sizeText = size !== undefined ? `, ${mb(size)}` : '';
+  const sizeText = size !== undefined ? `, ${megabytes(size)}` : '';
   return {
     kind: 'file',
     mimeType,

@@ -1,6 +1,6 @@
 /**
- * Fetching attachments: `getFile`, then the download, with the size limit
- * enforced before and during the transfer. Failures become notes the model
+ * Fetching attachments: `getFile`, then the shared size-capped download
+ * (or a local Bot API server's file, size checked first). Failures become notes the model
  * reads, never exceptions that would hold up the update.
  */
 import { readFile, stat } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import type { Telegram } from 'telegraf';
 import type { Media } from '../../bus/messages.js';
 import { describeError } from '../../errors/index.js';
 import { type Logger, redactSecrets } from '../../log/index.js';
+import { downloadCapped, downloadFailureNote, tooLargeNote } from '../download.js';
 import type { MediaPlan } from './inbound.js';
 
 export interface FetchMediaOptions {
@@ -54,36 +55,21 @@ type DownloadResult = { ok: true; bytes: Buffer } | { ok: false; note: string };
 
 async function download(fileId: string, options: FetchMediaOptions): Promise<DownloadResult> {
   const { telegram, maxBytes } = options;
-  const tooLarge = (size: number): DownloadResult => ({
-    ok: false,
-    note: `too large (${size} bytes; the limit is ${maxBytes}), not downloaded`,
-  });
   try {
     const url = await telegram.getFileLink(fileId);
     // A local Bot API server (--local) answers with an absolute path on its disk.
     if (url.protocol === 'file:') {
       const path = fileURLToPath(url);
       const info = await stat(path);
-      if (info.size > maxBytes) return tooLarge(info.size);
+      if (info.size > maxBytes) return { ok: false, note: tooLargeNote(info.size, maxBytes) };
       return { ok: true, bytes: await readFile(path) };
     }
-    const timeout = AbortSignal.timeout(options.timeoutMs ?? 60_000);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-    const res = await fetch(url, { signal });
-    if (!res.ok || !res.body) return { ok: false, note: `could not be downloaded (HTTP ${res.status})` };
-    const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-    if (Number.isFinite(declared) && declared > maxBytes) {
-      await res.body.cancel();
-      return tooLarge(declared);
-    }
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for await (const chunk of res.body) {
-      total += chunk.length;
-      if (total > maxBytes) return tooLarge(total);
-      chunks.push(Buffer.from(chunk));
-    }
-    return { ok: true, bytes: Buffer.concat(chunks) };
+    const got = await downloadCapped(url, {
+      maxBytes,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return got.ok ? got : { ok: false, note: downloadFailureNote(got, maxBytes) };
   } catch (err) {
     const reason = redactSecrets(describeError(err), [telegram.token]);
     options.logger.warn({ err: reason }, 'Telegram file download failed');
