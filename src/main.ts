@@ -14,6 +14,7 @@ import { RedisCooldownStore } from './bus/cooldown-store.js';
 import { Delivery } from './bus/delivery.js';
 import { type LocalRedis, startLocalRedis } from './bus/local-redis.js';
 import { RedisModelChoiceStore } from './bus/model-choice-store.js';
+import { RedisPairingStore } from './bus/pairing-store.js';
 import { outboundQueueName } from './bus/queues.js';
 import { RedisStateStore } from './bus/state.js';
 import { CliChannel } from './channels/cli/cli-channel.js';
@@ -214,7 +215,7 @@ async function startWorker(
 
 async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   const { config, logger } = options;
-  const deps: ChannelDeps = { config, bus, logger, redis: bus.redis };
+  const deps: ChannelDeps = { config, bus, logger, pairing: new RedisPairingStore(bus.redis, bus.prefix) };
   const channels: Channel[] = [new CliChannel({ bus, logger })];
   if (config.telegram.token) {
     const { createTelegramChannel } = await import('./channels/telegram/index.js');

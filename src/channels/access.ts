@@ -6,22 +6,16 @@
  * Strangers cannot flood the owner or Redis: a sender keeps the same code
  * while it is pending and is sent it at most once per `repeatAfterSeconds`;
  * at most `maxPending` requests are pending at once (beyond that nothing is
- * stored and nothing is sent); every key expires on its own, and expired
- * codes are pruned on every new request, not only by `pairing list`. One
- * Lua script decides and writes atomically, so concurrent messages cannot
- * overshoot the cap or mint two codes for one sender.
- *
- * Keys (all under `<prefix>:pairing:`):
- * - `code:<CODE>`               the PairingRequest as JSON, expires after the TTL
- * - `pending:<channel>:<id>`    the sender's pending code (same code while pending), expires with it
- * - `notified:<channel>:<id>`   set while the sender was told their code recently, expires after repeatAfterSeconds
- * - `codes`                     sorted set of codes by expiry time (the cap, `list`), expires with the newest code
- * - `approved:<channel>`        set of approved sender ids
+ * stored and nothing is sent); every stored request expires on its own, and
+ * expired codes are pruned on every new request, not only by `pairing list`.
+ * The PairingStore (bus/pairing-store.ts in the daemon) decides and writes
+ * each request atomically.
  */
 import { randomInt } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { z } from 'zod';
+import type { PairingRequest, PairingStore } from '../bus/pairing-store.js';
 import { AppError } from '../errors/index.js';
+
+export type { PairingRequest, PairingStore } from '../bus/pairing-store.js';
 
 /** The person behind a platform message. */
 export interface Sender {
@@ -29,27 +23,6 @@ export interface Sender {
   username?: string;
   displayName?: string;
 }
-
-/** A pending request to be admitted, as shown by `magpie pairing list`. */
-export interface PairingRequest {
-  code: string;
-  channel: string;
-  senderId: string;
-  username?: string;
-  displayName?: string;
-  chatId: string;
-  createdAt: string;
-}
-
-const PairingRequestSchema = z.object({
-  code: z.string(),
-  channel: z.string(),
-  senderId: z.string(),
-  username: z.string().optional(),
-  displayName: z.string().optional(),
-  chatId: z.string(),
-  createdAt: z.string(),
-});
 
 /** Characters of a pairing code: no 0/O, 1/I confusion. */
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
@@ -66,9 +39,8 @@ export interface AccessControlOptions {
   channel: string;
   /** Entries of `*_ALLOW_FROM`: `*`, sender ids, or `@usernames` (case-insensitive). */
   allowFrom: string[];
-  redis: Redis;
-  /** Key prefix (config.redis.prefix). */
-  prefix: string;
+  /** Where requests and approvals are kept (shared by every gateway). */
+  pairing: PairingStore;
   /** How long a pairing code stays valid. @defaultValue 3600 */
   codeTtlSeconds?: number;
   /** How long a pending sender who keeps writing waits before being sent their code again. @defaultValue 600 */
@@ -87,47 +59,13 @@ export type PairingOutcome =
   | { status: 'quiet'; code: string }
   | { status: 'full' };
 
-const keys = (prefix: string) => ({
-  code: (code: string) => `${prefix}:pairing:code:${code}`,
-  codePrefix: `${prefix}:pairing:code:`,
-  pending: (channel: string, senderId: string) => `${prefix}:pairing:pending:${channel}:${senderId}`,
-  notified: (channel: string, senderId: string) => `${prefix}:pairing:notified:${channel}:${senderId}`,
-  codes: `${prefix}:pairing:codes`,
-  approved: (channel: string) => `${prefix}:pairing:approved:${channel}`,
-});
-
-/**
- * KEYS: codes, pending, notified, code:<new>. ARGV: now (ms), ttl (s), repeat
- * (s), max pending, new code, request JSON, code key prefix. Returns
- * {status, code}: status `send`, `quiet`, `full` or `taken` (the new code
- * exists: pick another).
- */
-const REQUEST_SCRIPT = `
-local now = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local existing = redis.call('GET', KEYS[2])
-if existing and redis.call('EXISTS', ARGV[7] .. existing) == 1 then
-  if redis.call('SET', KEYS[3], '1', 'EX', ARGV[3], 'NX') then return {'send', existing} end
-  return {'quiet', existing}
-end
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {'full', ''} end
-if not redis.call('SET', KEYS[4], ARGV[6], 'EX', ttl, 'NX') then return {'taken', ''} end
-redis.call('SET', KEYS[2], ARGV[5], 'EX', ttl)
-redis.call('ZADD', KEYS[1], now + ttl * 1000, ARGV[5])
-redis.call('EXPIRE', KEYS[1], ttl)
-redis.call('SET', KEYS[3], '1', 'EX', ARGV[3])
-return {'send', ARGV[5]}
-`;
-
 /** The access check shared by the Telegram and Discord adapters. */
 export class AccessControl {
   private readonly channel: string;
   private readonly allowAll: boolean;
   private readonly allowIds: Set<string>;
   private readonly allowUsernames: Set<string>;
-  private readonly redis: Redis;
-  private readonly keys: ReturnType<typeof keys>;
+  private readonly pairing: PairingStore;
   private readonly ttlSeconds: number;
   private readonly repeatSeconds: number;
   private readonly maxPending: number;
@@ -137,8 +75,7 @@ export class AccessControl {
     this.repeatSeconds = positive('repeatAfterSeconds', options.repeatAfterSeconds ?? 600);
     this.maxPending = positive('maxPending', options.maxPending ?? DEFAULT_MAX_PENDING);
     this.channel = options.channel;
-    this.redis = options.redis;
-    this.keys = keys(options.prefix);
+    this.pairing = options.pairing;
     const entries = options.allowFrom.map((e) => e.trim()).filter((e) => e !== '');
     this.allowAll = entries.includes('*');
     this.allowIds = new Set(entries.filter((e) => !e.startsWith('@')));
@@ -153,7 +90,7 @@ export class AccessControl {
     if (sender.username && this.allowUsernames.has(sender.username.replace(/^@/, '').toLowerCase())) {
       return true;
     }
-    return (await this.redis.sismember(this.keys.approved(this.channel), sender.id)) === 1;
+    return this.pairing.isApproved(this.channel, sender.id);
   }
 
   /**
@@ -174,24 +111,13 @@ export class AccessControl {
         ...(sender.username ? { username: sender.username.slice(0, MAX_NAME_LENGTH) } : {}),
         ...(sender.displayName ? { displayName: sender.displayName.slice(0, MAX_NAME_LENGTH) } : {}),
       };
-      const [status, value] = (await this.redis.eval(
-        REQUEST_SCRIPT,
-        4,
-        this.keys.codes,
-        this.keys.pending(this.channel, sender.id),
-        this.keys.notified(this.channel, sender.id),
-        this.keys.code(code),
-        Date.now(),
-        this.ttlSeconds,
-        this.repeatSeconds,
-        this.maxPending,
-        code,
-        JSON.stringify(request),
-        this.keys.codePrefix,
-      )) as [string, string];
-      if (status === 'send' || status === 'quiet') return { status, code: value };
-      if (status === 'full') return { status };
+      const draw = await this.pairing.request(request, {
+        ttlSeconds: this.ttlSeconds,
+        repeatSeconds: this.repeatSeconds,
+        maxPending: this.maxPending,
+      });
       // 'taken': another pending request drew the same code; draw again
+      if (draw.status !== 'taken') return draw;
     }
     throw new AppError('INTERNAL', 'no free pairing code after 5 draws');
   }
@@ -206,55 +132,4 @@ function newCode(): string {
   let code = '';
   for (let i = 0; i < CODE_LENGTH; i++) code += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
   return code;
-}
-
-/** Pending pairing requests of every channel, oldest first. Expired codes are dropped. */
-export async function listPairingRequests(redis: Redis, prefix: string): Promise<PairingRequest[]> {
-  const k = keys(prefix);
-  await redis.zremrangebyscore(k.codes, '-inf', String(Date.now()));
-  const codes = await redis.zrange(k.codes, '0', '-1');
-  if (codes.length === 0) return [];
-  const values = await redis.mget(codes.map((c) => k.code(c)));
-  const requests: PairingRequest[] = [];
-  const gone: string[] = [];
-  values.forEach((value, i) => {
-    const request = parseRequest(value);
-    if (request) requests.push(request);
-    else gone.push(codes[i] as string);
-  });
-  if (gone.length > 0) await redis.zrem(k.codes, ...gone);
-  return requests.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-}
-
-/**
- * Admits the sender behind `code` (case-insensitive) on its channel. Returns
- * the request, or undefined when no pending request has that code.
- */
-export async function approvePairing(
-  redis: Redis,
-  prefix: string,
-  code: string,
-): Promise<PairingRequest | undefined> {
-  const k = keys(prefix);
-  const normalized = code.trim().toUpperCase();
-  const request = parseRequest(await redis.get(k.code(normalized)));
-  if (!request) return undefined;
-  await redis
-    .multi()
-    .sadd(k.approved(request.channel), request.senderId)
-    .del(k.code(normalized), k.pending(request.channel, request.senderId))
-    .zrem(k.codes, normalized)
-    .exec();
-  return request;
-}
-
-function parseRequest(value: string | null): PairingRequest | undefined {
-  if (value === null) return undefined;
-  try {
-    const parsed = PairingRequestSchema.safeParse(JSON.parse(value));
-    return parsed.success ? parsed.data : undefined;
-  } catch (err) {
-    if (err instanceof SyntaxError) return undefined;
-    throw err;
-  }
 }

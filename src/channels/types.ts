@@ -2,8 +2,8 @@
  * The Channel port. An adapter turns platform events into InboundMessages
  * (after the access check) and delivers OutboundMessages. It never calls the LLM.
  */
-import type { Redis } from 'ioredis';
 import type { InboundMessageInput, OutboundMessage } from '../bus/messages.js';
+import type { PairingStore } from '../bus/pairing-store.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 
@@ -32,8 +32,8 @@ export interface ChannelDeps {
   config: Config;
   bus: ChannelBus;
   logger: Logger;
-  /** A shared Redis connection (pairing codes, approved senders). Keys must start with `${config.redis.prefix}:`. */
-  redis: Redis;
+  /** Pairing codes and approved senders, shared by every gateway. */
+  pairing: PairingStore;
 }
 
 /** A channel factory: `createTelegramChannel(deps)`, `createDiscordChannel(deps)`. */

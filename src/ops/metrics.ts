@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
-import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from './keys.js';
+import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from '../bus/keys.js';
 import { discoverQueues, queueDepths } from './queues.js';
 import { readRunning } from './turn-record.js';
 import { listWorkers } from './workers.js';

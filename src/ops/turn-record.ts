@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { opsKeys } from './keys.js';
+import { opsKeys } from '../bus/keys.js';
 
 export const TurnRecordSchema = z.object({
   /** The worker's turn id (session + first message). */

@@ -6,9 +6,9 @@
  */
 import type { Redis } from 'ioredis';
 import type { TurnMetrics } from '../agent/types.js';
+import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from '../bus/keys.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
 import type { TurnRecord } from './turn-record.js';
 import { addUsage, dayOf } from './usage.js';
 

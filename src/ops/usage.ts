@@ -12,7 +12,7 @@ import {
   type TokenPrices,
   zeroCounts,
 } from '../agent/token-usage.js';
-import { opsKeys, totalsFields } from './keys.js';
+import { opsKeys, totalsFields } from '../bus/keys.js';
 import type { TurnRecord } from './turn-record.js';
 
 /** Days a day's usage hash is kept. */

@@ -4,6 +4,7 @@
  * order with that chat's turns. Ids are derived from the task and the planned
  * time of the occurrence, so a redone job never fires twice.
  */
+import { schedulerKeys } from '../bus/keys.js';
 import type { Logger } from '../log/index.js';
 import type { CronTask } from './cron-store.js';
 import type { SchedulerBus } from './ports.js';
@@ -55,7 +56,7 @@ export async function fireTask(
     log.info('scheduled reminder sent');
     return 'sent';
   }
-  const marker = `${deps.bus.prefix}:scheduler:fired:${id}`;
+  const marker = schedulerKeys.fired(deps.bus.prefix, id);
   const taken = await deps.bus.redis.set(marker, '1', 'EX', FIRED_MARKER_TTL_SECONDS, 'NX');
   if (taken !== 'OK') {
     log.info('scheduled agent turn already queued; not queueing it again');

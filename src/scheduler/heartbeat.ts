@@ -12,6 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StateStore } from '../agent/ports.js';
+import { schedulerKeys } from '../bus/keys.js';
 import { sessionKeyOf } from '../bus/messages.js';
 import { keys } from '../bus/queues.js';
 import type { Config } from '../config/index.js';
@@ -85,7 +86,7 @@ export class HeartbeatRunner {
     this.lockTtlMs = options.lockTtlMs ?? 60_000;
     this.busyWaitMs = options.busyWaitMs ?? 300_000;
     this.busyPollMs = options.busyPollMs ?? 500;
-    this.lockKey = `${options.bus.prefix}:scheduler:heartbeat-lock`;
+    this.lockKey = schedulerKeys.heartbeatLock(options.bus.prefix);
   }
 
   /** Runs the tick of job `jobId`. Throws only on infrastructure errors (the job retries). */

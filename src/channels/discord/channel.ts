@@ -80,8 +80,7 @@ export class DiscordChannel implements Channel {
     this.access = new AccessControl({
       channel: 'discord',
       allowFrom: deps.config.discord.allowFrom,
-      redis: deps.redis,
-      prefix: deps.config.redis.prefix,
+      pairing: deps.pairing,
     });
     this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 8000 });
     this.buffer = new PublishBuffer<Received>({

@@ -4,10 +4,8 @@
  * and delivery of replies with typing in between. Never calls the LLM.
  */
 import { Telegram, TelegramError } from 'telegraf';
-import type { InboundMessageInput, OutboundMessage } from '../../bus/messages.js';
-import { sessionKeyOf } from '../../bus/messages.js';
+import type { OutboundMessage } from '../../bus/messages.js';
 import { COMMANDS, stopReply } from '../../commands/list.js';
-import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
@@ -16,18 +14,9 @@ import { pairingText } from '../pairing-text.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
+import { decideUpdate, type TelegramRoute } from './decide.js';
 import { formatForTelegram, TelegramDelivery } from './delivery.js';
-import {
-  type BotIdentity,
-  cleanText,
-  isAddressedToBot,
-  isCommandForOtherBot,
-  isGroupChat,
-  planMedia,
-  senderOf,
-  type TgMessage,
-  type TgUpdate,
-} from './inbound.js';
+import type { BotIdentity, TgUpdate } from './inbound.js';
 import { fetchMedia } from './media.js';
 import { UpdatePoller } from './polling.js';
 
@@ -71,8 +60,7 @@ export class TelegramChannel implements Channel {
     this.access = new AccessControl({
       channel: this.name,
       allowFrom: deps.config.telegram.allowFrom,
-      redis: deps.redis,
-      prefix: deps.config.redis.prefix,
+      pairing: deps.pairing,
       ...(options.pairingTtlSeconds ? { codeTtlSeconds: options.pairingTtlSeconds } : {}),
     });
     this.delivery = new TelegramDelivery({
@@ -158,91 +146,44 @@ export class TelegramChannel implements Channel {
   }
 
   /**
-   * One update → at most one bus message. Rejects only when the bus (Redis)
-   * failed, so the poller retries the update instead of confirming it.
+   * One update → at most one bus message (the decisions are in decide.ts).
+   * Rejects only when the bus (Redis) failed, so the poller retries the
+   * update instead of confirming it.
    */
   private async handleUpdate(update: TgUpdate): Promise<void> {
-    const message = update.message;
     const bot = this.bot;
-    if (!message?.from || message.from.is_bot || !bot) return;
-    const group = isGroupChat(message);
-    if (!group && message.chat.type !== 'private') return;
-    if (isCommandForOtherBot(message, bot)) return;
-    if (group && !isAddressedToBot(message, bot)) return;
-
-    const sender = senderOf(message.from);
-    const chatId = String(message.chat.id);
-    const threadId =
-      message.is_topic_message && message.message_thread_id ? String(message.message_thread_id) : undefined;
-    const log = this.logger.child({ chatId, updateId: update.update_id });
-
-    if (!(await this.access.isAllowed(sender))) {
-      if (group) {
-        log.debug({ senderId: sender.id }, 'group message from an unknown sender ignored');
+    if (!bot) return;
+    const maxBytes = this.deps.config.media.maxBytes;
+    const action = await decideUpdate(update, { bot, access: this.access, maxMediaBytes: maxBytes });
+    const log = this.logger.child({ chatId: update.message?.chat.id, updateId: update.update_id });
+    switch (action.kind) {
+      case 'ignore':
+        log.debug({ reason: action.reason }, 'update ignored');
         return;
+      case 'pairing':
+        log.info({ senderId: action.senderId }, 'pairing code sent to an unknown sender');
+        await this.notify(action.route, pairingText(action.code));
+        return;
+      case 'stop':
+        await this.notify(action.route, stopReply(await this.deps.bus.cancel(action.sessionKey)));
+        return;
+      case 'publish': {
+        const media = await fetchMedia(action.media, {
+          telegram: this.telegram,
+          logger: log,
+          maxBytes,
+          signal: this.downloads.signal,
+        });
+        // Stopping mid-download: leave the update unconfirmed so it is fetched again after a restart.
+        if (this.downloads.signal.aborted)
+          throw new AppError('CANCELLED', 'stopped while fetching attachments');
+        await this.deps.bus.publishInbound({ ...action.message, media });
       }
-      const pairing = await this.access.requestPairing(sender, chatId);
-      if (pairing.status === 'send') {
-        log.info({ senderId: sender.id }, 'pairing code sent to an unknown sender');
-        await this.notify(chatId, pairingText(pairing.code), threadId);
-      } else {
-        // Told recently, or too many strangers pending: say nothing (no flood, nothing stored).
-        log.debug({ senderId: sender.id, pairing: pairing.status }, 'unknown sender: no pairing message');
-      }
-      return;
     }
-
-    const content = cleanText(message, bot);
-    const sessionKey = sessionKeyOf({ channel: this.name, chatId, threadId });
-    if (isStopCommand(content, bot.username)) {
-      const stopped = await this.deps.bus.cancel(sessionKey);
-      await this.notify(chatId, stopReply(stopped), threadId);
-      return;
-    }
-
-    const media = await fetchMedia(planMedia(message, this.deps.config.media.maxBytes), {
-      telegram: this.telegram,
-      logger: log,
-      maxBytes: this.deps.config.media.maxBytes,
-      signal: this.downloads.signal,
-    });
-    // Stopping mid-download: leave the update unconfirmed so it is fetched again after a restart.
-    if (this.downloads.signal.aborted) throw new AppError('CANCELLED', 'stopped while fetching attachments');
-    if (content === '' && media.length === 0) return;
-    await this.deps.bus.publishInbound(this.toInbound(message, { content, media, chatId, threadId, group }));
-  }
-
-  private toInbound(
-    message: TgMessage,
-    m: {
-      content: string;
-      media: InboundMessageInput['media'];
-      chatId: string;
-      threadId: string | undefined;
-      group: boolean;
-    },
-  ): InboundMessageInput {
-    const sender = senderOf(message.from!);
-    return {
-      id: `telegram:${m.chatId}:${message.message_id}`,
-      channel: this.name,
-      chatId: m.chatId,
-      ...(m.threadId ? { threadId: m.threadId } : {}),
-      senderId: sender.id,
-      ...(sender.displayName ? { senderName: sender.displayName } : {}),
-      content: m.content,
-      media: m.media,
-      platformMessageId: String(message.message_id),
-      isGroup: m.group,
-      metadata: {
-        ...(sender.username ? { username: sender.username } : {}),
-        ...(m.group && message.chat.title ? { chatTitle: message.chat.title } : {}),
-      },
-    };
   }
 
   /** A short notice; a failure is logged, never retried forever (the update is still confirmed). */
-  private async notify(chatId: string, text: string, threadId: string | undefined): Promise<void> {
+  private async notify({ chatId, threadId }: TelegramRoute, text: string): Promise<void> {
     try {
       await this.delivery.sendPlain(chatId, text, threadId);
     } catch (err) {

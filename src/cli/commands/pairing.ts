@@ -4,13 +4,9 @@
  */
 
 import { resolveRedisUrl } from '../../bus/local-redis.js';
+import { approvePairing, listPairingRequests, type PairingRequest } from '../../bus/pairing-store.js';
 import { connectProducer } from '../../bus/redis.js';
-import {
-  approvePairing,
-  DEFAULT_MAX_PENDING,
-  listPairingRequests,
-  type PairingRequest,
-} from '../../channels/access.js';
+import { DEFAULT_MAX_PENDING } from '../../channels/access.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { parseCommandArgs } from '../args.js';
 import { commandConfig } from '../startup.js';

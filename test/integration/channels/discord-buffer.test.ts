@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
-import { approvePairing } from '../../../src/channels/access.js';
+import { approvePairing } from '../../../src/bus/pairing-store.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { FakeUser } from '../../fakes/discord-server.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Bus } from '../../../src/bus/bus.js';
 import type { InboundMessageInput } from '../../../src/bus/messages.js';
+import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channels/discord/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
 import { type Config, parseConfig } from '../../../src/config/index.js';
@@ -70,7 +71,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const bus = typeof options.bus === 'function' ? await options.bus(config) : options.bus;
   const channelRedis = options.useBusRedis && bus instanceof Bus ? bus.redis : redis;
   const channel = new DiscordChannel(
-    { config, bus, logger: silentLogger(), redis: channelRedis },
+    { config, bus, logger: silentLogger(), pairing: new RedisPairingStore(channelRedis, prefix) },
     { typingIntervalMs: 100, bufferRetryMs: 50, readyTimeoutMs: 10_000, ...options.channelOptions },
   );
   return {

@@ -2,7 +2,7 @@
 
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { approvePairing } from '../../../src/channels/access.js';
+import { approvePairing, RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { DiscordChannel } from '../../../src/channels/discord/index.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { AppError } from '../../../src/errors/index.js';
@@ -382,7 +382,12 @@ describe('discord channel', () => {
     const redis = new Redis(redisUrl);
     try {
       const config = parseConfig({ DISCORD_BOT_TOKEN: 'a-wrong-token', DISCORD_API_ROOT: fake.apiRoot });
-      const channel = new DiscordChannel({ config, bus: new RecordingBus(), logger: silentLogger(), redis });
+      const channel = new DiscordChannel({
+        config,
+        bus: new RecordingBus(),
+        logger: silentLogger(),
+        pairing: new RedisPairingStore(redis, config.redis.prefix),
+      });
       const err = await channel.start().catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'CONFIG_INVALID' });
       expect((err as Error).message).toMatch(/DISCORD_BOT_TOKEN was refused/);

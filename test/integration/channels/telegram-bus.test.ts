@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { approvePairing } from '../../../src/channels/access.js';
+import { approvePairing } from '../../../src/bus/pairing-store.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RunningRole, startRole } from '../../../src/main.js';

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { AccessControl } from '../../../src/channels/access.js';
 
 const run = promisify(execFile);
@@ -45,7 +46,11 @@ afterAll(async () => {
 describe('magpie pairing', () => {
   it('lists pending requests and approves one by code', async () => {
     const prefix = `test-${randomUUID()}`;
-    const access = new AccessControl({ channel: 'telegram', allowFrom: [], redis, prefix });
+    const access = new AccessControl({
+      channel: 'telegram',
+      allowFrom: [],
+      pairing: new RedisPairingStore(redis, prefix),
+    });
     const outcome = await access.requestPairing(
       { id: '8001', username: 'dora', displayName: 'Dora D' },
       '8001',

@@ -12,7 +12,7 @@ import {
   InboundMessageSchema,
   OutboundMessageSchema,
 } from '../../../src/bus/messages.js';
-import { approvePairing } from '../../../src/channels/access.js';
+import { approvePairing, RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { TelegramChannel, type TelegramChannelOptions } from '../../../src/channels/telegram/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
 import { COMMANDS } from '../../../src/commands/list.js';
@@ -77,7 +77,12 @@ async function setup(
   });
   const bus = new RecordingBus();
   const channel = new TelegramChannel(
-    { config, bus, logger: process.env.DEBUG_TG ? createLogger({ level: 'debug' }) : silentLogger(), redis },
+    {
+      config,
+      bus,
+      logger: process.env.DEBUG_TG ? createLogger({ level: 'debug' }) : silentLogger(),
+      pairing: new RedisPairingStore(redis, prefix),
+    },
     FAST,
   );
   if (options.echo !== false) {
@@ -434,7 +439,12 @@ describe('Telegram channel', () => {
     cleanups.push(() => fake.close());
     const config = parseConfig({ TELEGRAM_BOT_TOKEN: '1:wrong', TELEGRAM_API_ROOT: fake.apiRoot });
     const channel = new TelegramChannel(
-      { config, bus: new RecordingBus(), logger: silentLogger(), redis },
+      {
+        config,
+        bus: new RecordingBus(),
+        logger: silentLogger(),
+        pairing: new RedisPairingStore(redis, config.redis.prefix),
+      },
       FAST,
     );
     const error = await channel.start().catch((err: unknown) => err);

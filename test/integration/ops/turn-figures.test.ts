@@ -7,10 +7,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
+import { opsKeys } from '../../../src/bus/keys.js';
 import type { InboundMessage } from '../../../src/bus/messages.js';
 import { sessionKeyOf } from '../../../src/bus/messages.js';
 import { silentLogger } from '../../../src/log/index.js';
-import { opsKeys } from '../../../src/ops/keys.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { collectStatus } from '../../../src/ops/status.js';
 import { readRunning, readTurns } from '../../../src/ops/turn-record.js';

@@ -6,8 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TurnMetrics } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
+import { opsKeys } from '../../../src/bus/keys.js';
 import { silentLogger } from '../../../src/log/index.js';
-import { opsKeys } from '../../../src/ops/keys.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { collectStatus } from '../../../src/ops/status.js';
 import { formatStatus } from '../../../src/ops/status-format.js';

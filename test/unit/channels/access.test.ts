@@ -8,11 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { approvePairing, listPairingRequests, RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import {
   AccessControl,
   type AccessControlOptions,
-  approvePairing,
-  listPairingRequests,
   type PairingOutcome,
 } from '../../../src/channels/access.js';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -28,7 +27,12 @@ afterAll(async () => {
 const newPrefix = () => `test-${randomUUID()}`;
 
 function pairingFor(prefix: string, extra: Partial<AccessControlOptions> = {}): AccessControl {
-  return new AccessControl({ channel: 'telegram', allowFrom: [], redis, prefix, ...extra });
+  return new AccessControl({
+    channel: 'telegram',
+    allowFrom: [],
+    pairing: new RedisPairingStore(redis, prefix),
+    ...extra,
+  });
 }
 
 /** The code of an outcome that has one. */
@@ -50,17 +54,29 @@ async function expired(key: string): Promise<void> {
 describe('AccessControl', () => {
   it('admits ids, @usernames (case-insensitive) and everyone with *', async () => {
     const prefix = newPrefix();
-    const access = new AccessControl({ channel: 'telegram', allowFrom: ['42', '@Alice'], redis, prefix });
+    const access = new AccessControl({
+      channel: 'telegram',
+      allowFrom: ['42', '@Alice'],
+      pairing: new RedisPairingStore(redis, prefix),
+    });
     expect(await access.isAllowed({ id: '42' })).toBe(true);
     expect(await access.isAllowed({ id: '7', username: 'alice' })).toBe(true);
     expect(await access.isAllowed({ id: '7', username: 'bob' })).toBe(false);
     expect(await access.isAllowed({ id: '7' })).toBe(false);
-    const open = new AccessControl({ channel: 'telegram', allowFrom: ['*'], redis, prefix });
+    const open = new AccessControl({
+      channel: 'telegram',
+      allowFrom: ['*'],
+      pairing: new RedisPairingStore(redis, prefix),
+    });
     expect(await open.isAllowed({ id: '7' })).toBe(true);
   });
 
   it('does not treat a username as an id or an id as a username', async () => {
-    const access = new AccessControl({ channel: 'telegram', allowFrom: ['@42'], redis, prefix: newPrefix() });
+    const access = new AccessControl({
+      channel: 'telegram',
+      allowFrom: ['@42'],
+      pairing: new RedisPairingStore(redis, newPrefix()),
+    });
     expect(await access.isAllowed({ id: '42' })).toBe(false);
   });
 
@@ -96,7 +112,11 @@ describe('AccessControl', () => {
   it('keeps approvals per channel', async () => {
     const prefix = newPrefix();
     const telegram = pairingFor(prefix);
-    const discord = new AccessControl({ channel: 'discord', allowFrom: [], redis, prefix });
+    const discord = new AccessControl({
+      channel: 'discord',
+      allowFrom: [],
+      pairing: new RedisPairingStore(redis, prefix),
+    });
     const code = codeOf(await telegram.requestPairing({ id: '5' }, '5'));
     await approvePairing(redis, prefix, code);
     expect(await telegram.isAllowed({ id: '5' })).toBe(true);

@@ -1,6 +1,8 @@
 /**
- * Redis keys of the operations view: the capped stream of per-turn figures,
- * the hash of turns running now and the worker heartbeat keys.
+ * Redis keys spelled in one place (queues have theirs in queues.ts and
+ * helpers-queue.ts): the operations view (the capped stream of per-turn
+ * figures, the hash of turns running now, worker heartbeats, token use),
+ * pairing, and the scheduler's markers and lock.
  */
 
 /** Keys under a prefix. */
@@ -44,4 +46,31 @@ export const totalsFields = {
   latencyCount: 'latency:count',
   latencySumMs: 'latency:sum_ms',
   latencyBucket: (le: number) => `latency:le:${le}`,
+};
+
+/** Pairing keys under a prefix (see pairing-store.ts). */
+export function pairingKeys(prefix: string) {
+  const codePrefix = `${prefix}:pairing:code:`;
+  return {
+    /** The PairingRequest JSON of a code, expiring after the code's TTL. */
+    code: (code: string) => `${codePrefix}${code}`,
+    /** What every code key starts with (the request script checks a pending code's key). */
+    codePrefix,
+    /** A sender's pending code. */
+    pending: (channel: string, senderId: string) => `${prefix}:pairing:pending:${channel}:${senderId}`,
+    /** Set while a sender was told their code recently. */
+    notified: (channel: string, senderId: string) => `${prefix}:pairing:notified:${channel}:${senderId}`,
+    /** Sorted set of pending codes by expiry time. */
+    codes: `${prefix}:pairing:codes`,
+    /** Set of approved sender ids of a channel. */
+    approved: (channel: string) => `${prefix}:pairing:approved:${channel}`,
+  };
+}
+
+/** Keys of the scheduler under a prefix. */
+export const schedulerKeys = {
+  /** Set once a scheduled job's message was published, so a redone job does not publish it twice. */
+  fired: (prefix: string, jobId: string) => `${prefix}:scheduler:fired:${jobId}`,
+  /** The heartbeat's lock: one worker runs a heartbeat at a time. */
+  heartbeatLock: (prefix: string) => `${prefix}:scheduler:heartbeat-lock`,
 };

@@ -5,8 +5,8 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { helperKeys } from '../bus/helpers-queue.js';
-import type { HelperRecord, HelperTracker } from './types.js';
+import type { HelperRecord, HelperTracker } from '../helpers/types.js';
+import { helperKeys } from './helpers-queue.js';
 
 const RecordSchema = z.object({
   id: z.string(),
@@ -23,6 +23,7 @@ const RecordSchema = z.object({
   pid: z.number(),
 });
 
+/** The running-helpers hash: written by the worker running each helper, listed by `magpie status`. */
 export class RedisHelperTracker implements HelperTracker {
   readonly key: string;
 
