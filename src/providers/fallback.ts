@@ -88,8 +88,8 @@ export class FallbackProvider implements LLMProvider {
   /** One chat completion from the first model of the call's order that answers. */
   async chat(request: ChatRequest): Promise<ChatResponse> {
     const order = this.#order(request.model);
-    // One model alone is called as before: no cool-downs, its own errors.
-    if (order.length === 1) return this.#callOne(order[0]!, request, 0, false);
+    // One model alone is called as before: no cool-downs, its own errors, images as sent.
+    if (order.length === 1) return this.#callOne(order[0]!, request, 0, { later: false, alone: true });
     const failures: ModelFailure[] = [];
     let streamed = false;
     const onDelta = request.onDelta;
@@ -108,7 +108,10 @@ export class FallbackProvider implements LLMProvider {
       }
       const later = await this.#anyAvailable(order.slice(position + 1));
       try {
-        const response = await this.#callOne(candidate, { ...request, onDelta: forward }, position, later);
+        const response = await this.#callOne(candidate, { ...request, onDelta: forward }, position, {
+          later,
+          alone: false,
+        });
         if (check.state === 'probe') await this.#settle('succeeded', keys);
         if (position > 0) {
           this.#logger.info(
@@ -203,18 +206,23 @@ export class FallbackProvider implements LLMProvider {
     return [{ info: adHoc, keys: cooldownKeys(primary.baseURL, model) }, ...all];
   }
 
+  /**
+   * Calls one model: `later` another model can answer if this one fails (fail fast); `alone` it is
+   * the only model, sent images as they are (its abilities are the operator's call, as before).
+   */
   async #callOne(
     candidate: Candidate,
     request: ChatRequest,
     position: number,
-    later: boolean,
+    how: { later: boolean; alone: boolean },
   ): Promise<ChatResponse> {
     const { info } = candidate;
+    const seesImages = info.vision || how.alone;
     const response = await info.provider.chat({
       ...request,
       model: info.model,
-      messages: info.vision ? request.messages : withoutImages(request.messages, info.id),
-      ...(later ? { failFast: true } : {}),
+      messages: seesImages ? request.messages : withoutImages(request.messages, info.id),
+      ...(how.later ? { failFast: true } : {}),
     });
     return { ...response, answeredBy: { model: info.id, fallbacks: position } };
   }

@@ -348,7 +348,7 @@ describe('FallbackProvider: the chat’s model and the model’s abilities', () 
     expect(primary.requests.at(-1)?.body.model).toBe('gpt-ad-hoc');
   });
 
-  it('replaces images by a note for a model that takes none, and keeps them for one that does', async () => {
+  it('replaces images by a note for a fallback that takes none, and keeps them for one that does or a model alone', async () => {
     const photo: ChatMessage[] = [
       {
         role: 'user',
@@ -370,6 +370,13 @@ describe('FallbackProvider: the chat’s model and the model’s abilities', () 
     expect(backup.requests.at(-1)?.body.messages[0].content).toBe(
       'what is this?\n[image not shown: backup-model does not take images]',
     );
+    // A model configured alone gets the images as sent, as before fallbacks existed.
+    const alone = new FallbackProvider({
+      models: [model('backup-model', backup.baseURL)],
+      cooldowns: new MemoryCooldownStore(),
+    });
+    await alone.chat({ messages: photo });
+    expect(JSON.stringify(backup.requests.at(-1)?.body.messages)).toContain('image_url');
   });
 
   it('checks its options', () => {
