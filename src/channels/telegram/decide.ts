@@ -1,0 +1,115 @@
+/**
+ * A received Telegram update → what to do with it: ignore, offer pairing, stop
+ * the running turn, or publish an InboundMessage (with the attachments to
+ * fetch). Every inbound rule of the adapter is here, in order — private and
+ * group chats only, other bots' commands dropped, groups only when addressed,
+ * the access check (strangers in a DM get a pairing code, in a group nothing),
+ * then /stop, then the message — as Discord's are in discord/inbound.ts. The
+ * only I/O is the access check; nothing is downloaded or sent.
+ *
+ * Sessions: a chat is `telegram:<chatId>`; a forum topic is
+ * `telegram:<chatId>/<topicId>` and replies go to the topic.
+ */
+import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
+import { isStopCommand } from '../../commands/parse.js';
+import type { AccessControl } from '../access.js';
+import {
+  type BotIdentity,
+  cleanText,
+  isAddressedToBot,
+  isCommandForOtherBot,
+  isGroupChat,
+  type MediaPlan,
+  planMedia,
+  senderOf,
+  type TgMessage,
+  type TgUpdate,
+} from './inbound.js';
+
+/** Where a chat's replies go. */
+export interface TelegramRoute {
+  chatId: string;
+  /** The forum topic, when the message was in one. */
+  threadId?: string;
+}
+
+/** The adapter's decision about one update. */
+export type TelegramAction =
+  | { kind: 'ignore'; reason: string }
+  | { kind: 'pairing'; route: TelegramRoute; senderId: string; code: string }
+  | { kind: 'stop'; route: TelegramRoute; sessionKey: string }
+  | { kind: 'publish'; message: Omit<InboundMessageInput, 'media'>; media: MediaPlan[] };
+
+export interface DecideContext {
+  /** The bot itself (from getMe). */
+  bot: BotIdentity;
+  /** Who may talk to the bot; asked only about messages that passed the other rules. */
+  access: Pick<AccessControl, 'isAllowed' | 'requestPairing'>;
+  /** The largest attachment to fetch (MAGPIE_MAX_MEDIA_BYTES). */
+  maxMediaBytes: number;
+}
+
+/**
+ * Decides what to do with `update`. Rejects only when the access check
+ * (Redis) failed, so the caller can leave the update unconfirmed and retry.
+ */
+export async function decideUpdate(update: TgUpdate, ctx: DecideContext): Promise<TelegramAction> {
+  const message = update.message;
+  const { bot } = ctx;
+  if (!message?.from) return { kind: 'ignore', reason: 'not a message from a person' };
+  if (message.from.is_bot) return { kind: 'ignore', reason: 'from a bot' };
+  const group = isGroupChat(message);
+  if (!group && message.chat.type !== 'private')
+    return { kind: 'ignore', reason: 'not a private or group chat' };
+  if (isCommandForOtherBot(message, bot)) return { kind: 'ignore', reason: 'a command for another bot' };
+  if (group && !isAddressedToBot(message, bot)) return { kind: 'ignore', reason: 'not addressed to the bot' };
+
+  const sender = senderOf(message.from);
+  const route = routeOf(message);
+  if (!(await ctx.access.isAllowed(sender))) {
+    if (group) return { kind: 'ignore', reason: 'group message from an unknown sender' };
+    const pairing = await ctx.access.requestPairing(sender, route.chatId);
+    if (pairing.status === 'send') return { kind: 'pairing', route, senderId: sender.id, code: pairing.code };
+    // Told recently, or too many strangers pending: say nothing (no flood, nothing stored).
+    return {
+      kind: 'ignore',
+      reason: pairing.status === 'full' ? 'too many pending pairing requests' : 'pairing code sent recently',
+    };
+  }
+
+  const content = cleanText(message, bot);
+  const sessionKey = sessionKeyOf({ channel: 'telegram', ...route });
+  if (isStopCommand(content, bot.username)) return { kind: 'stop', route, sessionKey };
+  const media = planMedia(message, ctx.maxMediaBytes);
+  if (content === '' && media.length === 0) return { kind: 'ignore', reason: 'empty message' };
+  return { kind: 'publish', message: inboundOf(message, route, content, group), media };
+}
+
+function routeOf(message: TgMessage): TelegramRoute {
+  const chatId = String(message.chat.id);
+  const topic = message.is_topic_message && message.message_thread_id;
+  return topic ? { chatId, threadId: String(topic) } : { chatId };
+}
+
+function inboundOf(
+  message: TgMessage,
+  route: TelegramRoute,
+  content: string,
+  group: boolean,
+): Omit<InboundMessageInput, 'media'> {
+  const sender = senderOf(message.from!);
+  return {
+    id: `telegram:${route.chatId}:${message.message_id}`,
+    channel: 'telegram',
+    ...route,
+    senderId: sender.id,
+    ...(sender.displayName ? { senderName: sender.displayName } : {}),
+    content,
+    platformMessageId: String(message.message_id),
+    isGroup: group,
+    metadata: {
+      ...(sender.username ? { username: sender.username } : {}),
+      ...(group && message.chat.title ? { chatTitle: message.chat.title } : {}),
+    },
+  };
+}
