@@ -1,0 +1,158 @@
+/**
+ * decideUpdate: every inbound rule of the Telegram adapter, with the real
+ * AccessControl on real Redis — who is ignored and why, pairing for strangers
+ * in a DM only, /stop in its spellings (and the ones that are not), topics,
+ * and what is published.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
+import { AccessControl } from '../../../src/channels/access.js';
+import { type DecideContext, decideUpdate } from '../../../src/channels/telegram/decide.js';
+import type { TgMessage, TgUpdate } from '../../../src/channels/telegram/inbound.js';
+
+let redis: Redis;
+beforeAll(() => {
+  redis = new Redis(inject('redisUrl'));
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+const bot = { id: 42, username: 'MagpieBot' };
+const owner = { id: 111, is_bot: false, first_name: 'Owner', username: 'owner' };
+const stranger = { id: 999, is_bot: false, first_name: 'Eve' };
+
+function context(): DecideContext {
+  const access = new AccessControl({
+    channel: 'telegram',
+    allowFrom: ['111'],
+    pairing: new RedisPairingStore(redis, `test-${randomUUID()}`),
+  });
+  return { bot, access, maxMediaBytes: 1024 * 1024 };
+}
+
+let nextId = 1;
+function update(message: Partial<TgMessage>): TgUpdate {
+  const id = nextId++;
+  return {
+    update_id: id,
+    message: { message_id: id, chat: { id: 111, type: 'private' }, from: owner, ...message },
+  };
+}
+const inGroup = (message: Partial<TgMessage>) =>
+  update({ chat: { id: -100, type: 'supergroup', title: 'Friends' }, ...message });
+
+describe('decideUpdate', () => {
+  it('publishes a DM from an allowed sender with its route and metadata', async () => {
+    const action = await decideUpdate(update({ text: ' hello ' }), context());
+    expect(action).toMatchObject({
+      kind: 'publish',
+      media: [],
+      message: {
+        channel: 'telegram',
+        chatId: '111',
+        senderId: '111',
+        senderName: 'Owner',
+        content: 'hello',
+        isGroup: false,
+        metadata: { username: 'owner' },
+      },
+    });
+  });
+
+  it('ignores bots, channels, other bots’ commands, unaddressed group messages and empty ones', async () => {
+    const ctx = context();
+    const reasons = async (u: TgUpdate) => {
+      const action = await decideUpdate(u, ctx);
+      return action.kind === 'ignore' ? action.reason : action.kind;
+    };
+    expect(await reasons({ update_id: 0 })).toBe('not a message from a person');
+    expect(await reasons(update({ text: 'hi', from: { ...owner, is_bot: true } }))).toBe('from a bot');
+    expect(await reasons(update({ text: 'hi', chat: { id: -5, type: 'channel' } }))).toBe(
+      'not a private or group chat',
+    );
+    expect(await reasons(update({ text: '/stop@other_bot' }))).toBe('a command for another bot');
+    expect(await reasons(inGroup({ text: 'just chatting' }))).toBe('not addressed to the bot');
+    expect(await reasons(update({ text: '   ' }))).toBe('empty message');
+  });
+
+  it('gives a stranger in a DM a pairing code once, and says nothing in a group', async () => {
+    const ctx = context();
+    const first = await decideUpdate(
+      update({ text: 'hi', from: stranger, chat: { id: 999, type: 'private' } }),
+      ctx,
+    );
+    expect(first).toMatchObject({ kind: 'pairing', route: { chatId: '999' }, senderId: '999' });
+    expect((first as { code: string }).code).toMatch(/^[A-Z2-9]{6}$/);
+    const again = await decideUpdate(
+      update({ text: 'hi?', from: stranger, chat: { id: 999, type: 'private' } }),
+      ctx,
+    );
+    expect(again).toEqual({ kind: 'ignore', reason: 'pairing code sent recently' });
+    const group = await decideUpdate(inGroup({ text: '/stop', from: stranger }), ctx);
+    expect(group).toEqual({ kind: 'ignore', reason: 'group message from an unknown sender' });
+  });
+
+  it('stops on /stop in every spelling, in a DM, a group and a forum topic', async () => {
+    const ctx = context();
+    for (const text of [
+      '/stop',
+      '/STOP',
+      '/stop now',
+      ' /stop',
+      '/stop@MagpieBot',
+      '/Stop@magpiebot please',
+    ]) {
+      expect(await decideUpdate(update({ text }), ctx), text).toEqual({
+        kind: 'stop',
+        route: { chatId: '111' },
+        sessionKey: 'telegram:111',
+      });
+    }
+    expect(await decideUpdate(inGroup({ text: '/stop@MagpieBot' }), ctx)).toMatchObject({
+      kind: 'stop',
+      sessionKey: 'telegram:-100',
+    });
+    const topic = inGroup({ text: '/stop', message_thread_id: 7, is_topic_message: true });
+    expect(await decideUpdate(topic, ctx)).toEqual({
+      kind: 'stop',
+      route: { chatId: '-100', threadId: '7' },
+      sessionKey: 'telegram:-100/7',
+    });
+  });
+
+  it('publishes text that only looks like /stop', async () => {
+    const ctx = context();
+    for (const text of ['stop', '/stopp', 'please /stop', '/stop\nand more']) {
+      const action = await decideUpdate(update({ text }), ctx);
+      expect(action, text).toMatchObject({ kind: 'publish', message: { content: text } });
+    }
+  });
+
+  it('publishes a captioned photo with the attachment to fetch, in the group’s topic', async () => {
+    const photo = [{ file_id: 'p1', file_size: 1000, width: 90, height: 90 }];
+    const action = await decideUpdate(
+      inGroup({
+        caption: '@MagpieBot what is this?',
+        caption_entities: [{ type: 'mention', offset: 0, length: 10 }],
+        photo,
+        message_thread_id: 7,
+        is_topic_message: true,
+      }),
+      context(),
+    );
+    expect(action).toMatchObject({
+      kind: 'publish',
+      media: [{ kind: 'image', fileId: 'p1', download: true }],
+      message: {
+        chatId: '-100',
+        threadId: '7',
+        content: 'what is this?',
+        isGroup: true,
+        metadata: { chatTitle: 'Friends' },
+      },
+    });
+  });
+});
