@@ -16,15 +16,15 @@ import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
 import { type IterationDeps, runIterations } from './llm-iteration.js';
 import type { AgentLoopOptions } from './loop-options.js';
-import { MemoryModelChoiceStore, type ModelCommandContext, resolveChoice } from './model-command.js';
+import { MemoryModelChoiceStore } from './model-command.js';
 import { contextLimitFor } from './model-limits.js';
-import type { ModelChoiceStore } from './ports.js';
 import { runSlashCommand } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
 import type { TokenCounts } from './token-usage.js';
 import { toolCallLimits } from './tool-call-limits.js';
 import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
+import { TurnModels } from './turn-models.js';
 import {
   directMessage,
   frameBackgroundResult,
@@ -61,7 +61,7 @@ export class AgentLoop implements AgentRunner {
   readonly #summarizer: SessionSummarizer;
   readonly #compactor: TurnCompactor;
   readonly #iteration: IterationDeps;
-  readonly #choices: ModelChoiceStore;
+  readonly #models: TurnModels;
 
   constructor(options: AgentLoopOptions) {
     const maxIterations = options.maxIterations ?? 20;
@@ -103,7 +103,12 @@ export class AgentLoop implements AgentRunner {
       memoryFlush: options.memoryFlush ?? false,
       ...(options.model ? { model: options.model } : {}),
     });
-    this.#choices = options.modelChoices ?? new MemoryModelChoiceStore();
+    this.#models = new TurnModels({
+      provider: options.provider,
+      choices: options.modelChoices ?? new MemoryModelChoiceStore(),
+      defaultModel: options.model ?? options.provider.model,
+      defaultWindow: contextTokens,
+    });
     this.#iteration = {
       provider: options.provider,
       tools: options.tools,
@@ -112,7 +117,7 @@ export class AgentLoop implements AgentRunner {
       hooks: this.#o.hooks,
       compactor: this.#compactor,
       maxIterations,
-      windowFor: (model) => this.#windowFor(model),
+      windowFor: (model) => this.#models.windowFor(model),
       toolCallLimits: toolCallLimits(options.toolCallLimits),
       ...(options.model ? { model: options.model } : {}),
       userMessages: (batch, signal) => this.#userMessages(batch, signal),
@@ -160,7 +165,7 @@ export class AgentLoop implements AgentRunner {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,
-      models: this.#modelCommandContext(),
+      models: this.#models.commandContext(),
       ...(argument ? { argument } : {}),
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
     });
@@ -227,7 +232,7 @@ export class AgentLoop implements AgentRunner {
             this.#o.sessions.getContextHistory(req.sessionKey),
             this.#o.sessions.getSummary(req.sessionKey),
           ]);
-      const [, model] = await Promise.all([recording, this.#chosenModel(req.sessionKey, log)]);
+      const [, model] = await Promise.all([recording, this.#models.chosen(req.sessionKey, log)]);
       const run: TurnRun = {
         ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
         ...{ history, summary, turn: [] },
@@ -317,40 +322,6 @@ export class AgentLoop implements AgentRunner {
   /** Resolves when every background summary has finished (the CLI awaits it before exit). */
   async idle(): Promise<void> {
     await this.#summarizer.idle();
-  }
-
-  /** The configured models (the provider's, else just its model) and the chats' choices, for /model and /status. */
-  #modelCommandContext(): Omit<ModelCommandContext, 'sessionKey'> {
-    const provider = this.#o.provider;
-    const models = provider.models ?? [{ id: this.model, model: this.model, baseURL: '', vision: false }];
-    return {
-      models,
-      choices: this.#choices,
-      ...(provider.availability ? { availability: () => provider.availability!() } : {}),
-    };
-  }
-
-  /** The model id the chat picked with /model (undefined: the default); a choice that cannot be read is logged. */
-  async #chosenModel(sessionKey: string, log: Logger): Promise<string | undefined> {
-    const models = this.#o.provider.models;
-    if (!models) return undefined;
-    try {
-      return resolveChoice(await this.#choices.get(sessionKey), models);
-    } catch (err) {
-      log.warn({ err: describeError(err) }, "could not read the chat's model choice; using the default");
-      return undefined;
-    }
-  }
-
-  /**
-   * The context window for the next call with `model`: that of the model it will go to first (a
-   * resting one is passed over). MAGPIE_CONTEXT_TOKENS speaks for the default model only.
-   */
-  async #windowFor(model: string | undefined): Promise<number> {
-    const provider = this.#o.provider;
-    if (!provider.nextModel || !provider.models) return this.#o.contextTokens;
-    const next = await provider.nextModel(model);
-    return next.id === provider.models[0]?.id ? this.#o.contextTokens : contextLimitFor(next.model);
   }
 
   /** Converts inbound messages; system ones are framed as background task results. */
