@@ -1,0 +1,124 @@
+/**
+ * `magpie doctor`'s checks that read Redis: reachable (version, noeviction,
+ * persistence), this workspace is the bus's, and a worker seen alive. They
+ * share one connection, opened by the Redis check and closed by the doctor.
+ */
+import type { Redis } from 'ioredis';
+import { findLocalRedis } from '../bus/local-redis.js';
+import { connectProducer, displayUrl } from '../bus/redis.js';
+import { recordedWorkspace } from '../bus/workspace-record.js';
+import type { Config } from '../config/index.js';
+import { describeError } from '../errors/index.js';
+import { readWorkspaceId } from '../workspace/identity.js';
+import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
+import { listWorkers } from './workers.js';
+
+/** The connection the Redis checks share: set by {@link redisCheck}, ended by `close()`. */
+export class DoctorRedis {
+  /** The connection, once the Redis check reached Redis. */
+  redis: Redis | undefined;
+
+  /** Ends the connection, if one was made. Safe to call more than once. */
+  close(): void {
+    this.redis?.disconnect();
+  }
+}
+
+/** Redis is reachable, keeps what it is given (noeviction) and survives a restart (persistence). */
+export function redisCheck(config: Config, shared: DoctorRedis): Check {
+  return {
+    name: 'redis',
+    async run() {
+      const url = config.redis.url ?? (await findLocalRedis(config.stateDir));
+      if (!url) {
+        return skipped(
+          'REDIS_URL unset and no private redis-server running; "magpie start" starts one (appendonly, noeviction)',
+        );
+      }
+      let redis: Redis;
+      try {
+        redis = await connectProducer(url);
+      } catch (err) {
+        return failed(describeError(err), `start Redis or fix REDIS_URL in .env (now ${displayUrl(url)})`);
+      }
+      shared.redis = redis;
+      const info = await redis.info();
+      const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+      const results: CheckResult[] = [
+        pass(`reachable at ${displayUrl(url)}, version ${field('redis_version') ?? '?'}`),
+      ];
+      const policy = field('maxmemory_policy');
+      results.push(
+        policy === 'noeviction'
+          ? pass('maxmemory-policy noeviction')
+          : failed(
+              `maxmemory-policy is ${policy ?? 'unknown'}: Redis may evict queued jobs`,
+              'redis-cli CONFIG SET maxmemory-policy noeviction (and "maxmemory-policy noeviction" in redis.conf)',
+            ),
+      );
+      const aof = field('aof_enabled') === '1';
+      const save = await configGet(redis, 'save');
+      results.push(
+        aof || (save !== undefined && save !== '')
+          ? pass(`persistence on (${aof ? 'appendonly' : `save ${save}`})`)
+          : failed(
+              'persistence off: a Redis restart loses queued messages',
+              'redis-cli CONFIG SET appendonly yes (and "appendonly yes" in redis.conf)',
+            ),
+      );
+      return results;
+    },
+  };
+}
+
+/** This workspace's id (.magpie-id) is the one the bus serves, so a worker here would start. */
+export function workspaceIdentityCheck(config: Config, shared: DoctorRedis): Check {
+  return {
+    name: 'workspace id',
+    async run() {
+      if (!shared.redis) return skipped('no Redis to look in');
+      let id: string | undefined;
+      try {
+        id = await readWorkspaceId(config.workspace);
+      } catch (err) {
+        return failed(describeError(err), 'put back the original .magpie-id (see docs/DEPLOYMENT.md)');
+      }
+      const recorded = await recordedWorkspace(shared.redis, config.redis.prefix);
+      if (!id) return pass('none yet: the first start gives the workspace its id');
+      if (!recorded) return pass(`${id} (not on the bus yet: the first start records it)`);
+      if (recorded === id) return pass(`${id}, the one the bus serves`);
+      return failed(
+        `this workspace is ${id}, but the bus (prefix "${config.redis.prefix}") serves ${recorded}: workers here refuse to start`,
+        'set MAGPIE_WORKSPACE to the workspace the bus serves, on a shared volume (docs/DEPLOYMENT.md, "Several machines")',
+      );
+    },
+  };
+}
+
+/** At least one worker's heartbeat key is alive. */
+export function daemonCheck(config: Config, shared: DoctorRedis): Check {
+  return {
+    name: 'daemon',
+    async run() {
+      if (!shared.redis) return skipped('no Redis to look in');
+      const workers = await listWorkers(shared.redis, config.redis.prefix);
+      if (workers.length === 0) {
+        return failed(
+          'no worker seen running',
+          'start one: "magpie start", or "pm2 start ecosystem.config.js"',
+        );
+      }
+      const slots = workers.reduce((n, w) => n + w.concurrency, 0);
+      return pass(`${workers.length} worker${workers.length === 1 ? '' : 's'} alive (${slots} turn slots)`);
+    },
+  };
+}
+
+async function configGet(redis: Redis, name: string): Promise<string | undefined> {
+  try {
+    const reply = (await redis.call('CONFIG', 'GET', name)) as string[];
+    return reply[1];
+  } catch (_err) {
+    return undefined; // managed Redis often forbids CONFIG; INFO decided what it could
+  }
+}
