@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { safeJson } from '../../bus/activity.js';
 import type { Bus } from '../../bus/bus.js';
-import { type OutboundMessage, OutboundMessageSchema } from '../../bus/messages.js';
+import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../bus/messages.js';
+import { stopReply } from '../../commands/list.js';
+import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ExitCode } from '../../errors/index.js';
 import { cliChatChannel, cliReplyChannel, replyAddresses } from './cli-channel.js';
 
@@ -23,9 +25,22 @@ export interface SendOptions {
 /**
  * Sends one message through the bus and resolves with the turn's reply (kind
  * `reply` or `error`). Rejects with TIMEOUT (exit 3) when no daemon answers.
+ * A /stop (src/commands' rule) cancels the chat's running turn instead and
+ * resolves with "Stopping." or "Nothing to stop.".
  */
 export async function sendAndWait(bus: Bus, options: SendOptions): Promise<OutboundMessage> {
   const address = randomUUID();
+  const chatId = options.chatId ?? 'default';
+  // /stop needs no turn: cancel here and answer at once, as the chat channels do.
+  if (isStopCommand(options.content)) {
+    const stopped = await bus.cancel(sessionKeyOf({ channel: 'cli', chatId }));
+    return OutboundMessageSchema.parse({
+      id: `cli:${address}`,
+      channel: 'cli',
+      chatId,
+      content: stopReply(stopped),
+    });
+  }
   const timeoutMs = options.timeoutMs ?? 120_000;
   let settle: ((m: OutboundMessage) => void) | undefined;
   const reply = new Promise<OutboundMessage>((resolve) => {
@@ -42,7 +57,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     await bus.publishInbound({
       id: `cli:${address}`,
       channel: 'cli',
-      chatId: options.chatId ?? 'default',
+      chatId,
       senderId: 'cli',
       content: options.content,
       metadata: { replyAddress: address },

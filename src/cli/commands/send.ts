@@ -1,6 +1,5 @@
 /** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
 import { sendAndWait } from '../../channels/cli/client.js';
-import { isStopCommand } from '../../commands/parse.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
 import { startCommand } from '../startup.js';
@@ -39,11 +38,6 @@ export async function run(argv: string[]): Promise<number> {
   const { bus } = await startCommand(values, 'client');
   try {
     const chatId = values.chat ?? 'default';
-    if (isStopCommand(values.message)) {
-      const stopped = await bus.cancel(`cli:${chatId}`);
-      process.stdout.write(stopped ? 'Stopping the running turn.\n' : 'Nothing to stop.\n');
-      return ExitCode.ok;
-    }
     const reply = await sendAndWait(bus, {
       content: values.message,
       chatId,
