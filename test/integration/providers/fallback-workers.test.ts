@@ -97,7 +97,7 @@ describe('fallbacks across two workers', () => {
     main.setResponder(() =>
       down ? { status: 503, error: { message: 'upstream down' } } : { content: 'main is back' },
     );
-    const config = await configFor(main, backup, '1500ms');
+    const config = await configFor(main, backup, '3s');
     const { h, ids } = await twoWorkers(config);
     await h.bus.publishInbound(inbound('c0', 'first'));
     await waitFor(() => h.channel.sent.length === 1, 15_000, 'the first reply');
