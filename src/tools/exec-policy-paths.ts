@@ -6,6 +6,7 @@
  * such as `../.e*`, or through a folder that holds it (`grep -r KEY ..`).
  */
 import path from 'node:path';
+import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
 import type { ShellWord } from './exec-policy-parse.js';
 
 /** What the path rules need to know. */
@@ -18,7 +19,7 @@ export interface PathScope {
   home: string;
   /** magpie's own files and folders: no command may name them. */
   protectedPaths: readonly string[];
-  /** Folders inside the workspace commands may read but not change (sessions/). */
+  /** Folders and files inside the workspace commands may read but not change (sessions/, .magpie-id). */
   readOnly: readonly string[];
 }
 
@@ -56,7 +57,11 @@ export function writeRefusal(word: ShellWord, scope: PathScope): string | undefi
   }
   const target = where.path;
   if (HARMLESS_DEVICES.test(target)) return undefined;
-  if (scope.readOnly.some((dir) => within(target, dir))) return 'changing sessions/ (read-only)';
+  const readOnly = scope.readOnly.find((dir) => within(target, dir));
+  if (readOnly) {
+    const name = path.basename(readOnly);
+    return `changing ${name === WORKSPACE_ID_FILE ? name : `${name}/`} (read-only)`;
+  }
   if (within(target, scope.workspace)) return undefined;
   if (WRITABLE_OUTSIDE.some((dir) => within(target, dir))) return undefined;
   return 'writing or deleting outside the workspace';

@@ -10,6 +10,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
 import { parseShell, type ShellCommand, type ShellWord } from './exec-policy-parse.js';
 import type { PathScope } from './exec-policy-paths.js';
 import { catastrophic, guard, type Invocation, SHELLS, suppliedCode } from './exec-policy-rules.js';
@@ -26,7 +27,7 @@ export interface PolicyOptions {
   workspace?: string;
   /** Files and folders no command may name (magpie's `.env`, its state folder). @defaultValue [] */
   protectedPaths?: readonly string[];
-  /** Folders in the workspace commands may not change. @defaultValue ['<workspace>/sessions'] */
+  /** Folders and files in the workspace commands may not change. @defaultValue ['<workspace>/sessions', '<workspace>/.magpie-id'] */
   readOnly?: readonly string[];
   /** Processes no command may kill. @defaultValue magpie's pid and its parent's */
   protectedPids?: readonly number[];
@@ -107,7 +108,9 @@ export function denyReason(command: string, options: PolicyOptions = {}): string
       cwd: workspace,
       home: os.homedir(),
       protectedPaths: (options.protectedPaths ?? []).map((p) => path.resolve(p)),
-      readOnly: options.readOnly ?? (workspace ? [path.join(workspace, 'sessions')] : []),
+      readOnly:
+        options.readOnly ??
+        (workspace ? [path.join(workspace, 'sessions'), path.join(workspace, WORKSPACE_ID_FILE)] : []),
     },
     pids: options.protectedPids ?? [process.pid, process.ppid],
     vars: new Map(),

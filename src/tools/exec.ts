@@ -100,7 +100,7 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
       'Run a shell command in the workspace folder and return its output and exit code. ' +
       `Default time limit ${Math.round(defaultTimeoutMs / 1000)} s; destructive commands are refused.` +
       (sandbox
-        ? ` Runs in a sandbox: the workspace is writable (sessions/ read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
+        ? ` Runs in a sandbox: the workspace is writable (sessions/ and .magpie-id read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
         : ''),
     parameters,
     timeLimitMs: ({ timeout_seconds: seconds }) => timeoutOf(seconds) + killGraceMs + 5_000,

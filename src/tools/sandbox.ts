@@ -1,7 +1,7 @@
 /**
  * exec's sandbox: each command runs under bubblewrap in new user, pid, ipc,
  * uts, cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with
- * the system read-only, the workspace read-write, sessions/ read-only, a
+ * the system read-only, the workspace read-write, sessions/ (and .magpie-id) read-only, a
  * private /tmp, an allow-listed /etc and environment, and limits on
  * processes, CPU time and file size. `resolveSandbox` settles
  * MAGPIE_EXEC_SANDBOX (auto, bwrap, off) with a probe run.
@@ -10,6 +10,7 @@ import { execFile, spawn } from 'node:child_process';
 import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../errors/index.js';
+import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
 import {
   bwrapArgs,
   executable,
@@ -209,6 +210,14 @@ export class BwrapSandbox {
       });
       if (stats && !stats.isSymbolicLink()) masked.push({ path: hidden, directory: stats.isDirectory() });
     }
+    // The workspace's id file, when there is one, is bound read-only over itself like sessions/
+    // (a bind-mounted file can be neither changed, removed nor renamed).
+    const idFile = path.join(workspace, WORKSPACE_ID_FILE);
+    const idStats = await lstat(idFile).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
+    const readOnlyPaths = idStats?.isFile() ? [...readOnly, idFile] : readOnly;
     const { limits, parts } = this;
     const inner = [
       parts.prlimit,
@@ -225,7 +234,7 @@ export class BwrapSandbox {
       layout: parts.layout,
       workspace,
       network: this.network,
-      readOnly,
+      readOnly: readOnlyPaths,
       masked,
       env: sandboxEnv({
         home: workspace,
