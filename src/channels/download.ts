@@ -4,6 +4,7 @@
  * the declared length is over, otherwise as soon as the bytes read pass it, so
  * a missing or wrong Content-Length cannot fill the memory.
  */
+import { readCapped } from '../net/read-capped.js';
 
 /** Options of {@link downloadCapped}. */
 export interface CappedDownloadOptions {
@@ -48,15 +49,8 @@ export async function downloadCapped(
     await res.body.cancel();
     return { ok: false, reason: 'too-large', size: declared };
   }
-  const chunks: Buffer[] = [];
-  let total = 0;
-  // Leaving the loop early cancels the body: the rest is never read.
-  for await (const chunk of res.body) {
-    total += chunk.length;
-    if (total > maxBytes) return { ok: false, reason: 'too-large', size: total };
-    chunks.push(Buffer.from(chunk));
-  }
-  return { ok: true, bytes: Buffer.concat(chunks) };
+  const read = await readCapped(res.body, maxBytes);
+  return read.over ? { ok: false, reason: 'too-large', size: read.seen } : { ok: true, bytes: read.bytes };
 }
 
 /** The note the model reads for an attachment over the limit. */

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
+import { readCapped } from '../net/read-capped.js';
 import { htmlToText } from './html-text.js';
 import { assertFetchableUrl, guardedLookup, type NetPolicy, type Resolver } from './net-guard.js';
 import { looksBinary } from './read-file.js';
@@ -96,28 +97,11 @@ async function getOnce(
         resolve({ status, headers: res.headers, body: Buffer.alloc(0), truncated: false });
         return;
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let done = false;
       res.once('error', reject);
-      const stream = decoded(res, zlib);
-      const finish = (truncated: boolean): void => {
-        if (done) return;
-        done = true;
-        resolve({ status, headers: res.headers, body: Buffer.concat(chunks), truncated });
-      };
-      stream.on('data', (chunk: Buffer) => {
-        if (done) return;
-        const room = maxBytes - size;
-        chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-        size += Math.min(chunk.length, room);
-        if (size >= maxBytes) {
-          finish(true);
-          req.destroy();
-        }
-      });
-      stream.once('end', () => finish(false));
-      stream.once('error', (err) => (done ? undefined : reject(err)));
+      readCapped(decoded(res, zlib), maxBytes).then(({ bytes, over }) => {
+        if (over) req.destroy();
+        resolve({ status, headers: res.headers, body: bytes, truncated: over });
+      }, reject);
     });
     req.end();
   });

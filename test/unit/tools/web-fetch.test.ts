@@ -33,6 +33,12 @@ describe('web_fetch against a local server', () => {
             .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
             .end(gzipSync('zipped text'));
           return;
+        case '/gzip-bomb':
+          // 16 MiB of text in about 16 KiB: the cap must count the bytes after decompression.
+          res
+            .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+            .end(gzipSync(Buffer.alloc(16 * 1024 * 1024, 'y')));
+          return;
         case '/slow':
           return; // never answers
         case '/redirect-ok':
@@ -239,6 +245,14 @@ describe('web_fetch against a local server', () => {
     const result = await fetchWith({ ...allowed, maxBytes: 1000 }, `${base}/big`, { max_chars: 50_000 });
     expect(result.forLLM).toContain('body cut at 1000 bytes');
     expect(result.forLLM).toContain(`\n${'x'.repeat(1000)}\n</untrusted_web_content>`);
+  });
+
+  it('caps the decompressed bytes of a gzip bomb, not the bytes on the wire', async () => {
+    const result = await fetchWith({ ...allowed, maxBytes: 1000 }, `${base}/gzip-bomb`, {
+      max_chars: 50_000,
+    });
+    expect(result.forLLM).toContain('body cut at 1000 bytes');
+    expect(result.forLLM).toContain(`\n${'y'.repeat(1000)}\n</untrusted_web_content>`);
   });
 
   it('caps the characters returned at max_chars', async () => {
