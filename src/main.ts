@@ -150,6 +150,10 @@ async function startWorker(
   });
   // Closed last of the worker's parts: after the turns and helpers that may still call their tools.
   if (mcp) parts.push({ name: 'mcp servers', close: () => mcp.close() });
+  // One store of scheduled tasks for the cron tool and the heartbeat's schedule, closed after the turns using it.
+  const { CronStore } = await import('./bus/cron-store.js');
+  const cronStore = new CronStore({ connection: bus.redis, prefix: bus.prefix });
+  parts.push({ name: 'cron store', close: () => cronStore.close() });
   let built: Awaited<ReturnType<typeof buildAgent>>;
   try {
     built = await buildAgent({
@@ -157,7 +161,7 @@ async function startWorker(
       logger,
       outbound: { publish: (message) => bus.publishOutbound(message) },
       state,
-      extraTools: [scheduler.createCronTool({ bus, config })],
+      extraTools: [scheduler.createCronTool({ store: cronStore, config })],
       helperQueue,
       helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
       // Shared by every worker: a failing model rests for all of them; a chat's /model holds everywhere.
@@ -167,6 +171,7 @@ async function startWorker(
       ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });
   } catch (err) {
+    await cronStore.close();
     await mcp?.close();
     throw err;
   }
@@ -203,7 +208,7 @@ async function startWorker(
   await helperWorker.start();
   parts.push({ name: 'helper queue', close: () => helperQueue.close() });
   // The scheduler plugs in here: heartbeat and cron job schedulers (brief 8).
-  const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger });
+  const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger, store: cronStore });
   // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
   parts.push({ name: 'worker heartbeat', close: () => beat.close() });
   parts.push({ name: 'agent', close: () => built.agent.idle() });

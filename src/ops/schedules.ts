@@ -4,7 +4,7 @@
  * scheduler and the tasks CronStore lists.
  */
 import type { Redis } from 'ioredis';
-import { CronStore, openScheduledQueue } from '../scheduler/cron-store.js';
+import { CronStore } from '../bus/cron-store.js';
 
 /** One scheduled task as shown by status and the dashboard. */
 export interface TaskView {
@@ -27,14 +27,11 @@ export interface ScheduleView {
 
 /** Reads the heartbeat scheduler and every task. */
 export async function listSchedules(redis: Redis, prefix: string): Promise<ScheduleView> {
-  const queue = openScheduledQueue(redis, prefix);
   const store = new CronStore({ connection: redis, prefix });
   try {
-    const [heartbeat, tasks] = await Promise.all([queue.getJobScheduler('heartbeat'), store.list()]);
+    const [heartbeat, tasks] = await Promise.all([store.heartbeatSchedule(), store.list()]);
     return {
-      heartbeat: heartbeat
-        ? { next: iso(heartbeat.next), everyMs: heartbeat.every ? Number(heartbeat.every) : null }
-        : null,
+      heartbeat: heartbeat ? { next: iso(heartbeat.next), everyMs: heartbeat.everyMs ?? null } : null,
       tasks: tasks.map(({ task, nextRun }) => ({
         id: task.id,
         session: task.sessionKey,
@@ -45,7 +42,7 @@ export async function listSchedules(redis: Redis, prefix: string): Promise<Sched
       })),
     };
   } finally {
-    await Promise.all([queue.close(), store.close()]);
+    await store.close();
   }
 }
 

@@ -4,9 +4,10 @@
  * order with that chat's turns. Ids are derived from the task and the planned
  * time of the occurrence, so a redone job never fires twice.
  */
+
+import type { CronTask } from '../bus/cron-store.js';
 import { schedulerKeys } from '../bus/keys.js';
 import type { Logger } from '../log/index.js';
-import type { CronTask } from './cron-store.js';
 import type { SchedulerBus } from './ports.js';
 
 /** How long the "already fired" marker of an agent-mode occurrence is kept. */

@@ -3,13 +3,13 @@
  * queue. `startScheduler` runs in every worker process; job schedulers make
  * sure each tick or occurrence fires once however many workers run.
  */
-import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
+import { type CronStore, CronTaskSchema, fireTimeOf, JOB_NAMES } from '../bus/cron-store.js';
+import { type ScheduledJob, ScheduledWorker } from '../bus/scheduled-worker.js';
 import type { Config } from '../config/index.js';
-import { describeError } from '../errors/index.js';
+import { AppError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { CronTaskSchema, fireTimeOf, JOB_NAMES, openScheduledQueue, SCHEDULED_QUEUE } from './cron-store.js';
 import { fireTask } from './fire.js';
 import { HeartbeatRunner, type HeartbeatRunnerOptions } from './heartbeat.js';
 import type { SchedulerBus } from './ports.js';
@@ -34,6 +34,8 @@ export interface StartSchedulerOptions {
   agent: AgentRunner;
   state: StateStore;
   logger: Logger;
+  /** The scheduled queue's store (borrowed: the caller closes it); the heartbeat's schedule is kept there. */
+  store: Pick<CronStore, 'scheduleHeartbeat'>;
   tuning?: SchedulerTuning;
 }
 
@@ -43,9 +45,6 @@ export interface RunningScheduler {
   close(): Promise<void>;
 }
 
-/** The id of the heartbeat's job scheduler. */
-const HEARTBEAT_SCHEDULER_ID = 'heartbeat';
-
 /**
  * Upserts (or, with interval 0, removes) the heartbeat job scheduler and
  * starts this process's worker for the scheduled queue.
@@ -53,72 +52,29 @@ const HEARTBEAT_SCHEDULER_ID = 'heartbeat';
 export async function startScheduler(options: StartSchedulerOptions): Promise<RunningScheduler> {
   const { config, bus, tuning = {} } = options;
   const logger = options.logger.child({ component: 'scheduler' });
-  const queue = openScheduledQueue(bus.redis, bus.prefix);
-  try {
-    await syncHeartbeatScheduler(queue, config.heartbeat.intervalMs, logger);
-  } finally {
-    await queue.close();
-  }
+  const intervalMs = config.heartbeat.intervalMs;
+  const changed = await options.store.scheduleHeartbeat(intervalMs);
+  if (intervalMs <= 0) logger.info({ removed: changed }, 'heartbeat off (MAGPIE_HEARTBEAT_INTERVAL=0)');
+  else logger.info({ intervalMs }, 'heartbeat scheduled');
   const heartbeat = new HeartbeatRunner({ ...tuning.heartbeat, ...options, logger });
-  const connection = bus.createWorkerConnection();
-  const worker = new Worker(SCHEDULED_QUEUE, (job: Job) => processJob(job, { bus, heartbeat, logger }), {
-    connection,
+  const worker = new ScheduledWorker({
+    connection: bus.createWorkerConnection(),
     prefix: bus.prefix,
-    concurrency: tuning.concurrency ?? 4,
-    lockDuration: tuning.lockDurationMs ?? 30_000,
-    stalledInterval: tuning.stalledIntervalMs ?? 15_000,
+    processor: (job) => processJob(job, { bus, heartbeat, logger }),
+    logger,
+    concurrency: tuning.concurrency,
+    lockDurationMs: tuning.lockDurationMs,
+    stalledIntervalMs: tuning.stalledIntervalMs,
   });
-  worker.on('failed', (job, err) =>
-    logger.warn({ job: job?.id, err: describeError(err) }, 'scheduled job failed'),
-  );
-  worker.on('error', (err) => logger.warn({ err: describeError(err) }, 'scheduled queue worker error'));
-  await worker.waitUntilReady();
-  let closing: Promise<void> | undefined;
-  return {
-    close() {
-      closing ??= (async () => {
-        try {
-          await worker.close();
-        } catch (err) {
-          logger.warn({ err: describeError(err) }, 'closing the scheduled queue worker failed');
-        } finally {
-          connection.disconnect();
-        }
-      })();
-      return closing;
-    },
-  };
-}
-
-async function syncHeartbeatScheduler(
-  queue: ReturnType<typeof openScheduledQueue>,
-  intervalMs: number,
-  logger: Logger,
-): Promise<void> {
-  if (intervalMs <= 0) {
-    const removed = await queue.removeJobScheduler(HEARTBEAT_SCHEDULER_ID);
-    logger.info({ removed }, 'heartbeat off (MAGPIE_HEARTBEAT_INTERVAL=0)');
-    return;
-  }
-  await queue.upsertJobScheduler(
-    HEARTBEAT_SCHEDULER_ID,
-    // startDate only counts when the scheduler is new (or its interval changed): the first tick
-    // comes one interval after start-up, and a restarting worker keeps the planned tick.
-    { every: intervalMs, startDate: Date.now() + intervalMs },
-    {
-      name: JOB_NAMES.heartbeat,
-      data: {},
-      opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
-    },
-  );
-  logger.info({ intervalMs }, 'heartbeat scheduled');
+  await worker.ready();
+  return { close: () => worker.close() };
 }
 
 async function processJob(
-  job: Job,
+  job: ScheduledJob,
   deps: { bus: SchedulerBus; heartbeat: HeartbeatRunner; logger: Logger },
 ): Promise<string> {
-  const jobId = job.id ?? '';
+  const jobId = job.id;
   if (job.name === JOB_NAMES.heartbeat) return deps.heartbeat.run(jobId);
   if (job.name === JOB_NAMES.once || job.name === JOB_NAMES.recurring) {
     const parsed = CronTaskSchema.safeParse(job.data);
@@ -127,7 +83,7 @@ async function processJob(
         { job: jobId, issue: parsed.error.issues[0]?.message },
         'malformed scheduled task; dropped',
       );
-      throw new UnrecoverableError('malformed scheduled task');
+      throw new AppError('INVALID_MESSAGE', 'malformed scheduled task');
     }
     return fireTask(parsed.data, fireTimeOf(jobId, parsed.data, job.timestamp), deps);
   }

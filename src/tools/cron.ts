@@ -2,14 +2,13 @@
  * cron: reminders and scheduled agent turns for the current chat. `add`
  * takes exactly one of `at`, `in_seconds`, `every_seconds` or `cron` (+ `tz`);
  * `list` and `remove` see only this chat's tasks. Tasks live in BullMQ
- * (scheduler/cron-store.ts) and fire once per occurrence in this chat.
+ * (bus/cron-store.ts) and fire once per occurrence in this chat.
  */
 import { z } from 'zod';
+import { type CronStore, type CronTask, type ListedTask, newTaskId } from '../bus/cron-store.js';
 import { isInternalChannel } from '../bus/messages.js';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
-import { CronStore, type CronTask, type ListedTask, newTaskId } from '../scheduler/cron-store.js';
-import type { SchedulerBus } from '../scheduler/ports.js';
 import { formatInZone, parseSchedule } from '../scheduler/schedule.js';
 import { fail, ok, type Tool } from './types.js';
 
@@ -46,8 +45,11 @@ const parameters = z.object({
   id: z.string().optional().describe('remove: the task id shown by add or list'),
 });
 
+/** Where the tool keeps tasks: the worker's one CronStore (the tool never closes it). */
+export type CronTaskStore = Pick<CronStore, 'add' | 'list' | 'remove'>;
+
 export interface CronToolOptions {
-  bus: SchedulerBus;
+  store: CronTaskStore;
   config: Config;
   /** The shortest allowed every_seconds. @defaultValue 60 */
   minEverySeconds?: number;
@@ -62,17 +64,10 @@ export function describeTask({ task, nextRun }: ListedTask, withChat = false): s
   return `${task.id}${chat} · ${task.schedule.description} · next run: ${next} · ${task.mode} · "${task.message}"`;
 }
 
-/** The cron tool; it talks to Redis through the bus's shared connection. */
+/** The cron tool, on the store it is given. */
 export function createCronTool(options: CronToolOptions): Tool<typeof parameters> {
   const now = options.now ?? Date.now;
-  const withStore = async <T>(fn: (store: CronStore) => Promise<T>): Promise<T> => {
-    const store = new CronStore({ connection: options.bus.redis, prefix: options.bus.prefix });
-    try {
-      return await fn(store);
-    } finally {
-      await store.close();
-    }
-  };
+  const { store } = options;
   return {
     name: 'cron',
     description:
@@ -83,14 +78,14 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
     async execute(args, ctx) {
       try {
         if (args.action === 'list') {
-          const tasks = await withStore((s) => s.list({ sessionKey: ctx.sessionKey }));
+          const tasks = await store.list({ sessionKey: ctx.sessionKey });
           if (tasks.length === 0) return ok('No scheduled tasks in this chat.');
           return ok(`Scheduled tasks in this chat:\n${tasks.map((t) => `- ${describeTask(t)}`).join('\n')}`);
         }
         if (args.action === 'remove') {
           const id = args.id?.trim();
           if (!id) return fail('remove needs the id of the task (see action list)');
-          const removed = await withStore((s) => s.remove(id, { sessionKey: ctx.sessionKey }));
+          const removed = await store.remove(id, { sessionKey: ctx.sessionKey });
           return removed
             ? ok(`Removed scheduled task ${id}.`)
             : fail(`no scheduled task "${id}" in this chat; use action list to see this chat's tasks`);
@@ -120,7 +115,7 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
           schedule: parsed.schedule,
           createdAt: new Date(at).toISOString(),
         };
-        const next = await withStore((s) => s.add(task, at));
+        const next = await store.add(task, at);
         const nextText = next === undefined ? 'due now' : formatInZone(next, task.schedule.tz);
         return ok(
           `Scheduled ${task.mode === 'remind' ? 'reminder' : 'agent task'} ${task.id} (${task.schedule.description}): ` +

@@ -1,6 +1,7 @@
 /** `magpie cron list` and `magpie cron remove <id>`: every chat's scheduled tasks, from Redis. */
+
+import { CronStore, type ListedTask } from '../../bus/cron-store.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { CronStore, type ListedTask } from '../../scheduler/cron-store.js';
 import { formatInZone } from '../../scheduler/schedule.js';
 import { parseCommandArgs } from '../args.js';
 import { startCommand } from '../startup.js';

@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
+import { CronStore } from '../../../src/bus/cron-store.js';
 import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { Subscriber } from '../../../src/bus/subscriber.js';
 import { PublishBuffer } from '../../../src/channels/discord/publish-buffer.js';
@@ -17,7 +18,6 @@ import { AppError } from '../../../src/errors/index.js';
 import type { HelperOutcome } from '../../../src/helpers/runner.js';
 import { HelperWorker } from '../../../src/helpers/worker.js';
 import { createLogger, silentLogger } from '../../../src/log/index.js';
-import { CronStore } from '../../../src/scheduler/cron-store.js';
 import { startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
 

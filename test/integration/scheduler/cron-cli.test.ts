@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../../../src/bus/bus.js';
+import { CronStore } from '../../../src/bus/cron-store.js';
 import { createCronTool } from '../../../src/tools/cron.js';
 import { connectBus, tempWorkspace, testConfig, toolContext } from './helpers.js';
 
@@ -17,13 +18,16 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
   let workspace: string;
   let prefix: string;
   let bus: Bus;
+  let store: CronStore;
 
   beforeEach(async () => {
     workspace = await tempWorkspace();
     prefix = `test-${randomUUID()}`;
     bus = await connectBus(testConfig(inject('redisUrl'), prefix, workspace));
+    store = new CronStore({ connection: bus.redis, prefix });
   });
   afterEach(async () => {
+    await store.close();
     await bus.close();
     await rm(workspace, { recursive: true, force: true });
   });
@@ -52,7 +56,7 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
 
   it("lists every chat's tasks with schedule, next run in its zone, mode and message; removes by id", async () => {
     const config = testConfig(inject('redisUrl'), prefix, workspace);
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const a = await tool.execute(
       {
         action: 'add',

@@ -3,9 +3,9 @@ import { rm } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { AgentRunner } from '../../../src/agent/types.js';
 import type { Bus } from '../../../src/bus/bus.js';
+import { CronStore } from '../../../src/bus/cron-store.js';
 import type { Config } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
-import { CronStore } from '../../../src/scheduler/cron-store.js';
 import { type RunningScheduler, startScheduler } from '../../../src/scheduler/index.js';
 import { createCronTool } from '../../../src/tools/cron.js';
 import { connectBus, outboundJobs, tempWorkspace, testConfig, toolContext, waitFor } from './helpers.js';
@@ -28,6 +28,7 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
   let config: Config;
   let bus: Bus;
   let scheduler: RunningScheduler | undefined;
+  let store: CronStore;
 
   beforeEach(async () => {
     workspace = await tempWorkspace();
@@ -35,21 +36,30 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
       MAGPIE_TIMEZONE: 'Europe/Lisbon',
     });
     bus = await connectBus(config);
+    store = new CronStore({ connection: bus.redis, prefix: bus.prefix });
     scheduler = undefined;
   });
   afterEach(async () => {
     await scheduler?.close();
+    await store.close();
     await bus.close();
     await rm(workspace, { recursive: true, force: true });
   });
 
   const start = async () => {
-    scheduler = await startScheduler({ config, bus, agent: noAgent, state: noState, logger: silentLogger() });
+    scheduler = await startScheduler({
+      config,
+      bus,
+      agent: noAgent,
+      state: noState,
+      logger: silentLogger(),
+      store,
+    });
   };
 
   it('delivers a reminder in_seconds: 2 once, to the chat that asked, and then forgets it', async () => {
     await start();
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const ctx = toolContext('telegram', '4242', workspace);
     const added = await tool.execute({ action: 'add', message: 'call Ana', in_seconds: 2 }, ctx);
     expect(added.isError).toBeUndefined();
@@ -82,7 +92,7 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
 
   it('queues an agent-mode task as a message of the origin session, once per occurrence', async () => {
     await start();
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const ctx = toolContext('discord', '77', workspace);
     await tool.execute(
       { action: 'add', message: 'summarise my calendar', in_seconds: 1, mode: 'agent' },
@@ -108,7 +118,7 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
   });
 
   it("does not let one chat list or remove another chat's tasks", async () => {
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const alice = toolContext('telegram', 'alice', workspace);
     const bob = toolContext('telegram', 'bob', workspace);
     const added = await tool.execute(
@@ -130,27 +140,22 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
   });
 
   it('states the next run of a cron task in its zone and stores it as a job scheduler', async () => {
-    const tool = createCronTool({ bus, config, now: () => Date.UTC(2026, 10, 29, 12) });
+    const tool = createCronTool({ store, config, now: () => Date.UTC(2026, 10, 29, 12) });
     const ctx = toolContext('telegram', '1', workspace);
     const added = await tool.execute(
       { action: 'add', message: 'report', cron: '0 9 1 12 *', tz: 'Europe/Lisbon' },
       ctx,
     );
     expect(added.forLLM).toContain('next run: Tue 1 Dec 2026 09:00 Europe/Lisbon');
-    const store = new CronStore({ connection: bus.redis, prefix: bus.prefix });
-    try {
-      const [listed] = await store.list();
-      expect(listed?.task).toMatchObject({
-        sessionKey: 'telegram:1',
-        schedule: { kind: 'cron', tz: 'Europe/Lisbon' },
-      });
-    } finally {
-      await store.close();
-    }
+    const [listed] = await store.list();
+    expect(listed?.task).toMatchObject({
+      sessionKey: 'telegram:1',
+      schedule: { kind: 'cron', tz: 'Europe/Lisbon' },
+    });
   });
 
   it('removes a recurring task together with its pending occurrence', async () => {
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const ctx = toolContext('telegram', '5', workspace);
     const added = await tool.execute({ action: 'add', message: 'stretch', every_seconds: 3600 }, ctx);
     const id = /reminder ([a-z0-9]+)/.exec(added.forLLM)![1]!;
@@ -161,7 +166,7 @@ describe('cron tool and scheduled tasks (real Redis)', () => {
   });
 
   it('answers invalid schedules with errors the model can act on', async () => {
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const ctx = toolContext('telegram', '9', workspace);
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ at: '2020-01-01T09:00' }, /in the past/],

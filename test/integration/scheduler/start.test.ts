@@ -4,6 +4,7 @@ import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { AgentRunner } from '../../../src/agent/types.js';
 import type { Bus } from '../../../src/bus/bus.js';
+import { CronStore } from '../../../src/bus/cron-store.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { startScheduler } from '../../../src/scheduler/index.js';
 import { connectBus, tempWorkspace, testConfig } from './helpers.js';
@@ -18,13 +19,16 @@ describe('startScheduler: the heartbeat job scheduler', () => {
   let workspace: string;
   let prefix: string;
   let bus: Bus;
+  let store: CronStore;
 
   beforeEach(async () => {
     workspace = await tempWorkspace();
     prefix = `test-${randomUUID()}`;
     bus = await connectBus(testConfig(inject('redisUrl'), prefix, workspace));
+    store = new CronStore({ connection: bus.redis, prefix });
   });
   afterEach(async () => {
+    await store.close();
     await bus.close();
     await rm(workspace, { recursive: true, force: true });
   });
@@ -36,6 +40,7 @@ describe('startScheduler: the heartbeat job scheduler', () => {
       agent,
       state,
       logger: silentLogger(),
+      store,
     });
   const heartbeatScheduler = async () => {
     const queue = new Queue('scheduled', { connection: bus.redis, prefix });

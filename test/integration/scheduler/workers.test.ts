@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../../../src/bus/bus.js';
+import { CronStore } from '../../../src/bus/cron-store.js';
 import type { Config } from '../../../src/config/index.js';
 import { createCronTool } from '../../../src/tools/cron.js';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
@@ -34,6 +35,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
   let prefix: string;
   let config: Config;
   let bus: Bus;
+  let store: CronStore;
   const procs: Proc[] = [];
 
   beforeAll(async () => {
@@ -48,6 +50,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
     prefix = `test-${randomUUID()}`;
     config = testConfig(inject('redisUrl'), prefix, workspace);
     bus = await connectBus(config);
+    store = new CronStore({ connection: bus.redis, prefix });
     openai.requests.length = 0;
   });
   afterEach(async () => {
@@ -55,6 +58,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
       await p.exited;
     }
+    await store.close();
     await bus.close();
     await rm(workspace, { recursive: true, force: true });
   });
@@ -139,7 +143,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
   it('delivers a reminder once although its worker was killed and restarted before it was due', async () => {
     const first = spawnWorker();
     await ready(first);
-    const tool = createCronTool({ bus, config });
+    const tool = createCronTool({ store, config });
     const ctx = toolContext('telegram', 'ana', workspace);
     const added = await tool.execute({ action: 'add', message: 'call Ana', in_seconds: 4 }, ctx);
     expect(added.isError).toBeUndefined();

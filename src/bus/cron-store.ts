@@ -2,13 +2,13 @@
  * Scheduled tasks stored in BullMQ on the `scheduled` queue: recurring tasks
  * are job schedulers (`cron-<id>`), one-shot tasks are delayed jobs (job id
  * `cron-<id>`, removed once done). Each job carries the whole task, so a
- * worker that fires it needs nothing else. The scheduler imports bullmq
- * directly because it needs job schedulers, which the bus does not expose.
+ * worker that fires it needs nothing else. The heartbeat's job scheduler
+ * lives on the same queue. The jobs are run by scheduled-worker.ts.
  */
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { nextRun } from './schedule.js';
+import { nextRun } from '../scheduler/schedule.js';
 
 /** The queue of heartbeat and scheduled-task jobs. */
 export const SCHEDULED_QUEUE = 'scheduled';
@@ -51,9 +51,15 @@ export function taskJobId(taskId: string): string {
   return `cron-${taskId}`;
 }
 
-/** Opens the scheduled queue on a connection that stays owned by the caller. */
-export function openScheduledQueue(connection: Redis, prefix: string): Queue {
-  return new Queue(SCHEDULED_QUEUE, { connection, prefix });
+/** The id of the heartbeat's job scheduler. */
+const HEARTBEAT_SCHEDULER_ID = 'heartbeat';
+
+/** The heartbeat's job scheduler as stored. */
+export interface HeartbeatSchedule {
+  /** When the next tick is planned (ms since the epoch), if known. */
+  next: number | undefined;
+  /** Its interval, if known. */
+  everyMs: number | undefined;
 }
 
 const ONE_SHOT_OPTIONS: JobsOptions = {
@@ -70,13 +76,41 @@ export interface CronStoreOptions {
   prefix: string;
 }
 
-/** Adds, lists and removes scheduled tasks. */
+/** Adds, lists and removes scheduled tasks, and keeps the heartbeat's schedule. */
 export class CronStore {
   private readonly queue: Queue;
   private closing: Promise<void> | undefined;
 
   constructor(options: CronStoreOptions) {
-    this.queue = openScheduledQueue(options.connection, options.prefix);
+    this.queue = new Queue(SCHEDULED_QUEUE, { connection: options.connection, prefix: options.prefix });
+  }
+
+  /**
+   * Upserts the heartbeat's job scheduler (first tick one interval from now;
+   * an unchanged interval keeps the planned tick), or with `intervalMs` 0
+   * removes it. True when a scheduler was upserted or removed.
+   */
+  async scheduleHeartbeat(intervalMs: number): Promise<boolean> {
+    if (intervalMs <= 0) return this.queue.removeJobScheduler(HEARTBEAT_SCHEDULER_ID);
+    await this.queue.upsertJobScheduler(
+      HEARTBEAT_SCHEDULER_ID,
+      // startDate only counts when the scheduler is new (or its interval changed): the first tick
+      // comes one interval after start-up, and a restarting worker keeps the planned tick.
+      { every: intervalMs, startDate: Date.now() + intervalMs },
+      {
+        name: JOB_NAMES.heartbeat,
+        data: {},
+        opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
+      },
+    );
+    return true;
+  }
+
+  /** The heartbeat's job scheduler, or undefined when the heartbeat is off (or no worker set it up yet). */
+  async heartbeatSchedule(): Promise<HeartbeatSchedule | undefined> {
+    const stored = await this.queue.getJobScheduler(HEARTBEAT_SCHEDULER_ID);
+    if (!stored) return undefined;
+    return { next: stored.next ?? undefined, everyMs: stored.every ? Number(stored.every) : undefined };
   }
 
   /** Stores a task; returns its first run. */
