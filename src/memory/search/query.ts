@@ -1,10 +1,10 @@
 /**
- * Turns what someone typed ("what was the plumber's number?") into an FTS5
- * query: its words, minus common English words that would match nearly
+ * Turns what someone typed ("what was the plumber's number?") into FTS5
+ * queries: its words, minus common English words that would match nearly
  * everything, each quoted (so no word is read as FTS5 syntax: AND, NEAR,
- * column filters, `*`) and joined with OR. BM25 then ranks a chunk higher
- * the more of the rarer words it holds; Porter stemming applies to the
- * query as to the index, so "moved" finds "move" and "moving".
+ * column filters, `*`), joined with AND (chunks holding every word) and with
+ * OR (chunks holding any). Porter stemming applies to the query as to the
+ * index, so "moved" finds "move" and "moving".
  */
 
 /** Words a query can do without (they are in most chunks and carry no subject). */
@@ -37,13 +37,23 @@ export function queryTerms(text: string): string[] {
   return [...new Set(chosen)].slice(0, MAX_QUERY_TERMS);
 }
 
+/** The FTS5 MATCH expressions of a query: every word (`all`) and any word (`any`). */
+export interface MatchExpressions {
+  all: string;
+  any: string;
+  /** How many words the query kept. */
+  terms: number;
+}
+
 /**
- * The FTS5 MATCH expression for a query, or undefined when it holds no word.
+ * The FTS5 MATCH expressions for a query, or undefined when it holds no word.
  *
- * @example toMatchExpression("When did Marta move to Coimbra?") // '"marta" OR "move" OR "coimbra"'
+ * @example toMatchExpressions("When did Marta move to Coimbra?")
+ * // { all: '"marta" AND "move" AND "coimbra"', any: '"marta" OR "move" OR "coimbra"', terms: 3 }
  */
-export function toMatchExpression(text: string): string | undefined {
+export function toMatchExpressions(text: string): MatchExpressions | undefined {
   const terms = queryTerms(text);
   if (terms.length === 0) return undefined;
-  return terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR ');
+  const quoted = terms.map((t) => `"${t.replace(/"/g, '""')}"`);
+  return { all: quoted.join(' AND '), any: quoted.join(' OR '), terms: terms.length };
 }

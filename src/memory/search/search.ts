@@ -1,7 +1,10 @@
 /**
- * One search of the memory index: FTS5's BM25 ranking (a heading counts half
- * as much as the text under it), optionally only within a range of days,
- * best first, each hit with a snippet around the words that matched and
+ * One search of the memory index: chunks holding every word of the query
+ * first, then (when they are fewer than asked for) chunks holding some, each
+ * group in FTS5's BM25 order (a heading counts half as much as the text under
+ * it) — a chunk with all the words is what people mean, and ranking the few
+ * that have them all is cheaper than ranking every chunk with a common word.
+ * Optionally only within a range of days, best first, each hit with a snippet around the words that matched and
  * where it came from (file and line, the note's or message's date, the
  * conversation and who spoke).
  */
@@ -9,7 +12,7 @@ import { AppError } from '../../errors/index.js';
 import { sessionKeyFromFileName } from '../../sessions/session-key.js';
 import type { SqlDatabase } from './database.js';
 import { formatDay, type LocalClock } from './dates.js';
-import { toMatchExpression } from './query.js';
+import { toMatchExpressions } from './query.js';
 import type { SourceKind } from './sources.js';
 
 export interface SearchOptions {
@@ -73,7 +76,7 @@ export function runSearch(
   query: string,
   options: SearchOptions,
 ): SearchResult {
-  const match = toMatchExpression(query);
+  const match = toMatchExpressions(query);
   if (match === undefined) {
     throw new AppError('TOOL_FAILED', `the query "${query.slice(0, 80)}" has no words to search for`);
   }
@@ -85,19 +88,28 @@ export function runSearch(
   if (since !== undefined && until !== undefined && since > until) {
     throw new AppError('TOOL_FAILED', `since (${formatDay(since)}) is after until (${formatDay(until)})`);
   }
-  const ranked =
+  const rank = (expression: string, count: number) =>
     since === undefined && until === undefined
       ? db.all(
           'SELECT rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score FROM chunk_fts WHERE chunk_fts MATCH ? ORDER BY score LIMIT ?',
-          [match, limit],
+          [expression, count],
         )
       : db.all(
           `SELECT chunk_fts.rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score
              FROM chunk_fts JOIN chunk c ON c.id = chunk_fts.rowid
             WHERE chunk_fts MATCH ? AND c.day BETWEEN ? AND ?
             ORDER BY score LIMIT ?`,
-          [match, since ?? 0, until ?? 99_991_231, limit],
+          [expression, since ?? 0, until ?? 99_991_231, count],
         );
+  // Chunks holding every word first; when they are fewer than `limit`, those holding some follow.
+  const ranked = rank(match.all, limit);
+  if (match.terms > 1 && ranked.length < limit) {
+    const seen = new Set(ranked.map((r) => Number(r.id)));
+    for (const row of rank(match.any, limit + ranked.length)) {
+      if (ranked.length >= limit) break;
+      if (!seen.has(Number(row.id))) ranked.push(row);
+    }
+  }
   const detail = db.prepare(
     `SELECT c.line, c.day, c.ts, c.role, c.heading, s.path, s.kind,
             snippet(chunk_fts, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS snip
@@ -107,7 +119,7 @@ export function runSearch(
   const hits: MemoryHit[] = [];
   try {
     for (const { id, score } of ranked) {
-      const row = detail.get([MARK_START, MARK_END, match, Number(id)]);
+      const row = detail.get([MARK_START, MARK_END, match.any, Number(id)]);
       if (row) hits.push(toHit(row, Number(score), clock));
     }
   } finally {

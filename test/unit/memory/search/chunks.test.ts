@@ -15,7 +15,7 @@ import {
   splitLong,
 } from '../../../../src/memory/search/chunks.js';
 import { LocalClock, parseDay } from '../../../../src/memory/search/dates.js';
-import { queryTerms, toMatchExpression } from '../../../../src/memory/search/query.js';
+import { queryTerms, toMatchExpressions } from '../../../../src/memory/search/query.js';
 import { openSource, scanSources } from '../../../../src/memory/search/sources.js';
 
 describe('noteChunks', () => {
@@ -102,20 +102,24 @@ describe('sessionChunks', () => {
   });
 });
 
-describe('queryTerms and toMatchExpression', () => {
-  it('keeps the words that carry the question, quoted, joined with OR', () => {
+describe('queryTerms and toMatchExpressions', () => {
+  it('keeps the words that carry the question, quoted, joined with AND and with OR', () => {
     expect(queryTerms("What was the plumber's number?")).toEqual(['plumber', 'number']);
-    expect(toMatchExpression('When did Marta move to Coimbra?')).toBe('"marta" OR "move" OR "coimbra"');
+    expect(toMatchExpressions('When did Marta move to Coimbra?')).toEqual({
+      all: '"marta" AND "move" AND "coimbra"',
+      any: '"marta" OR "move" OR "coimbra"',
+      terms: 3,
+    });
     expect(queryTerms('flat 3 in São João')).toEqual(['flat', '3', 'são', 'joão']);
   });
 
   it('keeps only stopwords when that is all there is, and nothing for no words', () => {
     expect(queryTerms('who is she')).toEqual(['who', 'is', 'she']);
-    expect(toMatchExpression('?!… --')).toBeUndefined();
+    expect(toMatchExpressions('?!… --')).toBeUndefined();
   });
 
   it('cannot smuggle FTS5 syntax: operators become plain quoted words', () => {
-    expect(toMatchExpression('a NEAR(b c) OR body:x*')).toBe('"near" OR "body"');
+    expect(toMatchExpressions('a NEAR(b c) OR body:x*')?.any).toBe('"near" OR "body"');
   });
 });
 
