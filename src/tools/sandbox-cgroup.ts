@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { AppError } from '../errors/index.js';
 
 /** The cgroup made for one command. */
 export interface CommandCgroup {
@@ -198,7 +199,7 @@ export async function openPidsCgroups(): Promise<PidsCgroups | { unavailable: st
       const controllers = (await readFile(path.join(v2.mountPoint, 'cgroup.controllers'), 'utf8')).split(
         /\s+/,
       );
-      if (!controllers.includes('pids')) throw new RangeError('no pids controller in cgroup v2');
+      if (!controllers.includes('pids')) throw new AppError('INTERNAL', 'no pids controller in cgroup v2');
       await enableController(v2.mountPoint, 'pids');
       const parent = path.join(v2.mountPoint, 'magpie-exec');
       await mkdir(parent, { recursive: true });
@@ -214,7 +215,7 @@ export async function openPidsCgroups(): Promise<PidsCgroups | { unavailable: st
   if (v1 && own !== undefined) {
     const dir = cgroupDir(v1, own);
     try {
-      if (!dir) throw new RangeError(`magpie's cgroup ${own} is outside the mounted hierarchy`);
+      if (!dir) throw new AppError('INTERNAL', `magpie's cgroup ${own} is outside the mounted hierarchy`);
       const parent = path.join(dir, 'magpie-exec');
       await mkdir(parent, { recursive: true });
       await sweep(parent);
