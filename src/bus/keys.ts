@@ -9,8 +9,6 @@
 export const opsKeys = {
   /** Stream of finished turns (XADD MAXLEN ~ 1000), field `turn` = TurnRecord JSON. */
   turns: (prefix: string) => `${prefix}:turns`,
-  /** Hash of running turns: turn id → RunningTurn JSON. */
-  running: (prefix: string) => `${prefix}:running`,
   /** Hash of running totals since the first turn (counters for /metrics): see {@link totalsFields}. */
   totals: (prefix: string) => `${prefix}:turn-totals`,
   /** One key per live worker process, with a TTL: WorkerBeat JSON. */

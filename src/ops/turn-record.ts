@@ -1,11 +1,15 @@
 /**
  * What the worker records about turns, and how any process reads it back:
- * finished turns in a capped stream, running turns in a hash. Readers skip
- * malformed entries rather than fail (the status view shows what it can).
+ * finished turns in a capped stream, running turns as bus/running-turns.ts
+ * keeps them. Readers skip malformed entries rather than fail (the status
+ * view shows what it can).
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { opsKeys } from '../bus/keys.js';
+import { RedisRunningTurns, type RunningTurn } from '../bus/running-turns.js';
+
+export type { RunningTurn } from '../bus/running-turns.js';
 
 export const TurnRecordSchema = z.object({
   /** The worker's turn id (session + first message). */
@@ -41,18 +45,6 @@ export type TurnRecord = z.infer<typeof TurnRecordSchema>;
 /** A stored turn plus its stream id. */
 export type StoredTurn = TurnRecord & { id: string };
 
-export const RunningTurnSchema = z.object({
-  session: z.string(),
-  /** ISO time the turn started. */
-  since: z.string(),
-  /** The LLM iteration running (0 before the first call). */
-  iteration: z.number(),
-  worker: z.string(),
-});
-
-/** A turn running now, as stored in `<prefix>:running`. */
-export type RunningTurn = z.infer<typeof RunningTurnSchema> & { turn: string };
-
 /** The newest `count` finished turns, newest first. */
 export async function readTurns(redis: Redis, prefix: string, count = 50): Promise<StoredTurn[]> {
   const entries = await redis.xrevrange(opsKeys.turns(prefix), '+', '-', 'COUNT', count);
@@ -66,14 +58,8 @@ export async function readTurns(redis: Redis, prefix: string, count = 50): Promi
 }
 
 /** Every running turn, oldest first. */
-export async function readRunning(redis: Redis, prefix: string): Promise<RunningTurn[]> {
-  const all = await redis.hgetall(opsKeys.running(prefix));
-  const out: RunningTurn[] = [];
-  for (const [turn, raw] of Object.entries(all)) {
-    const parsed = RunningTurnSchema.safeParse(parseJson(raw));
-    if (parsed.success) out.push({ ...parsed.data, turn });
-  }
-  return out.sort((a, b) => a.since.localeCompare(b.since));
+export function readRunning(redis: Redis, prefix: string): Promise<RunningTurn[]> {
+  return new RedisRunningTurns(redis, prefix).list();
 }
 
 /** JSON.parse that yields undefined for text that is not JSON. */

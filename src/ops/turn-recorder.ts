@@ -7,6 +7,8 @@
 import type { Redis } from 'ioredis';
 import type { TurnMetrics } from '../agent/types.js';
 import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from '../bus/keys.js';
+import { keys } from '../bus/queues.js';
+import { RedisRunningTurns } from '../bus/running-turns.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { TurnRecord } from './turn-record.js';
@@ -37,9 +39,11 @@ export class TurnRecorder {
   private readonly maxLen: number;
   private readonly timezone: string;
   private readonly now: () => Date;
+  private readonly running: RedisRunningTurns;
 
   constructor(options: TurnRecorderOptions) {
     this.redis = options.redis;
+    this.running = new RedisRunningTurns(options.redis, options.prefix);
     this.prefix = options.prefix;
     this.worker = options.worker;
     this.logger = options.logger;
@@ -49,9 +53,18 @@ export class TurnRecorder {
     dayOf(new Date(0), this.timezone); // an unknown zone throws RangeError here, not at the first turn
   }
 
-  /** Marks `turn` of `session` as running at iteration 0. */
-  async started(turn: string, session: string): Promise<void> {
-    await this.setRunning(turn, { session, since: new Date().toISOString(), iteration: 0 });
+  /**
+   * Marks `turn` of `session` as running at iteration 0: the session's one
+   * running-turn record, which `/stop` and the heartbeat read too. Unlike the
+   * other records this one throws when Redis fails (the turn must not run unseen).
+   */
+  async started(turn: string, session: string, since = new Date()): Promise<void> {
+    await this.running.mark({ turn, session, since: since.toISOString(), iteration: 0, worker: this.worker });
+  }
+
+  /** Removes the session's running-turn record (when a turn ends without figures, too). */
+  async clear(session: string): Promise<void> {
+    await this.running.clear(session);
   }
 
   /** Returns the `onIteration` callback of a turn: updates its running entry. */
@@ -102,7 +115,7 @@ export class TurnRecorder {
     try {
       const tx = this.redis
         .multi()
-        .hdel(opsKeys.running(this.prefix), turn)
+        .del(keys.running(this.prefix, record.session))
         .xadd(opsKeys.turns(this.prefix), 'MAXLEN', '~', this.maxLen, '*', 'turn', JSON.stringify(record));
       for (const [field, by] of totalsOf(record)) tx.hincrby(opsKeys.totals(this.prefix), field, by);
       addUsage(tx, this.prefix, record, dayOf(this.now(), this.timezone));
@@ -117,11 +130,7 @@ export class TurnRecorder {
     entry: { session: string; since: string; iteration: number },
   ): Promise<void> {
     try {
-      await this.redis.hset(
-        opsKeys.running(this.prefix),
-        turn,
-        JSON.stringify({ ...entry, worker: this.worker }),
-      );
+      await this.running.mark({ turn, ...entry, worker: this.worker });
     } catch (err) {
       this.logger.debug({ err: describeError(err), turn }, 'running turn not recorded');
     }

@@ -9,7 +9,6 @@ import { z } from 'zod';
 import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
-import { clearRunning, markRunning } from '../bus/cancel.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
@@ -115,11 +114,7 @@ export class TurnWorker {
     this.running.set(sessionKey, controller);
     let sent = 0;
     const since = new Date();
-    await Promise.all([
-      markRunning(this.bus.redis, this.bus.prefix, sessionKey, this.id),
-      this.activity(origin, true, log),
-      this.recorder.started(turn, sessionKey),
-    ]);
+    await Promise.all([this.activity(origin, true, log), this.recorder.started(turn, sessionKey, since)]);
     try {
       const result = await this.runTurn(batch, controller.signal, {
         onIteration: this.recorder.onIteration(turn, sessionKey, since.toISOString()),
@@ -183,9 +178,11 @@ export class TurnWorker {
     } finally {
       this.running.delete(sessionKey);
       await Promise.all([
-        clearRunning(this.bus.redis, this.bus.prefix, sessionKey).catch((err: unknown) =>
-          log.warn({ err: describeError(err) }, 'could not clear the running marker'),
-        ),
+        this.recorder
+          .clear(sessionKey)
+          .catch((err: unknown) =>
+            log.warn({ err: describeError(err) }, 'could not clear the running marker'),
+          ),
         this.activity(origin, false, log),
       ]);
     }
