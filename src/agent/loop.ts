@@ -160,13 +160,12 @@ export class AgentLoop implements AgentRunner {
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
     if (command.name === 'new') await this.#summarizer.settled(key);
-    const argument = command.argument;
     const reply = await runSlashCommand(command.name, {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,
       models: this.#models.commandContext(),
-      ...(argument ? { argument } : {}),
+      ...(command.argument ? { argument: command.argument } : {}),
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
     });
     if (batch.length > 1) {
