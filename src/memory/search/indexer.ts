@@ -201,13 +201,14 @@ function followRenames(
   scannedByPath: Map<string, ScannedFile>,
 ): number {
   let dropped = 0;
-  const byInode = new Map(
-    [...sources.values()].filter((r) => r.kind === 'session').map((r) => [inodeKey(r.dev, r.ino), r]),
-  );
+  let byInode: Map<string, IndexedSource> | undefined; // built only when a log is new or replaced
   for (const file of scanned) {
     if (file.kind !== 'session') continue;
     const occupant = sources.get(file.rel);
     if (occupant && sameFile(occupant, file)) continue;
+    byInode ??= new Map(
+      [...sources.values()].filter((r) => r.kind === 'session').map((r) => [inodeKey(r.dev, r.ino), r]),
+    );
     const moved = byInode.get(inodeKey(file.dev, file.ino));
     if (!moved || moved.path === file.rel || sources.get(moved.path) !== moved) continue;
     const atOldName = scannedByPath.get(moved.path);

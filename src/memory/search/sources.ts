@@ -26,8 +26,6 @@ export interface ScannedFile {
   mtimeMs: number;
   /** A note's date as YYYYMMDD. */
   day?: number;
-  /** A session log's key (`telegram:42`). */
-  session?: string;
 }
 
 const NOTE_DIR = /^(\d{4})(\d{2})$/;
@@ -59,17 +57,36 @@ function listDir(dir: string): string[] {
   }
 }
 
-/** A regular, single-link file's facts, or undefined for anything else. */
-function plainFile(file: string): Pick<ScannedFile, 'dev' | 'ino' | 'size' | 'mtimeMs'> | undefined {
+/** A regular, single-link file as a ScannedFile, or undefined for anything else. */
+function plainFile(file: string, rel: string, kind: SourceKind, day?: number): ScannedFile | undefined {
   const st = lstatOrUndefined(file);
   if (!st?.isFile() || st.nlink !== 1) return undefined;
-  return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+  const out: ScannedFile = { rel, kind, dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+  if (day !== undefined) out.day = day;
+  return out;
 }
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /** True for a real calendar date. */
 function isDate(year: number, month: number, day: number): boolean {
-  const d = new Date(Date.UTC(year, month - 1, day));
-  return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return day <= (month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!);
+}
+
+/** Session log names already checked (a name decodes to a key or not, once and for all). */
+const sessionNames = new Map<string, boolean>();
+
+function isSessionLog(name: string): boolean {
+  let ok = sessionNames.get(name);
+  if (ok === undefined) {
+    const s = SESSION_FILE.exec(name);
+    ok = s !== null && sessionKeyFromFileName(s[1]!) !== undefined;
+    if (sessionNames.size >= 100_000) sessionNames.clear();
+    sessionNames.set(name, ok);
+  }
+  return ok;
 }
 
 /**
@@ -79,37 +96,33 @@ function isDate(year: number, month: number, day: number): boolean {
  */
 export function scanSources(workspace: string): ScannedFile[] {
   const out: ScannedFile[] = [];
-  const memoryDir = path.join(workspace, 'memory');
+  const memoryDir = `${workspace}/memory`;
   if (realDir(memoryDir)) {
-    const longTerm = plainFile(path.join(memoryDir, 'MEMORY.md'));
-    if (longTerm) out.push({ rel: 'memory/MEMORY.md', kind: 'longterm', ...longTerm });
+    const longTerm = plainFile(`${memoryDir}/MEMORY.md`, 'memory/MEMORY.md', 'longterm');
+    if (longTerm) out.push(longTerm);
     for (const month of listDir(memoryDir).sort()) {
-      const m = NOTE_DIR.exec(month);
-      if (!m || !realDir(path.join(memoryDir, month))) continue;
-      for (const name of listDir(path.join(memoryDir, month)).sort()) {
+      if (!NOTE_DIR.test(month) || !realDir(`${memoryDir}/${month}`)) continue;
+      for (const name of listDir(`${memoryDir}/${month}`).sort()) {
         const n = NOTE_FILE.exec(name);
-        if (!n || `${n[1]}${n[2]}` !== month) continue;
+        if (!n || !name.startsWith(month)) continue;
         const [year, mon, day] = [Number(n[1]), Number(n[2]), Number(n[3])];
         if (!isDate(year, mon, day)) continue;
-        const facts = plainFile(path.join(memoryDir, month, name));
-        if (facts)
-          out.push({
-            rel: `memory/${month}/${name}`,
-            kind: 'note',
-            day: year * 10000 + mon * 100 + day,
-            ...facts,
-          });
+        const file = plainFile(
+          `${memoryDir}/${month}/${name}`,
+          `memory/${month}/${name}`,
+          'note',
+          year * 10000 + mon * 100 + day,
+        );
+        if (file) out.push(file);
       }
     }
   }
-  const sessionsDir = path.join(workspace, 'sessions');
+  const sessionsDir = `${workspace}/sessions`;
   if (realDir(sessionsDir)) {
     for (const name of listDir(sessionsDir).sort()) {
-      const s = SESSION_FILE.exec(name);
-      const key = s ? sessionKeyFromFileName(s[1]!) : undefined;
-      if (key === undefined) continue;
-      const facts = plainFile(path.join(sessionsDir, name));
-      if (facts) out.push({ rel: `sessions/${name}`, kind: 'session', session: key, ...facts });
+      if (!isSessionLog(name)) continue;
+      const file = plainFile(`${sessionsDir}/${name}`, `sessions/${name}`, 'session');
+      if (file) out.push(file);
     }
   }
   return out;
