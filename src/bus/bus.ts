@@ -19,6 +19,7 @@ import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
 import { resolveRedisUrl } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
+import { Markers } from './markers.js';
 import {
   type InboundMessage,
   type InboundMessageInput,
@@ -37,6 +38,7 @@ import {
   turnJobOptions,
 } from './queues.js';
 import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js';
+import { RedisRunningTurns } from './running-turns.js';
 import { Subscriber } from './subscriber.js';
 
 export interface BusConnectOptions {
@@ -64,6 +66,10 @@ export class Bus implements ChannelBus {
   /** The shared connection (fails fast unless the bus is patient). */
   readonly redis: Redis;
   readonly url: string;
+  /** "Already done" markers and locks of redone jobs (helpers, scheduled tasks, the heartbeat). */
+  readonly markers: Markers;
+  /** Each session's running-turn record. */
+  readonly runningTurns: RedisRunningTurns;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
   private readonly queues = new Map<string, Queue>();
@@ -74,6 +80,8 @@ export class Bus implements ChannelBus {
     this.redis = redis;
     this.url = url;
     this.prefix = options.config.redis.prefix;
+    this.markers = new Markers(redis);
+    this.runningTurns = new RedisRunningTurns(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
     this.turnJobs = options.turnJobs ?? {};
   }

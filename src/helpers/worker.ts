@@ -75,9 +75,8 @@ export class HelperWorker {
     }
     const job = parsed.data;
     const log = this.#log.child({ helper: job.id, attempt: consumed.attemptsMade + 1 });
-    const { redis, prefix } = this.#o.bus;
-    const marker = helperKeys.published(prefix, job.id);
-    if ((await redis.exists(marker)) === 1) {
+    const marker = helperKeys.published(this.#o.bus.prefix, job.id);
+    if (await this.#o.bus.markers.isSet(marker)) {
       log.info('helper result already published; nothing to redo');
       return;
     }
@@ -125,6 +124,6 @@ export class HelperWorker {
         helper: { id: job.id, ...(job.label ? { label: job.label } : {}) },
       },
     });
-    await this.#o.bus.redis.set(marker, '1', 'EX', PUBLISHED_TTL_S);
+    await this.#o.bus.markers.set(marker, PUBLISHED_TTL_S);
   }
 }

@@ -58,8 +58,7 @@ export async function fireTask(
     return 'sent';
   }
   const marker = schedulerKeys.fired(deps.bus.prefix, id);
-  const taken = await deps.bus.redis.set(marker, '1', 'EX', FIRED_MARKER_TTL_SECONDS, 'NX');
-  if (taken !== 'OK') {
+  if (!(await deps.bus.markers.claim(marker, FIRED_MARKER_TTL_SECONDS))) {
     log.info('scheduled agent turn already queued; not queueing it again');
     return 'already-fired';
   }
@@ -74,7 +73,7 @@ export async function fireTask(
       metadata: { cron: task.id },
     });
   } catch (err) {
-    await deps.bus.redis.del(marker).catch((delErr: unknown) => {
+    await deps.bus.markers.clear(marker).catch((delErr: unknown) => {
       log.warn({ err: delErr }, 'could not clear the fired marker; this occurrence will not be retried');
     });
     throw err;

@@ -10,11 +10,9 @@
  * turn (the bus's running-turn marker), then goes out on the chat's outbound
  * queue under the id `hb-<job id>`, so a redone tick never posts twice.
  */
-import { randomUUID } from 'node:crypto';
 import type { StateStore } from '../agent/ports.js';
 import { schedulerKeys } from '../bus/keys.js';
 import { sessionKeyOf } from '../bus/messages.js';
-import { keys } from '../bus/queues.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { isWithinActiveHours, parseActiveHours } from './active-hours.js';
@@ -49,9 +47,6 @@ export interface HeartbeatRunnerOptions {
   /** How often the running-turn marker is checked while waiting. @defaultValue 500 */
   busyPollMs?: number;
 }
-
-const RELEASE_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-const RENEW_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 
 /**
  * The prompt of a heartbeat turn: the time, the tasks themselves and the
@@ -112,17 +107,14 @@ export class HeartbeatRunner {
       );
       return found.status === 'missing' ? 'skipped-missing' : 'skipped-empty';
     }
-    const token = randomUUID();
-    const taken = await this.options.bus.redis.set(this.lockKey, token, 'PX', this.lockTtlMs, 'NX');
-    if (taken !== 'OK') {
+    const lock = await this.options.bus.markers.lock(this.lockKey, this.lockTtlMs);
+    if (!lock) {
       log.info('heartbeat skipped: the previous heartbeat is still running');
       return 'skipped-overlap';
     }
     const renew = setInterval(
       () => {
-        this.options.bus.redis
-          .eval(RENEW_SCRIPT, 1, this.lockKey, token, String(this.lockTtlMs))
-          .catch((err: unknown) => log.warn({ err }, 'renewing the heartbeat lock failed'));
+        lock.renew().catch((err: unknown) => log.warn({ err }, 'renewing the heartbeat lock failed'));
       },
       Math.max(100, Math.floor(this.lockTtlMs / 3)),
     );
@@ -130,9 +122,7 @@ export class HeartbeatRunner {
       return await this.turn(jobId, buildHeartbeatPrompt(found.text, now, config.timezone), log);
     } finally {
       clearInterval(renew);
-      await this.options.bus.redis
-        .eval(RELEASE_SCRIPT, 1, this.lockKey, token)
-        .catch((err: unknown) => log.warn({ err }, 'releasing the heartbeat lock failed'));
+      await lock.release().catch((err: unknown) => log.warn({ err }, 'releasing the heartbeat lock failed'));
     }
   }
 
@@ -171,10 +161,9 @@ export class HeartbeatRunner {
 
   /** Waits (bounded) until the chat's session has no running turn. */
   private async waitForIdle(sessionKey: string, log: Logger): Promise<void> {
-    const key = keys.running(this.options.bus.prefix, sessionKey);
     const deadline = this.now() + this.busyWaitMs;
     let logged = false;
-    while ((await this.options.bus.redis.exists(key)) > 0) {
+    while (await this.options.bus.runningTurns.isRunning(sessionKey)) {
       if (this.now() >= deadline) {
         log.warn(
           { sessionKey, waitedMs: this.busyWaitMs },
