@@ -8,8 +8,10 @@ import { AppError } from '../../errors/index.js';
 export class LocalClock {
   readonly timezone: string;
   private readonly format: Intl.DateTimeFormat;
-  /** Offsets by quarter hour since the epoch. */
-  private readonly offsets = new Map<number, number>();
+  /** Offsets by UTC day since the epoch (NaN: the offset changes that day). */
+  private readonly dayOffsets = new Map<number, number>();
+  /** Offsets by quarter hour since the epoch, for days with a change. */
+  private readonly slotOffsets = new Map<number, number>();
 
   /** @throws RangeError for an unknown time zone. */
   constructor(timezone: string) {
@@ -28,24 +30,41 @@ export class LocalClock {
 
   /**
    * The local day (YYYYMMDD) and time (HH:MM) of an instant. The zone's
-   * offset is looked up once per quarter hour (every zone's offset changes
-   * on a quarter-hour boundary): a first build dates tens of thousands of
-   * messages, and Intl formatting costs microseconds each.
+   * offset is looked up once per day, or per quarter hour on a day it
+   * changes (every zone's offset changes on a quarter-hour boundary): a first
+   * build dates tens of thousands of messages, and Intl formatting costs
+   * microseconds each.
    */
   local(ms: number): { day: number; time: string } {
-    const slot = Math.floor(ms / QUARTER_HOUR);
-    let offset = this.offsets.get(slot);
-    if (offset === undefined) {
-      offset = this.offsetAt(slot * QUARTER_HOUR);
-      if (this.offsets.size >= MAX_CACHED_OFFSETS) this.offsets.clear();
-      this.offsets.set(slot, offset);
-    }
+    const offset = this.offsetOf(ms);
     const wall = new Date(ms + offset);
     const pad = (n: number) => String(n).padStart(2, '0');
     return {
       day: wall.getUTCFullYear() * 10000 + (wall.getUTCMonth() + 1) * 100 + wall.getUTCDate(),
       time: `${pad(wall.getUTCHours())}:${pad(wall.getUTCMinutes())}`,
     };
+  }
+
+  /**
+   * The zone's offset at an instant, cached per UTC day when it is the same
+   * at both ends of the day (no change that day), else per quarter hour.
+   */
+  private offsetOf(ms: number): number {
+    const day = Math.floor(ms / DAY);
+    let offset = this.dayOffsets.get(day);
+    if (offset === undefined) {
+      const start = this.offsetAt(day * DAY);
+      offset = start === this.offsetAt((day + 1) * DAY) ? start : Number.NaN;
+      remember(this.dayOffsets, day, offset);
+    }
+    if (!Number.isNaN(offset)) return offset;
+    const slot = Math.floor(ms / QUARTER_HOUR);
+    let exact = this.slotOffsets.get(slot);
+    if (exact === undefined) {
+      exact = this.offsetAt(slot * QUARTER_HOUR);
+      remember(this.slotOffsets, slot, exact);
+    }
+    return exact;
   }
 
   /** How far the zone's wall clock is ahead of UTC at an instant, in ms. */
@@ -64,7 +83,13 @@ export class LocalClock {
   }
 }
 
+function remember(cache: Map<number, number>, key: number, offset: number): void {
+  if (cache.size >= MAX_CACHED_OFFSETS) cache.clear();
+  cache.set(key, offset);
+}
+
 const QUARTER_HOUR = 15 * 60 * 1000;
+const DAY = 24 * 60 * 60 * 1000;
 const MAX_CACHED_OFFSETS = 10_000;
 
 /** `20250304` → `2025-03-04`. */

@@ -80,45 +80,58 @@ export function loadSources(db: SqlDatabase): SourceTable {
   );
 }
 
-/** Writes chunks to `chunk` and `chunk_fts` together; prepared once per sync. */
+/**
+ * Writes chunks to `chunk` and their text to `chunk_fts`, a file at a time:
+ * the full-text rows are copied inside SQLite (one statement per file), so
+ * each text crosses into WebAssembly once. Prepared once per sync.
+ */
 class ChunkWriter {
   private readonly insertChunk: SqlStatement;
-  private readonly insertText: SqlStatement;
-  private readonly oldChunks: SqlStatement;
-  private readonly deleteText: SqlStatement;
+  private readonly indexText: SqlStatement;
+  private readonly forgetText: SqlStatement;
+  private readonly deleteChunks: SqlStatement;
 
-  constructor(private readonly db: SqlDatabase) {
+  constructor(db: SqlDatabase) {
     this.insertChunk = db.prepare(
       'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
-    this.insertText = db.prepare('INSERT INTO chunk_fts (rowid, body, heading) VALUES (?, ?, ?)');
-    this.oldChunks = db.prepare('SELECT id, body, heading FROM chunk WHERE source_id = ?');
-    this.deleteText = db.prepare(
-      "INSERT INTO chunk_fts (chunk_fts, rowid, body, heading) VALUES ('delete', ?, ?, ?)",
+    this.indexText = db.prepare(
+      'INSERT INTO chunk_fts (rowid, body, heading) SELECT id, body, heading FROM chunk WHERE source_id = ? AND id >= ?',
     );
+    // An external-content FTS5 table forgets a row only when given the text it indexed.
+    this.forgetText = db.prepare(
+      "INSERT INTO chunk_fts (chunk_fts, rowid, body, heading) SELECT 'delete', id, body, heading FROM chunk WHERE source_id = ?",
+    );
+    this.deleteChunks = db.prepare('DELETE FROM chunk WHERE source_id = ?');
   }
 
-  add(sourceId: number, c: Chunk): void {
-    const { lastInsertRowid } = this.insertChunk.run([
-      sourceId,
-      c.line,
-      c.day ?? null,
-      c.ts ?? null,
-      c.role ?? null,
-      c.heading,
-      c.body,
-    ]);
-    this.insertText.run([lastInsertRowid, c.body, c.heading]);
+  /** Adds a file's new chunks. */
+  add(sourceId: number, chunks: Chunk[]): void {
+    let first: number | bigint | undefined;
+    for (const c of chunks) {
+      const { lastInsertRowid } = this.insertChunk.run([
+        sourceId,
+        c.line,
+        c.day ?? null,
+        c.ts ?? null,
+        c.role ?? null,
+        c.heading,
+        c.body,
+      ]);
+      first ??= lastInsertRowid;
+    }
+    // New rows get ids above every existing one, so `id >= first` is exactly this batch.
+    if (first !== undefined) this.indexText.run([sourceId, first]);
   }
 
-  /** Drops a file's chunks (the full-text index needs the old text to forget it). */
+  /** Drops all of a file's chunks. */
   dropAll(sourceId: number): void {
-    for (const old of this.oldChunks.all([sourceId])) this.deleteText.run([old.id!, old.body!, old.heading!]);
-    this.db.run('DELETE FROM chunk WHERE source_id = ?', [sourceId]);
+    this.forgetText.run([sourceId]);
+    this.deleteChunks.run([sourceId]);
   }
 
   close(): void {
-    for (const st of [this.insertChunk, this.insertText, this.oldChunks, this.deleteText]) st.finalize();
+    for (const st of [this.insertChunk, this.indexText, this.forgetText, this.deleteChunks]) st.finalize();
   }
 }
 
@@ -260,7 +273,7 @@ async function readSource(
       const bytes = await readRange(handle, 0, Math.min(st.size, MAX_NOTE_BYTES));
       chunks = noteChunks(bytes.toString('utf8')).map((c) => (file.day ? { ...c, day: file.day } : c));
     }
-    for (const c of chunks) writer.add(row.id, c);
+    writer.add(row.id, chunks);
     Object.assign(row, { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ...progress });
     saveRow(db, row);
     return chunks.length;
@@ -340,6 +353,6 @@ async function readLogLines(
 /** Lines in a block that ended just before a newline: its newlines plus the last one. */
 function countLines(block: Buffer): number {
   let n = 1;
-  for (const byte of block) if (byte === 0x0a) n += 1;
+  for (let at = block.indexOf(0x0a); at >= 0; at = block.indexOf(0x0a, at + 1)) n += 1;
   return n;
 }
