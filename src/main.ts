@@ -187,7 +187,7 @@ async function startWorker(
   });
   await worker.start();
   // `<prefix>:workers:<id>` with a TTL: status, doctor and the dashboard see this worker alive.
-  const { WorkerHeartbeat } = await import('./ops/workers.js');
+  const { WorkerHeartbeat } = await import('./bus/worker-beats.js');
   const beat = new WorkerHeartbeat({
     redis: bus.redis,
     prefix: bus.prefix,

@@ -13,7 +13,7 @@ export const opsKeys = {
   totals: (prefix: string) => `${prefix}:turn-totals`,
   /** One key per live worker process, with a TTL: WorkerBeat JSON. */
   worker: (prefix: string, id: string) => `${prefix}:workers:${id}`,
-  /** Hash of one day's token use (`<session>|<kind>` and `*|<kind>` fields), expiring: see ops/usage.ts. */
+  /** Hash of one day's token use (`<session>|<kind>` and `*|<kind>` fields), expiring: see usage-records.ts. */
   usageDay: (prefix: string, date: string) => `${prefix}:usage:day:${date}`,
   /** Hash of each session's token use since its first turn (`<session>|<kind>` fields). */
   usageSessions: (prefix: string) => `${prefix}:usage:sessions`,

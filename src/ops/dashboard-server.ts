@@ -16,6 +16,8 @@ import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import type { TokenPrices } from '../agent/token-usage.js';
+import { discoverQueues } from '../bus/queue-stats.js';
+import { readTurns } from '../bus/turn-records.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
@@ -29,9 +31,7 @@ import {
   transcriptPage,
 } from './dashboard-pages.js';
 import { createMetrics } from './metrics.js';
-import { discoverQueues } from './queues.js';
 import { collectStatus } from './status.js';
-import { readTurns } from './turn-record.js';
 
 export interface DashboardOptions {
   /** A connection the dashboard borrows (not closed by it). */

@@ -6,12 +6,12 @@
 import type { Redis } from 'ioredis';
 import { findLocalRedis } from '../bus/local-redis.js';
 import { connectProducer, displayUrl } from '../bus/redis.js';
+import { listWorkers } from '../bus/worker-beats.js';
 import { recordedWorkspace } from '../bus/workspace-record.js';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { readWorkspaceId } from '../workspace/identity.js';
 import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
-import { listWorkers } from './workers.js';
 
 /** The connection the Redis checks share: set by {@link redisCheck}, ended by `close()`. */
 export class DoctorRedis {

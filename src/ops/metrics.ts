@@ -10,9 +10,9 @@ import { Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
 import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from '../bus/keys.js';
-import { discoverQueues, queueDepths } from './queues.js';
-import { readRunning } from './turn-record.js';
-import { listWorkers } from './workers.js';
+import { discoverQueues, queueDepths } from '../bus/queue-stats.js';
+import { readRunning } from '../bus/turn-records.js';
+import { listWorkers } from '../bus/worker-beats.js';
 
 export interface MagpieMetrics {
   registry: Registry;

@@ -5,8 +5,8 @@
  */
 import type { Redis } from 'ioredis';
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
+import type { StoredTurn } from '../bus/turn-records.js';
 import type { CooldownEntry } from '../providers/cooldown.js';
-import type { StoredTurn } from './turn-record.js';
 
 /** One model's share of the recent turns. */
 export interface ModelUse {

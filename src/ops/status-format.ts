@@ -1,8 +1,8 @@
 /** The human form of `magpie status`: short aligned sections, one fact a line. */
 import { formatCost } from '../agent/token-usage.js';
+import type { UsageFigures, UsageReport } from '../bus/usage-records.js';
 import { formatModelLines } from './model-status.js';
 import type { StatusReport } from './status.js';
-import type { UsageFigures, UsageReport } from './usage.js';
 
 /** Formats a status report for a terminal. */
 export function formatStatus(report: StatusReport, now = Date.now()): string {

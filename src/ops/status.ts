@@ -3,23 +3,29 @@
  * the sessions folder) in parallel, so it takes well under a second and is
  * safe while the daemon works. Running turns of workers whose heartbeat is
  * gone are left out (a crashed worker's entries). Token use comes from the
- * per-day and per-session hashes the workers keep (ops/usage.ts).
+ * per-day and per-session hashes the workers keep (bus/usage-records.ts).
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import type { TokenPrices } from '../agent/token-usage.js';
 import { RedisHelperTracker } from '../bus/helper-records.js';
+import {
+  discoverQueues,
+  lastFailures,
+  type QueueDepth,
+  type QueueFailure,
+  queueDepths,
+} from '../bus/queue-stats.js';
 import { displayUrl } from '../bus/redis.js';
+import { type RunningTurn, readRunning, readTurns } from '../bus/turn-records.js';
+import { readUsage, type UsageReport } from '../bus/usage-records.js';
+import { listWorkers, type WorkerBeat } from '../bus/worker-beats.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { HelperRecord } from '../helpers/types.js';
 import { isMissing } from '../workspace/cached-file.js';
 import { collectModelStatus, type ModelsReport } from './model-status.js';
-import { discoverQueues, lastFailures, type QueueDepth, type QueueFailure, queueDepths } from './queues.js';
 import { listSchedules, type ScheduleView } from './schedules.js';
-import { type RunningTurn, readRunning, readTurns } from './turn-record.js';
-import { readUsage, type UsageReport } from './usage.js';
-import { listWorkers, type WorkerBeat } from './workers.js';
 
 /** One error worth showing: a failed job or a failed turn. */
 export interface StatusError {

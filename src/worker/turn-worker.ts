@@ -12,10 +12,10 @@ import { type Bus, routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
+import { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
-import { TurnRecorder } from '../ops/turn-recorder.js';
 import { ModelsUnavailableError, modelsDownApology } from '../providers/fallback-failures.js';
 import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
 

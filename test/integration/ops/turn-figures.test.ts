@@ -10,12 +10,12 @@ import { Bus } from '../../../src/bus/bus.js';
 import { opsKeys } from '../../../src/bus/keys.js';
 import type { InboundMessage } from '../../../src/bus/messages.js';
 import { sessionKeyOf } from '../../../src/bus/messages.js';
+import { TurnRecorder } from '../../../src/bus/turn-recorder.js';
+import { readRunning, readTurns } from '../../../src/bus/turn-records.js';
+import { WorkerHeartbeat } from '../../../src/bus/worker-beats.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { collectStatus } from '../../../src/ops/status.js';
-import { readRunning, readTurns } from '../../../src/ops/turn-record.js';
-import { TurnRecorder } from '../../../src/ops/turn-recorder.js';
-import { WorkerHeartbeat } from '../../../src/ops/workers.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { testConfig, waitFor } from '../bus/helpers.js';
 

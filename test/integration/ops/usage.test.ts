@@ -7,13 +7,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { TurnMetrics } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { opsKeys } from '../../../src/bus/keys.js';
+import { TurnRecorder } from '../../../src/bus/turn-recorder.js';
+import { readTurns } from '../../../src/bus/turn-records.js';
+import { readUsage, USAGE_DAYS_KEPT } from '../../../src/bus/usage-records.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { collectStatus } from '../../../src/ops/status.js';
 import { formatStatus } from '../../../src/ops/status-format.js';
-import { readTurns } from '../../../src/ops/turn-record.js';
-import { TurnRecorder } from '../../../src/ops/turn-recorder.js';
-import { readUsage, USAGE_DAYS_KEPT } from '../../../src/ops/usage.js';
 import { testConfig } from '../bus/helpers.js';
 
 const closers: Array<() => Promise<void>> = [];

@@ -6,10 +6,10 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { opsKeys } from '../bus/keys.js';
-import { RedisRunningTurns, type RunningTurn } from '../bus/running-turns.js';
+import { opsKeys } from './keys.js';
+import { RedisRunningTurns, type RunningTurn } from './running-turns.js';
 
-export type { RunningTurn } from '../bus/running-turns.js';
+export type { RunningTurn } from './running-turns.js';
 
 export const TurnRecordSchema = z.object({
   /** The worker's turn id (session + first message). */

@@ -6,9 +6,9 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { SCHEDULED_QUEUE } from '../bus/cron-store.js';
-import { HELPERS_QUEUE } from '../bus/helpers-queue.js';
-import { INBOUND_QUEUE } from '../bus/queues.js';
+import { SCHEDULED_QUEUE } from './cron-store.js';
+import { HELPERS_QUEUE } from './helpers-queue.js';
+import { INBOUND_QUEUE } from './queues.js';
 
 /** Depths of one queue. */
 export interface QueueDepth {

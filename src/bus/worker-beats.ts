@@ -6,10 +6,10 @@
 import os from 'node:os';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { opsKeys } from '../bus/keys.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import { parseJson } from './turn-record.js';
+import { opsKeys } from './keys.js';
+import { parseJson } from './turn-records.js';
 
 export const WorkerBeatSchema = z.object({
   id: z.string(),

@@ -12,8 +12,8 @@ import {
   type TokenPrices,
   zeroCounts,
 } from '../agent/token-usage.js';
-import { opsKeys, totalsFields } from '../bus/keys.js';
-import type { TurnRecord } from './turn-record.js';
+import { opsKeys, totalsFields } from './keys.js';
+import type { TurnRecord } from './turn-records.js';
 
 /** Days a day's usage hash is kept. */
 export const USAGE_DAYS_KEPT = 40;

@@ -6,13 +6,13 @@
  */
 import type { Redis } from 'ioredis';
 import type { TurnMetrics } from '../agent/types.js';
-import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from '../bus/keys.js';
-import { keys } from '../bus/queues.js';
-import { RedisRunningTurns } from '../bus/running-turns.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
-import type { TurnRecord } from './turn-record.js';
-import { addUsage, dayOf } from './usage.js';
+import { LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
+import { keys } from './queues.js';
+import { RedisRunningTurns } from './running-turns.js';
+import type { TurnRecord } from './turn-records.js';
+import { addUsage, dayOf } from './usage-records.js';
 
 export interface TurnRecorderOptions {
   redis: Redis;
