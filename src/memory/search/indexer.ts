@@ -91,7 +91,15 @@ class ChunkWriter {
   private readonly forgetText: SqlStatement;
   private readonly deleteChunks: SqlStatement;
 
-  constructor(db: SqlDatabase) {
+  /**
+   * @param bulk the index is being built from nothing: chunks go in alone and
+   *   `finish` indexes all their text at once (a third of the time of file-by-file
+   *   inserts, which make FTS5 merge many small segments).
+   */
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly bulk: boolean,
+  ) {
     this.insertChunk = db.prepare(
       'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
@@ -121,7 +129,12 @@ class ChunkWriter {
       first ??= lastInsertRowid;
     }
     // New rows get ids above every existing one, so `id >= first` is exactly this batch.
-    if (first !== undefined) this.indexText.run([sourceId, first]);
+    if (first !== undefined && !this.bulk) this.indexText.run([sourceId, first]);
+  }
+
+  /** Indexes the text of every chunk, after a bulk build. */
+  finish(): void {
+    if (this.bulk) this.db.exec("INSERT INTO chunk_fts (chunk_fts) VALUES ('rebuild')");
   }
 
   /** Drops all of a file's chunks. */
@@ -139,6 +152,7 @@ class ChunkWriter {
  * Syncs the index in `db` (inside the caller's transaction) with `scanned`,
  * the files found in `workspace` (a real path) just now. `sources` is the
  * source table as the database holds it; it is updated in place to match.
+ * `fresh`: the index is empty (built from nothing, its text indexed in bulk).
  */
 export async function syncIndex(
   db: SqlDatabase,
@@ -146,9 +160,10 @@ export async function syncIndex(
   scanned: ScannedFile[],
   clock: LocalClock,
   sources: SourceTable,
+  fresh = false,
 ): Promise<SyncStats> {
   const stats: SyncStats = { read: 0, removed: 0, chunks: 0 };
-  const writer = new ChunkWriter(db);
+  const writer = new ChunkWriter(db, fresh && sources.size === 0);
   try {
     const scannedByPath = new Map(scanned.map((f) => [f.rel, f]));
     stats.removed += followRenames(db, writer, scanned, sources, scannedByPath);
@@ -194,6 +209,7 @@ export async function syncIndex(
       sources.delete(rel);
       stats.removed += 1;
     }
+    writer.finish();
   } finally {
     writer.close();
   }

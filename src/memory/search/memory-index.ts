@@ -176,7 +176,7 @@ export class MemoryIndex {
         // The source table is cached between operations; another process's change bumps the version.
         const sources = this.sources?.version === version ? this.sources.table : loadSources(db);
         this.sources = undefined;
-        const synced = await syncIndex(db, workspace, scanSources(workspace), this.clock, sources);
+        const synced = await syncIndex(db, workspace, scanSources(workspace), this.clock, sources, fresh);
         const changed = synced.read > 0 || synced.removed > 0 || fresh;
         if (changed) bumpVersion(db);
         return { synced, sources, version: changed ? indexVersion(db) : version };
