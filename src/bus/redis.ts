@@ -6,6 +6,46 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { AppError, ExitCode } from '../errors/index.js';
 
+/**
+ * A Redis connection as the rest of magpie holds it: a handle made here and
+ * passed back to the bus's functions (stores, read models); only `src/bus`
+ * sends commands on it.
+ */
+export type RedisConnection = Redis;
+
+/** The version of the Redis server (from INFO), or undefined when it does not say. */
+export async function redisVersion(redis: Redis): Promise<string | undefined> {
+  return /redis_version:(\S+)/.exec(await redis.info('server'))?.[1];
+}
+
+/** What `magpie doctor` checks of a Redis server (INFO, and CONFIG GET save where allowed). */
+export interface RedisServerInfo {
+  version: string | undefined;
+  maxmemoryPolicy: string | undefined;
+  /** appendonly is on. */
+  aof: boolean;
+  /** The `save` setting; undefined when CONFIG is forbidden (managed Redis often forbids it). */
+  save: string | undefined;
+}
+
+/** Reads the server's version, eviction policy and persistence settings. */
+export async function redisServerInfo(redis: Redis): Promise<RedisServerInfo> {
+  const info = await redis.info();
+  const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+  let save: string | undefined;
+  try {
+    save = ((await redis.call('CONFIG', 'GET', 'save')) as string[])[1];
+  } catch (_err) {
+    save = undefined; // CONFIG forbidden: INFO decided what it could
+  }
+  return {
+    version: field('redis_version'),
+    maxmemoryPolicy: field('maxmemory_policy'),
+    aof: field('aof_enabled') === '1',
+    save,
+  };
+}
+
 /** How long a producer waits for a connection before giving up. */
 export const PRODUCER_CONNECT_TIMEOUT_MS = 5_000;
 

@@ -15,6 +15,11 @@ import {
 import { opsKeys, totalsFields } from './keys.js';
 import type { TurnRecord } from './turn-records.js';
 
+/** The running totals since the first turn (`<prefix>:turn-totals`, see totalsFields), as stored. */
+export function readTotals(redis: Redis, prefix: string): Promise<Record<string, string>> {
+  return redis.hgetall(opsKeys.totals(prefix));
+}
+
 /** Days a day's usage hash is kept. */
 export const USAGE_DAYS_KEPT = 40;
 

@@ -14,9 +14,9 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Redis } from 'ioredis';
 import type { TokenPrices } from '../agent/token-usage.js';
 import { discoverQueues } from '../bus/queue-stats.js';
+import type { RedisConnection } from '../bus/redis.js';
 import { readTurns } from '../bus/turn-records.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -35,7 +35,7 @@ import { collectStatus } from './status.js';
 
 export interface DashboardOptions {
   /** A connection the dashboard borrows (not closed by it). */
-  redis: Redis;
+  redis: RedisConnection;
   /** The Redis URL (shown with the password hidden). */
   url: string;
   prefix: string;

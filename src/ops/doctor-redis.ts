@@ -3,9 +3,8 @@
  * persistence), this workspace is the bus's, and a worker seen alive. They
  * share one connection, opened by the Redis check and closed by the doctor.
  */
-import type { Redis } from 'ioredis';
 import { findLocalRedis } from '../bus/local-redis.js';
-import { connectProducer, displayUrl } from '../bus/redis.js';
+import { connectProducer, displayUrl, type RedisConnection, redisServerInfo } from '../bus/redis.js';
 import { listWorkers } from '../bus/worker-beats.js';
 import { recordedWorkspace } from '../bus/workspace-record.js';
 import type { Config } from '../config/index.js';
@@ -16,7 +15,7 @@ import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js
 /** The connection the Redis checks share: set by {@link redisCheck}, ended by `close()`. */
 export class DoctorRedis {
   /** The connection, once the Redis check reached Redis. */
-  redis: Redis | undefined;
+  redis: RedisConnection | undefined;
 
   /** Ends the connection, if one was made. Safe to call more than once. */
   close(): void {
@@ -35,19 +34,18 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
           'REDIS_URL unset and no private redis-server running; "magpie start" starts one (appendonly, noeviction)',
         );
       }
-      let redis: Redis;
+      let redis: RedisConnection;
       try {
         redis = await connectProducer(url);
       } catch (err) {
         return failed(describeError(err), `start Redis or fix REDIS_URL in .env (now ${displayUrl(url)})`);
       }
       shared.redis = redis;
-      const info = await redis.info();
-      const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+      const server = await redisServerInfo(redis);
       const results: CheckResult[] = [
-        pass(`reachable at ${displayUrl(url)}, version ${field('redis_version') ?? '?'}`),
+        pass(`reachable at ${displayUrl(url)}, version ${server.version ?? '?'}`),
       ];
-      const policy = field('maxmemory_policy');
+      const policy = server.maxmemoryPolicy;
       results.push(
         policy === 'noeviction'
           ? pass('maxmemory-policy noeviction')
@@ -56,8 +54,7 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
               'redis-cli CONFIG SET maxmemory-policy noeviction (and "maxmemory-policy noeviction" in redis.conf)',
             ),
       );
-      const aof = field('aof_enabled') === '1';
-      const save = await configGet(redis, 'save');
+      const { aof, save } = server;
       results.push(
         aof || (save !== undefined && save !== '')
           ? pass(`persistence on (${aof ? 'appendonly' : `save ${save}`})`)
@@ -112,13 +109,4 @@ export function daemonCheck(config: Config, shared: DoctorRedis): Check {
       return pass(`${workers.length} worker${workers.length === 1 ? '' : 's'} alive (${slots} turn slots)`);
     },
   };
-}
-
-async function configGet(redis: Redis, name: string): Promise<string | undefined> {
-  try {
-    const reply = (await redis.call('CONFIG', 'GET', name)) as string[];
-    return reply[1];
-  } catch (_err) {
-    return undefined; // managed Redis often forbids CONFIG; INFO decided what it could
-  }
 }

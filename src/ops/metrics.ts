@@ -5,13 +5,14 @@
  * the global default registry. Tokens are counted by kind (prompt, of it
  * cached and cache-written, completion); with prices, an estimated cost too.
  */
-import type { Redis } from 'ioredis';
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
-import { LATENCY_BUCKETS_S, opsKeys, totalsFields } from '../bus/keys.js';
+import { LATENCY_BUCKETS_S, totalsFields } from '../bus/keys.js';
 import { discoverQueues, queueDepths } from '../bus/queue-stats.js';
+import type { RedisConnection } from '../bus/redis.js';
 import { readRunning } from '../bus/turn-records.js';
+import { readTotals } from '../bus/usage-records.js';
 import { listWorkers } from '../bus/worker-beats.js';
 
 export interface MagpieMetrics {
@@ -35,13 +36,17 @@ const TOKEN_KINDS = [
 ] as const;
 
 /** Builds a registry whose metrics read `<prefix>:*` on each scrape. */
-export function createMetrics(redis: Redis, prefix: string, options: MetricsOptions = {}): MagpieMetrics {
+export function createMetrics(
+  redis: RedisConnection,
+  prefix: string,
+  options: MetricsOptions = {},
+): MagpieMetrics {
   const registry = new Registry();
   let totals: Record<string, string> = {};
   const total = (field: string) => Number(totals[field] ?? 0);
   // Read once per scrape, before the collectors run (see render()).
   const refresh = async () => {
-    totals = await redis.hgetall(opsKeys.totals(prefix));
+    totals = await readTotals(redis, prefix);
   };
   new Counter({
     name: 'magpie_turns_total',

@@ -3,8 +3,9 @@
  * the recent turns (and how many calls a fallback took), and the models or
  * endpoints resting after failures, from the cool-downs the workers share.
  */
-import type { Redis } from 'ioredis';
+
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
+import type { RedisConnection } from '../bus/redis.js';
 import type { StoredTurn } from '../bus/turn-records.js';
 import type { CooldownEntry } from '../providers/cooldown.js';
 
@@ -30,7 +31,7 @@ export interface ModelsReport {
 
 /** The models report from the recent turns and the shared cool-downs. */
 export async function collectModelStatus(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   turns: readonly StoredTurn[],
 ): Promise<ModelsReport> {

@@ -3,8 +3,9 @@
  * scheduler's BullMQ queue (`<prefix>:scheduled`): the `heartbeat` job
  * scheduler and the tasks CronStore lists.
  */
-import type { Redis } from 'ioredis';
+
 import { CronStore } from '../bus/cron-store.js';
+import type { RedisConnection } from '../bus/redis.js';
 
 /** One scheduled task as shown by status and the dashboard. */
 export interface TaskView {
@@ -26,7 +27,7 @@ export interface ScheduleView {
 }
 
 /** Reads the heartbeat scheduler and every task. */
-export async function listSchedules(redis: Redis, prefix: string): Promise<ScheduleView> {
+export async function listSchedules(redis: RedisConnection, prefix: string): Promise<ScheduleView> {
   const store = new CronStore({ connection: redis, prefix });
   try {
     const [heartbeat, tasks] = await Promise.all([store.heartbeatSchedule(), store.list()]);

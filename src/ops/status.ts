@@ -7,7 +7,6 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Redis } from 'ioredis';
 import type { TokenPrices } from '../agent/token-usage.js';
 import { RedisHelperTracker } from '../bus/helper-records.js';
 import {
@@ -17,7 +16,7 @@ import {
   type QueueFailure,
   queueDepths,
 } from '../bus/queue-stats.js';
-import { displayUrl } from '../bus/redis.js';
+import { displayUrl, type RedisConnection, redisVersion } from '../bus/redis.js';
 import { type RunningTurn, readRunning, readTurns } from '../bus/turn-records.js';
 import { readUsage, type UsageReport } from '../bus/usage-records.js';
 import { listWorkers, type WorkerBeat } from '../bus/worker-beats.js';
@@ -54,7 +53,7 @@ export interface StatusReport {
 }
 
 export interface CollectStatusOptions {
-  redis: Redis;
+  redis: RedisConnection;
   /** The Redis URL (printed with the password hidden). */
   url: string;
   prefix: string;
@@ -74,21 +73,22 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const queues = await discoverQueues(redis, prefix);
   const timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const usage = readUsage(redis, prefix, { timezone, ...(options.prices ? { prices: options.prices } : {}) });
-  const [info, workers, depths, running, helpers, schedules, sessions, failures, turns] = await Promise.all([
-    redis.info('server'),
-    listWorkers(redis, prefix),
-    queueDepths(redis, prefix, queues),
-    readRunning(redis, prefix),
-    new RedisHelperTracker(redis, prefix).list(),
-    listSchedules(redis, prefix),
-    countSessions(options.workspace),
-    lastFailures(redis, prefix, queues, options.errors ?? 5),
-    readTurns(redis, prefix, 100),
-  ]);
+  const [version, workers, depths, running, helpers, schedules, sessions, failures, turns] =
+    await Promise.all([
+      redisVersion(redis),
+      listWorkers(redis, prefix),
+      queueDepths(redis, prefix, queues),
+      readRunning(redis, prefix),
+      new RedisHelperTracker(redis, prefix).list(),
+      listSchedules(redis, prefix),
+      countSessions(options.workspace),
+      lastFailures(redis, prefix, queues, options.errors ?? 5),
+      readTurns(redis, prefix, 100),
+    ]);
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
   return {
-    redis: { url: displayUrl(options.url), version: /redis_version:(\S+)/.exec(info)?.[1] },
+    redis: { url: displayUrl(options.url), version },
     prefix,
     workers,
     queues: depths,
