@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../log/index.js';
-import { keys } from './queues.js';
+import { keys } from './keys.js';
 import type { Subscriber } from './subscriber.js';
 
 export const ActivityEventSchema = z.object({

@@ -5,7 +5,7 @@
  * whether there was anything to stop.
  */
 import type { Redis } from 'ioredis';
-import { keys } from './queues.js';
+import { keys } from './keys.js';
 import type { Subscriber } from './subscriber.js';
 
 /** Publishes a cancellation; true when a turn of that session is running. */

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { HelperRecord, HelperTracker } from '../helpers/types.js';
-import { helperKeys } from './helpers-queue.js';
+import { helperKeys } from './keys.js';
 
 const RecordSchema = z.object({
   id: z.string(),

@@ -1,8 +1,7 @@
 /**
  * The `helpers` queue: one BullMQ job per spawned helper (job id = helper
  * id), so a helper runs beside the chat, in any worker, and is redone if the
- * worker running it dies. Keys for the running-helpers hash and the
- * "result published" markers live here too.
+ * worker running it dies. Its keys are in keys.ts.
  */
 import { Queue } from 'bullmq';
 import { AppError, describeError } from '../errors/index.js';
@@ -12,14 +11,6 @@ import type { Bus } from './bus.js';
 
 /** The queue of helper jobs. */
 export const HELPERS_QUEUE = 'helpers';
-
-/** Redis keys of helpers under a prefix. */
-export const helperKeys = {
-  /** Hash of running helpers: id → HelperRecord JSON (read by `magpie status`). */
-  running: (prefix: string) => `${prefix}:helpers`,
-  /** Set once a helper's result was published, so a redone job does not publish it twice. */
-  published: (prefix: string, id: string) => `${prefix}:helper-published:${id}`,
-};
 
 /** Tunables of helper jobs. */
 export interface HelperJobTuning {

@@ -1,11 +1,32 @@
 /**
- * Redis keys spelled in one place (queues have theirs in queues.ts and
- * helpers-queue.ts): the operations view (the capped stream of per-turn
- * figures, the hash of turns running now, worker heartbeats, token use),
+ * Redis keys spelled in one place (BullMQ spells its queues' own keys): the
+ * bus's mailboxes, running turns and pub/sub channels, helpers, the
+ * operations view (per-turn figures, totals, worker heartbeats, token use),
  * pairing, and the scheduler's markers and lock.
  */
 
-/** Keys under a prefix. */
+/** Redis keys of the bus under a prefix. */
+export const keys = {
+  mailbox: (prefix: string, sessionKey: string) => `${prefix}:mailbox:${sessionKey}`,
+  dead: (prefix: string) => `${prefix}:dead`,
+  running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
+  cancel: (prefix: string) => `${prefix}:cancel`,
+  activity: (prefix: string, channel: string) => `${prefix}:activity:${channel}`,
+  cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
+  lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
+  /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
+  workspace: (prefix: string) => `${prefix}:workspace`,
+};
+
+/** Redis keys of helpers under a prefix. */
+export const helperKeys = {
+  /** Hash of running helpers: id → HelperRecord JSON (read by `magpie status`). */
+  running: (prefix: string) => `${prefix}:helpers`,
+  /** Set once a helper's result was published, so a redone job does not publish it twice. */
+  published: (prefix: string, id: string) => `${prefix}:helper-published:${id}`,
+};
+
+/** Keys of the operations view under a prefix. */
 export const opsKeys = {
   /** Stream of finished turns (XADD MAXLEN ~ 1000), field `turn` = TurnRecord JSON. */
   turns: (prefix: string) => `${prefix}:turns`,

@@ -6,8 +6,8 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
+import { keys } from './keys.js';
 import { type InboundMessage, InboundMessageSchema } from './messages.js';
-import { keys } from './queues.js';
 
 /** What a read returned: the valid messages and how many entries were consumed. */
 export interface MailboxRead {

@@ -24,19 +24,6 @@ export function turnDedupId(sessionKey: string): string {
   return `turn-${shortHash(sessionKey)}`;
 }
 
-/** Redis keys of the bus under a prefix. */
-export const keys = {
-  mailbox: (prefix: string, sessionKey: string) => `${prefix}:mailbox:${sessionKey}`,
-  dead: (prefix: string) => `${prefix}:dead`,
-  running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
-  cancel: (prefix: string) => `${prefix}:cancel`,
-  activity: (prefix: string, channel: string) => `${prefix}:activity:${channel}`,
-  cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
-  lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
-  /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
-  workspace: (prefix: string) => `${prefix}:workspace`,
-};
-
 /** Tunables of turn jobs, with their defaults. */
 export interface TurnJobTuning {
   /** Tries of a turn whose failure is transient. @defaultValue 3 */

@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { keys } from './queues.js';
+import { keys } from './keys.js';
 
 /** How long a running-turn record survives its worker without an update. */
 export const RUNNING_TTL_SECONDS = 15 * 60;

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { StateStore } from '../agent/ports.js';
 import { safeJson } from './activity.js';
-import { keys } from './queues.js';
+import { keys } from './keys.js';
 
 const LastChannelSchema = z.object({
   channel: z.string().min(1),

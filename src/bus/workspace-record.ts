@@ -4,7 +4,7 @@
  * that starts and never changed, so every later one can check it shares it.
  */
 import type { Redis } from 'ioredis';
-import { keys } from './queues.js';
+import { keys } from './keys.js';
 
 /**
  * Records `id` as the bus's workspace when none is recorded yet; resolves to

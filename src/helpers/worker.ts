@@ -9,7 +9,8 @@
 import { z } from 'zod';
 import type { Bus } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
-import { HELPERS_QUEUE, helperKeys } from '../bus/helpers-queue.js';
+import { HELPERS_QUEUE } from '../bus/helpers-queue.js';
+import { helperKeys } from '../bus/keys.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { type HelperOutcome, type HelperRun, preview } from './runner.js';

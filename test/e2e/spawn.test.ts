@@ -9,7 +9,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bus } from '../../src/bus/bus.js';
-import { helperKeys } from '../../src/bus/helpers-queue.js';
+import { helperKeys } from '../../src/bus/keys.js';
 import { INBOUND_QUEUE } from '../../src/bus/queues.js';
 import { parseConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { keys } from '../../src/bus/queues.js';
+import { keys } from '../../src/bus/keys.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checkWorkspaceIdentity } from '../../../src/app/workspace-check.js';
 import { Bus } from '../../../src/bus/bus.js';
-import { keys } from '../../../src/bus/queues.js';
+import { keys } from '../../../src/bus/keys.js';
 import type { Config } from '../../../src/config/index.js';
 import { ConfigError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';

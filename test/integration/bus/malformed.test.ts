@@ -1,7 +1,7 @@
 /** Malformed payloads are logged and moved aside; the worker keeps serving. */
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { keys } from '../../../src/bus/queues.js';
+import { keys } from '../../../src/bus/keys.js';
 import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
 
 describe('malformed payloads', () => {

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { StateStore } from '../../../src/agent/ports.js';
 import type { TurnResult } from '../../../src/agent/types.js';
 import type { Bus } from '../../../src/bus/bus.js';
-import { keys } from '../../../src/bus/queues.js';
+import { keys } from '../../../src/bus/keys.js';
 import { RedisStateStore } from '../../../src/bus/state.js';
 import type { Config } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
