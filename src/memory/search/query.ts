@@ -2,8 +2,8 @@
  * Turns what someone typed ("what was the plumber's number?") into FTS5
  * queries: its words, minus common English words that would match nearly
  * everything, each quoted (so no word is read as FTS5 syntax: AND, NEAR,
- * column filters, `*`), joined with AND (chunks holding every word) and with
- * OR (chunks holding any). Porter stemming applies to the query as to the
+ * column filters, `*`), joined with AND (chunks holding every word), as
+ * pairs (chunks holding at least two) and with OR (chunks holding any). Porter stemming applies to the query as to the
  * index, so "moved" finds "move" and "moving".
  */
 
@@ -37,23 +37,38 @@ export function queryTerms(text: string): string[] {
   return [...new Set(chosen)].slice(0, MAX_QUERY_TERMS);
 }
 
-/** The FTS5 MATCH expressions of a query: every word (`all`) and any word (`any`). */
+/** The FTS5 MATCH expressions of a query: every word, at least two of its words, any word. */
 export interface MatchExpressions {
   all: string;
+  /** Any two words together; only for 3 to {@link MAX_PAIRED_TERMS} words (with 2, that is `all`). */
+  pairs?: string;
   any: string;
   /** How many words the query kept. */
   terms: number;
 }
 
+/** Queries with more words than this skip the "two words together" tier (it grows as n²). */
+export const MAX_PAIRED_TERMS = 6;
+
 /**
  * The FTS5 MATCH expressions for a query, or undefined when it holds no word.
  *
  * @example toMatchExpressions("When did Marta move to Coimbra?")
- * // { all: '"marta" AND "move" AND "coimbra"', any: '"marta" OR "move" OR "coimbra"', terms: 3 }
+ * // { all: '"marta" AND "move" AND "coimbra"',
+ * //   pairs: '("marta" AND "move") OR ("marta" AND "coimbra") OR ("move" AND "coimbra")',
+ * //   any: '"marta" OR "move" OR "coimbra"', terms: 3 }
  */
 export function toMatchExpressions(text: string): MatchExpressions | undefined {
   const terms = queryTerms(text);
   if (terms.length === 0) return undefined;
   const quoted = terms.map((t) => `"${t.replace(/"/g, '""')}"`);
-  return { all: quoted.join(' AND '), any: quoted.join(' OR '), terms: terms.length };
+  const out: MatchExpressions = { all: quoted.join(' AND '), any: quoted.join(' OR '), terms: terms.length };
+  if (terms.length >= 3 && terms.length <= MAX_PAIRED_TERMS) {
+    const pairs: string[] = [];
+    quoted.forEach((a, i) => {
+      for (const b of quoted.slice(i + 1)) pairs.push(`(${a} AND ${b})`);
+    });
+    out.pairs = pairs.join(' OR ');
+  }
+  return out;
 }

@@ -88,28 +88,37 @@ export function runSearch(
   if (since !== undefined && until !== undefined && since > until) {
     throw new AppError('TOOL_FAILED', `since (${formatDay(since)}) is after until (${formatDay(until)})`);
   }
-  const rank = (expression: string, count: number) =>
-    since === undefined && until === undefined
-      ? db.all(
-          'SELECT rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score FROM chunk_fts WHERE chunk_fts MATCH ? ORDER BY score LIMIT ?',
-          [expression, count],
-        )
-      : db.all(
-          `SELECT chunk_fts.rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score
-             FROM chunk_fts JOIN chunk c ON c.id = chunk_fts.rowid
-            WHERE chunk_fts MATCH ? AND c.day BETWEEN ? AND ?
-            ORDER BY score LIMIT ?`,
-          [expression, since ?? 0, until ?? 99_991_231, count],
-        );
-  // Chunks holding every word first; when they are fewer than `limit`, those holding some follow.
-  const ranked = rank(match.all, limit);
-  if (match.terms > 1 && ranked.length < limit) {
-    const seen = new Set(ranked.map((r) => Number(r.id)));
-    for (const row of rank(match.any, limit + ranked.length)) {
-      if (ranked.length >= limit) break;
-      if (!seen.has(Number(row.id))) ranked.push(row);
+  const dated = since !== undefined || until !== undefined;
+  /**
+   * The best `count` chunks matching `expression` in BM25 order; `within`
+   * keeps only chunks that also match it. BM25 is computed only for the rows
+   * that pass every condition (`+rowid` keeps FTS5 from turning the IN list
+   * into one lookup per candidate).
+   */
+  const rank = (expression: string, count: number, within?: string) =>
+    db.all(
+      `SELECT chunk_fts.rowid AS id, bm25(chunk_fts, 1.0, 0.5) AS score
+         FROM chunk_fts${dated ? ' JOIN chunk c ON c.id = chunk_fts.rowid' : ''}
+        WHERE chunk_fts MATCH ?${within ? ' AND +chunk_fts.rowid IN (SELECT g.rowid FROM chunk_fts AS g WHERE g.chunk_fts MATCH ?)' : ''}${dated ? ' AND c.day BETWEEN ? AND ?' : ''}
+        ORDER BY score LIMIT ?`,
+      [expression, ...(within ? [within] : []), ...(dated ? [since ?? 0, until ?? 99_991_231] : []), count],
+    );
+  // Chunks holding every word first, then (while fewer than `limit`) those holding at least two,
+  // then those holding any; each group in BM25 order over all the words. Ranking only the chunks
+  // with two words together is what keeps a question of common words cheap.
+  const ranked: Record<string, unknown>[] = [];
+  const seen = new Set<number>();
+  const take = (rows: Record<string, unknown>[]) => {
+    for (const row of rows) {
+      if (ranked.length >= limit) return;
+      if (seen.has(Number(row.id))) continue;
+      seen.add(Number(row.id));
+      ranked.push(row);
     }
-  }
+  };
+  take(rank(match.all, limit));
+  if (ranked.length < limit && match.pairs) take(rank(match.any, limit + ranked.length, match.pairs));
+  if (ranked.length < limit && match.terms > 1) take(rank(match.any, limit + ranked.length));
   const detail = db.prepare(
     `SELECT c.line, c.day, c.ts, c.role, c.heading, s.path, s.kind,
             snippet(chunk_fts, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS snip

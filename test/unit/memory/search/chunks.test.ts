@@ -107,9 +107,12 @@ describe('queryTerms and toMatchExpressions', () => {
     expect(queryTerms("What was the plumber's number?")).toEqual(['plumber', 'number']);
     expect(toMatchExpressions('When did Marta move to Coimbra?')).toEqual({
       all: '"marta" AND "move" AND "coimbra"',
+      pairs: '("marta" AND "move") OR ("marta" AND "coimbra") OR ("move" AND "coimbra")',
       any: '"marta" OR "move" OR "coimbra"',
       terms: 3,
     });
+    expect(toMatchExpressions('Marta Coimbra')?.pairs).toBeUndefined(); // two words together is "all"
+    expect(toMatchExpressions('a1 b2 c3 d4 e5 f6 g7')?.pairs).toBeUndefined(); // too many words to pair
     expect(queryTerms('flat 3 in São João')).toEqual(['flat', '3', 'são', 'joão']);
   });
 

@@ -104,6 +104,26 @@ describe('finding what was said', () => {
     await expect(index.search('?! …')).rejects.toMatchObject({ code: 'TOOL_FAILED' });
   });
 
+  it('puts chunks with every word first, then those with two, then those with one', async () => {
+    writeNote(space.ws, '2024-03-01', ['- boiler boiler boiler boiler, the boiler again.']); // one word, many times
+    writeNote(space.ws, '2024-03-02', ['- The plumber looked at the boiler.']); // two words
+    writeNote(space.ws, '2024-03-03', ['- The plumber fixed the boiler leak.']); // all three
+    writeNote(space.ws, '2024-03-04', ['- A leak under the sink.']); // one word
+    const result = await space.index().search('plumber boiler leak');
+    expect(result.hits.map((h) => h.date)).toEqual([
+      '2024-03-03',
+      '2024-03-02',
+      expect.any(String),
+      expect.any(String),
+    ]);
+    expect(
+      result.hits
+        .slice(2)
+        .map((h) => h.date)
+        .sort(),
+    ).toEqual(['2024-03-01', '2024-03-04']);
+  });
+
   it('ranks the note that holds more of the words first, and honours limit', async () => {
     for (let d = 1; d <= 9; d++) writeNote(space.ws, `2024-03-0${d}`, [`- Walked in the park, day ${d}.`]);
     writeNote(space.ws, '2024-03-10', ['- Walked in the park with Marta and the dog Bolinha.']);
