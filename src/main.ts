@@ -15,7 +15,6 @@ import { Delivery } from './bus/delivery.js';
 import { type LocalRedis, startLocalRedis } from './bus/local-redis.js';
 import { RedisModelChoiceStore } from './bus/model-choice-store.js';
 import { RedisPairingStore } from './bus/pairing-store.js';
-import { outboundQueueName } from './bus/queues.js';
 import { RedisStateStore } from './bus/state.js';
 import { CliChannel } from './channels/cli/cli-channel.js';
 import type { Channel, ChannelDeps } from './channels/types.js';
@@ -239,7 +238,7 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
     parts.push({
       name: `${channel.name} delivery`,
       close: async () => {
-        await drainQueue(bus, outboundQueueName(channel.name), 10_000);
+        await delivery.drained(10_000);
         await delivery.close();
       },
     });
@@ -271,15 +270,6 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     `dashboard at ${dashboard.url} (sign in with the token in ${access.source})`,
   );
   return { name: 'dashboard', close: () => dashboard.close() };
-}
-
-/** Waits (bounded) until a queue has nothing waiting or active, so replies of finished turns go out. */
-async function drainQueue(bus: Bus, queue: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if ((await bus.pendingJobs(queue, ['waiting', 'active']).catch(() => 0)) === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

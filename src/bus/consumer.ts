@@ -102,6 +102,17 @@ export class Consumer {
     });
   }
 
+  /**
+   * Calls `listener` when the queue has no waiting job left (BullMQ's
+   * `drained`); jobs in flight may still run. Returns the unsubscribe.
+   */
+  onDrained(listener: () => void): () => void {
+    this.worker.on('drained', listener);
+    return () => {
+      this.worker.off('drained', listener);
+    };
+  }
+
   /** Resolves when the consumer is connected and taking jobs. */
   async ready(): Promise<void> {
     await this.worker.waitUntilReady();

@@ -54,6 +54,32 @@ export class Delivery {
     return delivery;
   }
 
+  /**
+   * Resolves once nothing waits in the channel's queue (true), or after
+   * `timeoutMs` (false): on BullMQ's `drained` event, not by polling.
+   * Deliveries in flight are then finished by `close()`.
+   */
+  async drained(timeoutMs: number): Promise<boolean> {
+    let unsubscribe: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    // Listening first: a drain between the count and the subscription is not missed.
+    const event = new Promise<boolean>((resolve) => {
+      unsubscribe = this.consumer.onDrained(() => resolve(true));
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      const queue = outboundQueueName(this.options.channel.name);
+      const waiting = await this.options.bus.pendingJobs(queue, ['waiting']).catch((err: unknown) => {
+        this.logger.debug({ err: describeError(err) }, 'could not count waiting deliveries');
+        return 0;
+      });
+      return waiting === 0 ? true : await event;
+    } finally {
+      clearTimeout(timer);
+      unsubscribe?.();
+    }
+  }
+
   /** Stops consuming (deliveries in flight finish) and the activity subscription. Idempotent. */
   close(): Promise<void> {
     this.closing ??= runAll([
