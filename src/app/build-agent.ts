@@ -143,7 +143,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
       }),
       ...(searchBackend ? [createWebSearchTool(searchBackend)] : []),
       createMemorySearchTool(
-        new MemoryIndex({ workspace, stateDir: config.stateDir, timezone: config.timezone, logger }),
+        new MemoryIndex({ workspace, stateDir: config.stateDir, timezone: config.timezone, logger, secrets }),
       ),
       createLoadSkillTool(skills),
       createSubagentTool(helpers),

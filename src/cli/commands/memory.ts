@@ -4,6 +4,7 @@
  * memory_search tool — and a rebuild of that index from every file.
  */
 import { statSync } from 'node:fs';
+import { secretValues } from '../../config/secrets.js';
 import { AppError, ConfigError, ExitCode } from '../../errors/index.js';
 import { formatDay, parseDay } from '../../memory/search/dates.js';
 import { formatForPeople, hitJson, type SearchFilters } from '../../memory/search/format.js';
@@ -91,6 +92,7 @@ export async function runMemory(argv: string[], io: MemoryCommandIO): Promise<nu
     stateDir: config.stateDir,
     timezone: config.timezone,
     logger,
+    secrets: secretValues(config),
   });
   if (action === 'reindex') {
     const started = performance.now();

@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../../errors/index.js';
-import { type Logger, silentLogger } from '../../log/index.js';
+import { type Logger, secretSpellings, silentLogger } from '../../log/index.js';
 import { isMissing } from '../../workspace/cached-file.js';
 import {
   bumpVersion,
@@ -46,6 +46,11 @@ export interface MemoryIndexOptions {
   lockTimeoutMs?: number;
   /** A lock not refreshed for this long was left by a crash and is broken. @defaultValue 30_000 */
   staleLockMs?: number;
+  /**
+   * Values never to show (API keys, tokens): a passage holding one is shown
+   * redacted instead of as a snippet that might cut through it. @defaultValue []
+   */
+  secrets?: Iterable<string | undefined>;
 }
 
 /** Figures about the index, for `magpie memory` and the benchmark. */
@@ -74,6 +79,7 @@ export class MemoryIndex {
   readonly dbPath: string;
   private readonly clock: LocalClock;
   private readonly logger: Logger;
+  private readonly secrets: readonly string[];
   private readonly lock: FileLock;
   private chain: Promise<unknown> = Promise.resolve();
   /** The source table as of the last sync, with the index version it belongs to. */
@@ -86,6 +92,7 @@ export class MemoryIndex {
     this.dbPath = path.join(this.dir, 'index.db');
     this.clock = new LocalClock(options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone);
     this.logger = options.logger ?? silentLogger();
+    this.secrets = secretSpellings(options.secrets ?? []);
     this.lock = new FileLock({
       path: path.join(this.dir, 'index.lock'),
       timeoutMs: options.lockTimeoutMs ?? 60_000,
@@ -102,7 +109,9 @@ export class MemoryIndex {
    * const { hits } = await index.search('Marta Coimbra', { since: 20250101 });
    */
   search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
-    return this.withIndex(options.signal, false, (db) => runSearch(db, this.clock, query, options));
+    return this.withIndex(options.signal, false, (db) =>
+      runSearch(db, { clock: this.clock, secrets: this.secrets }, query, options),
+    );
   }
 
   /** Brings the index up to date with the files and returns what that took. */

@@ -9,6 +9,7 @@
  * conversation and who spoke).
  */
 import { AppError } from '../../errors/index.js';
+import { redactSecrets } from '../../log/index.js';
 import { sessionKeyFromFileName } from '../../sessions/session-key.js';
 import type { SqlDatabase } from './database.js';
 import { formatDay, type LocalClock } from './dates.js';
@@ -24,6 +25,13 @@ export interface SearchOptions {
   until?: number;
   /** Aborts waiting for the index. */
   signal?: AbortSignal;
+}
+
+/** What runSearch needs besides the query. */
+export interface SearchContext {
+  clock: LocalClock;
+  /** Values never shown, in every spelling (see secretSpellings). */
+  secrets: readonly string[];
 }
 
 /** One hit. */
@@ -72,7 +80,7 @@ const SNIPPET_TOKENS = 40;
  */
 export function runSearch(
   db: SqlDatabase,
-  clock: LocalClock,
+  { clock, secrets }: SearchContext,
   query: string,
   options: SearchOptions,
 ): SearchResult {
@@ -121,7 +129,7 @@ export function runSearch(
   if (ranked.length < limit && match.terms > 1) take(rank(match.any, limit + ranked.length));
   const detail = db.prepare(
     `SELECT c.line, c.day, c.ts, c.role, c.heading, s.path, s.kind,
-            snippet(chunk_fts, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS snip
+            c.body, snippet(chunk_fts, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS snip
        FROM chunk_fts JOIN chunk c ON c.id = chunk_fts.rowid JOIN source s ON s.id = c.source_id
       WHERE chunk_fts MATCH ? AND chunk_fts.rowid = ?`,
   );
@@ -129,7 +137,7 @@ export function runSearch(
   try {
     for (const { id, score } of ranked) {
       const row = detail.get([MARK_START, MARK_END, match.any, Number(id)]);
-      if (row) hits.push(toHit(row, Number(score), clock));
+      if (row) hits.push(toHit(row, Number(score), clock, secrets));
     }
   } finally {
     detail.finalize();
@@ -137,16 +145,41 @@ export function runSearch(
   return { hits, searched: indexedFiles(db) };
 }
 
-function toHit(row: Record<string, unknown>, score: number, clock: LocalClock): MemoryHit {
+function toHit(
+  row: Record<string, unknown>,
+  score: number,
+  clock: LocalClock,
+  secrets: readonly string[],
+): MemoryHit {
   const kind = String(row.kind) as SourceKind;
   const file = String(row.path);
-  const hit: MemoryHit = { kind, path: file, line: Number(row.line), snippet: String(row.snip ?? ''), score };
+  const hit: MemoryHit = {
+    kind,
+    path: file,
+    line: Number(row.line),
+    snippet: safeSnippet(String(row.snip ?? ''), String(row.body ?? ''), secrets),
+    score,
+  };
   if (row.day !== null && row.day !== undefined) hit.date = formatDay(Number(row.day));
   if (row.ts !== null && row.ts !== undefined) hit.time = clock.local(Number(row.ts)).time;
   if (row.role === 'user' || row.role === 'assistant') hit.role = row.role;
   if (typeof row.heading === 'string' && row.heading !== '') hit.heading = row.heading;
   if (kind === 'session') hit.session = sessionOf(file);
   return hit;
+}
+
+/** Characters of a passage shown in place of a snippet that would cut through a secret. */
+const SECRET_SAFE_CHARS = 480;
+
+/**
+ * The snippet, unless the passage holds a secret: a snippet may start or end
+ * inside it, and a cut secret no longer matches the redaction of whole
+ * values. Such a passage is shown from its start, its secrets redacted.
+ */
+function safeSnippet(snippet: string, body: string, secrets: readonly string[]): string {
+  if (!secrets.some((s) => body.includes(s))) return snippet;
+  const redacted = redactSecrets(body, secrets);
+  return redacted.length <= SECRET_SAFE_CHARS ? redacted : `${redacted.slice(0, SECRET_SAFE_CHARS)}…`;
 }
 
 /** The session key of `sessions/<name>[.<stamp>].jsonl` (only names that decode are indexed). */

@@ -87,6 +87,40 @@ describe('memory_search', () => {
     expect((await call({ query: '?!' })).forLLM).toMatch(/has no words to search for/);
   });
 
+  it('never returns a configured secret, even one written into a note', async () => {
+    const secret = 'sk-live-memory-0123456789';
+    writeNote(space.ws, '2024-07-01', [`- Pasted the API key ${secret} into the router config.`]);
+    const guarded = new ToolRegistry([createMemorySearchTool(space.index())], { secrets: [secret] });
+    const result = await guarded.execute(
+      'memory_search',
+      JSON.stringify({ query: 'router API key' }),
+      toolContext(space.ws),
+    );
+    expect(result.forLLM).toContain('memory/202407/20240701.md:3');
+    expect(result.forLLM).toContain('[redacted]');
+    expect(result.forLLM).not.toContain(secret);
+  });
+
+  it('shows a passage holding a secret redacted whole, never a snippet cut through the secret', async () => {
+    const secret = `tok-${Array.from({ length: 60 }, (_, i) => `part${i}`).join('-')}`;
+    const filler = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+    writeNote(space.ws, '2024-07-02', [`- ${filler} ${secret} zebracrossing ${filler}`]);
+    // Without the secret known, the snippet window around the match starts inside the secret.
+    const plain = await call({ query: 'zebracrossing' });
+    expect(plain.forLLM).toMatch(/part\d+/);
+    expect(plain.forLLM).not.toContain('tok-part0');
+    const guarded = new ToolRegistry([createMemorySearchTool(space.index({ secrets: [secret] }))], {
+      secrets: [secret],
+    });
+    const result = await guarded.execute(
+      'memory_search',
+      JSON.stringify({ query: 'zebracrossing' }),
+      toolContext(space.ws),
+    );
+    expect(result.forLLM).toContain('memory/202407/20240702.md:3');
+    expect(result.forLLM).not.toMatch(/part\d+/);
+  });
+
   it('honours limit', async () => {
     const result = await call({ query: 'Marta Coimbra', limit: 1 });
     expect(result.forLLM).toMatch(/^1 result for/);
