@@ -7,11 +7,12 @@
  * renamed by /new keeps its chunks under the new name (same inode); a file
  * that went away takes its chunks with it.
  */
-import type { FileHandle } from 'node:fs/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { type Chunk, noteChunks, sessionChunks } from './chunks.js';
-import type { SqlDatabase, SqlStatement } from './database.js';
+import { ChunkWriter } from './chunk-writer.js';
+import { type Chunk, noteChunks } from './chunks.js';
+import type { SqlDatabase } from './database.js';
 import type { LocalClock } from './dates.js';
+import { continuesFrom, readLogLines } from './session-log.js';
 import { openSource, readRange, type ScannedFile } from './sources.js';
 
 /** What one sync changed. */
@@ -26,12 +27,6 @@ export interface SyncStats {
 
 /** A note (or MEMORY.md) larger than this is indexed up to here. */
 const MAX_NOTE_BYTES = 4 * 1024 * 1024;
-/** Session logs are read in blocks of this size. */
-const BLOCK_BYTES = 4 * 1024 * 1024;
-/** A single session line longer than this (an inlined image) is skipped. */
-const MAX_LINE_BYTES = 16 * 1024 * 1024;
-/** Bytes before a log's read offset remembered to notice a rewritten log. */
-const TAIL_BYTES = 64;
 /** The event loop gets a turn at least this often during a long sync. */
 const YIELD_EVERY_MS = 50;
 
@@ -78,74 +73,6 @@ export function loadSources(db: SqlDatabase): SourceTable {
       },
     ]),
   );
-}
-
-/**
- * Writes chunks to `chunk` and their text to `chunk_fts`, a file at a time:
- * the full-text rows are copied inside SQLite (one statement per file), so
- * each text crosses into WebAssembly once. Prepared once per sync.
- */
-class ChunkWriter {
-  private readonly insertChunk: SqlStatement;
-  private readonly indexText: SqlStatement;
-  private readonly forgetText: SqlStatement;
-  private readonly deleteChunks: SqlStatement;
-
-  /**
-   * @param bulk the index is being built from nothing: chunks go in alone and
-   *   `finish` indexes all their text at once (a third of the time of file-by-file
-   *   inserts, which make FTS5 merge many small segments).
-   */
-  constructor(
-    private readonly db: SqlDatabase,
-    private readonly bulk: boolean,
-  ) {
-    this.insertChunk = db.prepare(
-      'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    );
-    this.indexText = db.prepare(
-      'INSERT INTO chunk_fts (rowid, body, heading) SELECT id, body, heading FROM chunk WHERE source_id = ? AND id >= ?',
-    );
-    // An external-content FTS5 table forgets a row only when given the text it indexed.
-    this.forgetText = db.prepare(
-      "INSERT INTO chunk_fts (chunk_fts, rowid, body, heading) SELECT 'delete', id, body, heading FROM chunk WHERE source_id = ?",
-    );
-    this.deleteChunks = db.prepare('DELETE FROM chunk WHERE source_id = ?');
-  }
-
-  /** Adds a file's new chunks. */
-  add(sourceId: number, chunks: Chunk[]): void {
-    let first: number | bigint | undefined;
-    for (const c of chunks) {
-      const { lastInsertRowid } = this.insertChunk.run([
-        sourceId,
-        c.line,
-        c.day ?? null,
-        c.ts ?? null,
-        c.role ?? null,
-        c.heading,
-        c.body,
-      ]);
-      first ??= lastInsertRowid;
-    }
-    // New rows get ids above every existing one, so `id >= first` is exactly this batch.
-    if (first !== undefined && !this.bulk) this.indexText.run([sourceId, first]);
-  }
-
-  /** Indexes the text of every chunk, after a bulk build. */
-  finish(): void {
-    if (this.bulk) this.db.exec("INSERT INTO chunk_fts (chunk_fts) VALUES ('rebuild')");
-  }
-
-  /** Drops all of a file's chunks. */
-  dropAll(sourceId: number): void {
-    this.forgetText.run([sourceId]);
-    this.deleteChunks.run([sourceId]);
-  }
-
-  close(): void {
-    for (const st of [this.insertChunk, this.indexText, this.forgetText, this.deleteChunks]) st.finalize();
-  }
 }
 
 /**
@@ -303,72 +230,4 @@ function saveRow(db: SqlDatabase, row: IndexedSource): void {
     'UPDATE source SET dev = ?, ino = ?, size = ?, mtime_ms = ?, read_to = ?, lines = ?, tail = ? WHERE id = ?',
     [row.dev, row.ino, row.size, row.mtimeMs, row.readTo, row.lines, row.tail, row.id],
   );
-}
-
-/** True when the log still holds, just before `row.readTo`, the bytes seen there last time. */
-async function continuesFrom(handle: FileHandle, size: number, row: IndexedSource): Promise<boolean> {
-  if (size < row.readTo) return false;
-  const start = Math.max(0, row.readTo - TAIL_BYTES);
-  const tail = await readRange(handle, start, row.readTo - start);
-  return tail.toString('base64') === row.tail;
-}
-
-/**
- * Reads the complete lines from `from.readTo` up to `size`, in blocks; a
- * half-written last line waits for the next sync. A line longer than
- * MAX_LINE_BYTES is counted but not indexed.
- */
-async function readLogLines(
-  handle: FileHandle,
-  size: number,
-  from: { readTo: number; lines: number },
-  clock: LocalClock,
-): Promise<{ chunks: Chunk[]; progress: { readTo: number; lines: number; tail: string } }> {
-  const chunks: Chunk[] = [];
-  let position = from.readTo;
-  let readTo = from.readTo;
-  let lines = from.lines;
-  let carry: Buffer = Buffer.alloc(0);
-  let skipping = false;
-  while (position < size) {
-    const block = await readRange(handle, position, Math.min(BLOCK_BYTES, size - position));
-    if (block.length === 0) break;
-    let base = position - carry.length;
-    let data = carry.length > 0 ? Buffer.concat([carry, block]) : block;
-    position += block.length;
-    if (skipping) {
-      const newline = data.indexOf(0x0a);
-      if (newline < 0) {
-        carry = Buffer.alloc(0);
-        continue;
-      }
-      lines += 1;
-      readTo = base + newline + 1;
-      data = data.subarray(newline + 1);
-      base = readTo;
-      skipping = false;
-    }
-    const end = data.lastIndexOf(0x0a);
-    if (end >= 0) {
-      const complete = data.subarray(0, end);
-      chunks.push(...sessionChunks(complete.toString('utf8'), lines + 1, clock));
-      lines += countLines(complete);
-      readTo = base + end + 1;
-      carry = Buffer.from(data.subarray(end + 1));
-    } else carry = Buffer.from(data);
-    if (carry.length > MAX_LINE_BYTES) {
-      carry = Buffer.alloc(0);
-      skipping = true;
-    }
-  }
-  const start = Math.max(0, readTo - TAIL_BYTES);
-  const tail = (await readRange(handle, start, readTo - start)).toString('base64');
-  return { chunks, progress: { readTo, lines, tail } };
-}
-
-/** Lines in a block that ended just before a newline: its newlines plus the last one. */
-function countLines(block: Buffer): number {
-  let n = 1;
-  for (let at = block.indexOf(0x0a); at >= 0; at = block.indexOf(0x0a, at + 1)) n += 1;
-  return n;
 }
