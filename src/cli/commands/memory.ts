@@ -150,7 +150,8 @@ function describeReindex(f: IndexFigures, seconds: number, dbPath: string): stri
   const last = what.pop();
   const list = what.length > 0 ? `${what.join(', ')} and ${last}` : last;
   const mb = (sizeOf(dbPath) / 1024 / 1024).toFixed(1);
-  return `Indexed ${list}: ${f.totalChunks} passages in ${seconds.toFixed(1)} s (${dbPath}, ${mb} MB).`;
+  const passages = `${f.totalChunks} passage${f.totalChunks === 1 ? '' : 's'}`;
+  return `Indexed ${list}: ${passages} in ${seconds.toFixed(1)} s (${dbPath}, ${mb} MB).`;
 }
 
 function sizeOf(file: string): number {
