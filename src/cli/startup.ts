@@ -3,8 +3,9 @@
  * → logger → bus. Commands never write `process.env`; `--workspace` reaches
  * the config as an override.
  */
-import { Bus } from '../bus/bus.js';
-import { clientLogLevel } from '../channels/cli/client.js';
+// Types only: the bus (bullmq, ioredis) and the CLI client load when a command connects, so
+// `magpie agent`, which never talks to Redis, does not pay for them at start-up.
+import type { Bus } from '../bus/bus.js';
 import {
   type Config,
   type ConfigNeeds,
@@ -65,8 +66,16 @@ export function commandLogger(config: Config, level: CommandLogLevel): Logger {
 export function logLevel(config: Config, level: Exclude<CommandLogLevel, 'silent'>): string {
   const configured = config.log.level;
   if (level === 'quiet') return config.log.explicit ? configured : 'warn';
-  if (level === 'client') return clientLogLevel(configured);
+  if (level === 'client') return clientLevel(configured);
   return configured;
+}
+
+/**
+ * The log level of a CLI client: quiet (`warn`) so stdout stays for replies,
+ * unless LOG_LEVEL asks for more detail (debug, trace).
+ */
+function clientLevel(configured: string): string {
+  return configured === 'debug' || configured === 'trace' ? configured : 'warn';
 }
 
 /** Config, logger and a connected bus: what a command that talks to Redis starts with. */
@@ -87,6 +96,7 @@ export interface CommandContext {
 export async function startCommand(flags: StartupFlags, level: CommandLogLevel): Promise<CommandContext> {
   const config = commandConfig(flags);
   const logger = commandLogger(config, level);
+  const { Bus } = await import('../bus/bus.js');
   const bus = await Bus.connect({ config, logger });
   return { config, logger, bus };
 }

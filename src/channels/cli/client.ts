@@ -94,11 +94,3 @@ export function onUnsolicited(
     if (parsed.success && replyAddresses(parsed.data).length === 0) handler(parsed.data);
   });
 }
-
-/**
- * The log level of a CLI client: quiet (`warn`) so stdout stays for replies,
- * unless LOG_LEVEL asks for more detail (debug, trace).
- */
-export function clientLogLevel(configured: string): string {
-  return configured === 'debug' || configured === 'trace' ? configured : 'warn';
-}
