@@ -290,7 +290,7 @@ describe('magpie mcp and doctor', () => {
 });
 
 describe('the bundle', () => {
-  it("keeps the MCP SDK out of magpie agent's start-up: only a dynamic import reaches it", async () => {
+  it("keeps the MCP SDK and the bus out of magpie agent's start-up: only a dynamic import reaches them", async () => {
     const chunks = path.join(ROOT, 'dist', 'chunks');
     const files = await readdir(chunks);
     const agentChunk = files.find((f) => /^agent-[A-Z0-9]+\.js$/.test(f));
@@ -308,6 +308,8 @@ describe('the bundle', () => {
       const text = await readFile(path.join(chunks, file), 'utf8');
       expect(text, `${file} holds MCP SDK code`).not.toContain('Streamable HTTP error');
       expect(text, `${file} imports the MCP SDK`).not.toContain('@modelcontextprotocol');
+      // Nor the bus: magpie agent never talks to Redis, so bullmq and ioredis stay out of its start-up.
+      expect(text, `${file} imports bullmq or ioredis`).not.toMatch(/from\s*["'](bullmq|ioredis)["']/);
       for (const next of staticImports(text)) queue.push(path.basename(next));
     }
     const sdkChunks = [];
