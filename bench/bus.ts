@@ -16,7 +16,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -152,6 +153,8 @@ async function busOnly(url: string, n: number): Promise<number[]> {
 execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'ignore' });
 const redis = await startRedis();
 const fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
+// The daemon's state folders (magpie's own data) go under a temporary XDG_STATE_HOME, as in the tests.
+process.env.XDG_STATE_HOME = mkdtempSync(path.join(os.tmpdir(), 'magpie-bench-state-'));
 const workspace = tempWorkspace();
 const env = daemonEnv({
   REDIS_URL: redis.url,
