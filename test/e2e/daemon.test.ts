@@ -80,7 +80,14 @@ describe('daemon (gateway + worker processes)', () => {
       waitFor(
         async () => {
           const entries = await watcher.lrange(mailbox, 0, -1);
-          const sentToModel = fake.requests.slice(before).some((r) => JSON.stringify(r.body).includes(text));
+          // A user message that is this text (the tools' descriptions hold words such as "network").
+          const sentToModel = fake.requests
+            .slice(before)
+            .some((r) =>
+              (r.body.messages as Array<{ role: string; content: unknown }>).some(
+                (m) => m.role === 'user' && JSON.stringify(m.content).startsWith(`"${text}`),
+              ),
+            );
           return sentToModel || entries.some((e) => e.includes(`"content":"${text}"`));
         },
         10_000,
@@ -103,7 +110,7 @@ describe('daemon (gateway + worker processes)', () => {
     )
       .filter((m) => m.role === 'user')
       .map((m) => JSON.stringify(m.content));
-    const order = ['one', 'two', 'three'].map((t) => userTexts.findIndex((u) => u.includes(t)));
+    const order = ['one', 'two', 'three'].map((t) => userTexts.findIndex((u) => u.startsWith(`"${t}`)));
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(fake.requests.length - before).toBeLessThanOrEqual(3);
