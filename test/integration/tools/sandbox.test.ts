@@ -244,12 +244,13 @@ describe('exec in a bubblewrap sandbox', () => {
   it('stops a fork bomb at the process limit; the host and the next command are fine', async () => {
     // Hidden in base64 so the deny list cannot see it: the sandbox's limit must hold on its own.
     const bomb = Buffer.from('f(){ f|f& }; f\n').toString('base64');
-    const pending = exec(`echo ${bomb} | base64 -d > bomb.sh; sh bomb.sh; sleep 30`, 2);
+    // 6 s: on a loaded machine the bomb needs a while to reach the limit and print fork's refusal.
+    const pending = exec(`echo ${bomb} | base64 -d > bomb.sh; sh bomb.sh; sleep 30`, 6);
     // While it runs, the host still starts processes.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect((await run('/bin/echo', ['host-ok'])).stdout).toBe('host-ok\n');
     const result = await pending;
-    expect(result.forLLM).toMatch(/^Error: command timed out after 2 s and was killed/);
+    expect(result.forLLM).toMatch(/^Error: command timed out after 6 s and was killed/);
     expect(result.forLLM).toMatch(/Cannot fork|Resource temporarily unavailable/);
     expect((await exec('echo next')).forLLM).toBe('next\n[exit code 0]');
   });
