@@ -12,7 +12,10 @@
  * before the cache-friendly one (a git worktree of that commit, its own
  * code). Bytes, not time.
  *
- *   npx tsx bench/prompt-cache.ts [--baseline REV] [--turns 30] [--seed 7]
+ *   npx tsx bench/prompt-cache.ts [--baseline REV] [--turns 30] [--seed 7] [--long-answers 6,17]
+ *
+ * `--long-answers` names the turns answered with 4,000 characters (`''`: none, every
+ * answer 300–1,200 characters).
  *
  * REV defaults to the parent of the commit that introduced the layout (the
  * first commit adding src/agent/prompt-note.ts). Targets (issue 13): min ≥ 90%,
@@ -35,6 +38,7 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '30' },
     seed: { type: 'string', default: '7' },
     scenario: { type: 'string' },
+    'long-answers': { type: 'string', default: '6,17' },
   },
 });
 const turns = Number(values.turns);
@@ -48,7 +52,12 @@ const OTHER = { channel: 'telegram', chatId: '2002', senderName: 'Bea' };
 const MEMORY_EDITS = new Set([8, 19]);
 const TOOL_TURNS = new Set([4, 11, 15, 23, 27]);
 /** Turns answered with 4,000 characters (as in the issue's measurement); the others 300–1,200. */
-const LONG_ANSWERS = new Set([6, 17]);
+const LONG_ANSWERS = new Set(
+  values['long-answers']
+    .split(',')
+    .filter((t) => t.trim() !== '')
+    .map(Number),
+);
 
 /** Figures of one layout. Shares are percentages of the request's characters. */
 interface Figures extends Shares {
@@ -130,7 +139,19 @@ function defaultBaseline(): string {
 async function runScenario(tree: string): Promise<Figures> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--import', 'tsx', self, '--scenario', tree, '--turns', String(turns), '--seed', String(seed)],
+    [
+      '--import',
+      'tsx',
+      self,
+      '--scenario',
+      tree,
+      '--turns',
+      String(turns),
+      '--seed',
+      String(seed),
+      '--long-answers',
+      values['long-answers'],
+    ],
     { cwd: root, maxBuffer: 64 * 1024 * 1024 },
   );
   return JSON.parse(stdout) as Figures;
