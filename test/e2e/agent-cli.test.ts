@@ -3,16 +3,16 @@
  * OpenAI server, with a workspace made by `magpie init`. Covers the happy path
  * (a tool call that writes a file) and the bad-input cases of issue 2.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI, withoutContextBlock } from '../fakes/openai-server.js';
+import { closedPort, collect, type Outcome, said } from './cli-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -21,12 +21,6 @@ const exec = promisify(execFile);
 let dir: string;
 let workspace: string;
 let fake: FakeOpenAI;
-
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
@@ -46,33 +40,6 @@ function agent(args: string[], extraEnv: Record<string, string> = {}, input?: st
     collect(child).then(resolve, reject);
     child.stdin.end(input ?? '');
   });
-}
-
-function collect(child: ChildProcess): Promise<Outcome> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout, stderr }));
-  });
-}
-
-const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
-/** What a person reads on stderr: the lines that are not JSON log records (retries are logged at warn). */
-const said = (stderr: string) => lines(stderr).filter((l) => !l.startsWith('{'));
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 beforeAll(async () => {

@@ -5,15 +5,19 @@
  * chat's /model choice survives to the next run and applies to that chat only;
  * an unknown name is refused; a malformed MAGPIE_FALLBACK_MODELS is exit 2.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
+import { closedPort, collect, type Outcome as Printed, said } from './cli-helpers.js';
+
+interface Outcome extends Printed {
+  ms: number;
+}
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -25,13 +29,6 @@ let workspace: string;
 let main: FakeOpenAI;
 let backup: FakeOpenAI;
 
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
 function agent(args: string[], env: Record<string, string>): Promise<Outcome> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -42,32 +39,6 @@ function agent(args: string[], env: Record<string, string>): Promise<Outcome> {
     collect(child).then((o) => resolve({ ...o, ms: Date.now() - started }), reject);
     child.stdin.end();
   });
-}
-
-function collect(child: ChildProcess): Promise<Omit<Outcome, 'ms'>> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
-
-/** What a person reads on stderr: the lines that are not JSON log records. */
-const said = (stderr: string) => stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 beforeAll(async () => {

@@ -7,7 +7,7 @@
  * lines; and the bundle: nothing of the MCP SDK is reachable from
  * `magpie agent`'s start-up without a dynamic import.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { type FakeSearchServer, startFakeSearch } from '../fakes/search-servers.js';
+import { collect, type Outcome, said } from './cli-helpers.js';
 import { BIN, build, ROOT } from './daemon-helpers.js';
 
 const exec = promisify(execFile);
@@ -29,12 +30,6 @@ const EVERYTHING = path.join(
 let dir: string;
 let workspace: string;
 let fake: FakeOpenAI;
-
-interface Outcome {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** mcp.json text naming server-everything (and more servers when given). */
 function mcpJson(extra: Record<string, unknown> = {}): string {
@@ -54,21 +49,6 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   };
 }
 
-function collect(child: ChildProcess): Promise<Outcome> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), stdout, stderr }));
-  });
-}
-
 /** Runs `magpie <args>` in the temp folder (where mcp.json lies). */
 function magpie(args: string[], extraEnv: Record<string, string> = {}): Promise<Outcome> {
   const child = spawn(process.execPath, [BIN, ...args], {
@@ -79,7 +59,6 @@ function magpie(args: string[], extraEnv: Record<string, string> = {}): Promise<
   return collect(child);
 }
 
-const said = (stderr: string) => stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
 const toolMessage = (req: { body: { messages: { role: string; content: string }[] } }) =>
   req.body.messages.findLast((m) => m.role === 'tool');
 
