@@ -25,11 +25,11 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { AgentRunner, TurnResult } from '../src/agent/types.js';
 import { Bus } from '../src/bus/bus.js';
-import { Delivery } from '../src/bus/delivery.js';
 import { type InboundMessage, sessionKeyOf } from '../src/bus/messages.js';
 import { CliChannel } from '../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../src/channels/cli/client.js';
 import { parseConfig } from '../src/config/index.js';
+import { OutboundDelivery } from '../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../src/log/index.js';
 import { TurnWorker } from '../src/worker/turn-worker.js';
 import { daemonEnv, magpie, type Proc, stop, tempWorkspace } from '../test/e2e/daemon-helpers.js';
@@ -133,7 +133,7 @@ async function busOnly(url: string, n: number): Promise<number[]> {
   const workerBus = await Bus.connect({ config, logger, patient: true });
   const worker = new TurnWorker({ bus: workerBus, agent: echoAgent, logger, concurrency: 16 });
   await worker.start();
-  const delivery = await Delivery.start({
+  const delivery = await OutboundDelivery.start({
     bus: client,
     channel: new CliChannel({ bus: client, logger }),
     logger,

@@ -11,7 +11,6 @@ import { checkWorkspaceIdentity } from './app/workspace-check.js';
 import { Bus } from './bus/bus.js';
 import type { ConsumerTuning } from './bus/consumer.js';
 import { RedisCooldownStore } from './bus/cooldown-store.js';
-import { Delivery } from './bus/delivery.js';
 import { type LocalRedis, startLocalRedis } from './bus/local-redis.js';
 import { RedisModelChoiceStore } from './bus/model-choice-store.js';
 import { RedisPairingStore } from './bus/pairing-store.js';
@@ -21,6 +20,7 @@ import type { Channel, ChannelDeps } from './channels/types.js';
 import { parseCommandArgs } from './cli/args.js';
 import { type Config, environment, loadConfig, parseDuration } from './config/index.js';
 import { secretValues } from './config/secrets.js';
+import { OutboundDelivery } from './delivery/outbound-delivery.js';
 import { ConfigError, describeError, ExitCode } from './errors/index.js';
 import { createLogger, type Logger } from './log/index.js';
 import { startMcp } from './mcp/start.js';
@@ -231,7 +231,7 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   }
   const parts: Part[] = [];
   for (const channel of channels) {
-    const delivery = await Delivery.start({ bus, channel, logger });
+    const delivery = await OutboundDelivery.start({ bus, channel, logger });
     await channel.start();
     // Closed in reverse: the channel stops after its queue has drained and its consumer closed.
     parts.push({ name: `${channel.name} channel`, close: () => channel.stop() });

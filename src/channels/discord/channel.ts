@@ -22,9 +22,9 @@ import { pairingText } from '../pairing-text.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
-import { deliverMessage, targetChannelId } from './delivery.js';
 import { handleInbound, type InboundAction } from './inbound.js';
 import { PublishBuffer } from './publish-buffer.js';
+import { deliverMessage, targetChannelId } from './sender.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface DiscordChannelOptions {

@@ -15,10 +15,10 @@ import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { decideUpdate, type TelegramRoute } from './decide.js';
-import { formatForTelegram, TelegramDelivery } from './delivery.js';
 import type { BotIdentity, TgUpdate } from './inbound.js';
 import { fetchMedia } from './media.js';
 import { UpdatePoller } from './polling.js';
+import { formatForTelegram, TelegramSender } from './sender.js';
 
 /** Tuning knobs, mostly for tests. */
 export interface TelegramChannelOptions {
@@ -39,7 +39,7 @@ export class TelegramChannel implements Channel {
   private readonly logger: Logger;
   private readonly telegram: Telegram;
   private readonly access: AccessControl;
-  private readonly delivery: TelegramDelivery;
+  private readonly delivery: TelegramSender;
   private readonly typing: TypingLoop;
   private readonly poller: UpdatePoller;
   private readonly downloads = new AbortController();
@@ -63,7 +63,7 @@ export class TelegramChannel implements Channel {
       pairing: deps.pairing,
       ...(options.pairingTtlSeconds ? { codeTtlSeconds: options.pairingTtlSeconds } : {}),
     });
-    this.delivery = new TelegramDelivery({
+    this.delivery = new TelegramSender({
       telegram: this.telegram,
       logger: this.logger,
       maxAttempts: options.sendAttempts ?? 6,

@@ -9,11 +9,11 @@ import { inject } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import type { ConsumerTuning } from '../../../src/bus/consumer.js';
-import { Delivery } from '../../../src/bus/delivery.js';
 import type { InboundMessage, OutboundMessage } from '../../../src/bus/messages.js';
 import { sessionKeyOf } from '../../../src/bus/messages.js';
 import type { Channel } from '../../../src/channels/types.js';
 import { type Config, parseConfig } from '../../../src/config/index.js';
+import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 
@@ -184,7 +184,7 @@ export async function startHarness(options: {
   });
   await worker.start();
   const channel = new RecordingChannel('test');
-  const delivery = await Delivery.start({ bus, channel, logger });
+  const delivery = await OutboundDelivery.start({ bus, channel, logger });
   return {
     bus,
     worker,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, toTelegramHtml } from '../../../src/channels/format/telegram-html.js';
-import { formatForTelegram } from '../../../src/channels/telegram/delivery.js';
+import { formatForTelegram } from '../../../src/channels/telegram/sender.js';
 import { checkTelegramHtml } from '../../fakes/telegram-server.js';
 
 describe('toTelegramHtml', () => {

@@ -51,7 +51,7 @@ export function formatForTelegram(
   return out;
 }
 
-export interface DeliveryOptions {
+export interface SenderOptions {
   telegram: Telegram;
   logger: Logger;
   /** Attempts per part for 429/5xx/network errors. @defaultValue 6 */
@@ -71,12 +71,12 @@ export interface Target {
 }
 
 /** Sends parts with retries; see the file header for the rules. */
-export class TelegramDelivery {
+export class TelegramSender {
   private readonly maxAttempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
 
-  constructor(private readonly options: DeliveryOptions) {
+  constructor(private readonly options: SenderOptions) {
     this.maxAttempts = options.maxAttempts ?? 6;
     this.baseDelayMs = options.baseDelayMs ?? 500;
     this.maxDelayMs = options.maxDelayMs ?? 30_000;

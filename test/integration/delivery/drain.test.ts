@@ -5,11 +5,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
-import { Delivery } from '../../../src/bus/delivery.js';
 import type { OutboundMessage } from '../../../src/bus/messages.js';
 import { outboundQueueName } from '../../../src/bus/queues.js';
+import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
-import { RecordingChannel, testConfig } from './helpers.js';
+import { RecordingChannel, testConfig } from '../bus/helpers.js';
 
 /** A channel whose sends wait until `open()`. */
 class GatedChannel extends RecordingChannel {
@@ -35,7 +35,7 @@ async function setUp(channel: RecordingChannel) {
   const logger = silentLogger();
   const bus = await Bus.connect({ config: testConfig(), logger });
   closers.push(() => bus.close());
-  const delivery = await Delivery.start({ bus, channel, logger, concurrency: 1 });
+  const delivery = await OutboundDelivery.start({ bus, channel, logger, concurrency: 1 });
   closers.push(() => delivery.close());
   return { bus, delivery };
 }

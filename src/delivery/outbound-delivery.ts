@@ -4,16 +4,17 @@
  * that shows typing while a turn of that chat runs. DELIVERY_PERMANENT fails
  * the job at once; any other failure is retried with exponential backoff.
  */
+
+import type { Bus } from '../bus/bus.js';
+import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
+import { OutboundMessageSchema } from '../bus/messages.js';
+import { outboundQueueName } from '../bus/queues.js';
 import type { Channel } from '../channels/types.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
-import type { Bus } from './bus.js';
-import type { ConsumedJob, Consumer, ConsumerTuning } from './consumer.js';
-import { OutboundMessageSchema } from './messages.js';
-import { outboundQueueName } from './queues.js';
 
-export interface DeliveryOptions {
+export interface OutboundDeliveryOptions {
   bus: Bus;
   channel: Channel;
   logger: Logger;
@@ -23,14 +24,14 @@ export interface DeliveryOptions {
 }
 
 /** Delivers one channel's outbound queue until closed. */
-export class Delivery {
+export class OutboundDelivery {
   private readonly consumer: Consumer;
   private readonly logger: Logger;
   private unsubscribe: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
 
   private constructor(
-    private readonly options: DeliveryOptions,
+    private readonly options: OutboundDeliveryOptions,
     consumer: Consumer,
   ) {
     this.consumer = consumer;
@@ -38,14 +39,14 @@ export class Delivery {
   }
 
   /** Subscribes to the channel's activity and starts consuming `outbound-<channel>`. */
-  static async start(options: DeliveryOptions): Promise<Delivery> {
+  static async start(options: OutboundDeliveryOptions): Promise<OutboundDelivery> {
     const { bus, channel } = options;
     const logger = options.logger.child({ channel: channel.name });
     const consumer = bus.consume(outboundQueueName(channel.name), (job) => deliver(job, channel, logger), {
       concurrency: options.concurrency ?? 8,
       ...options.tuning,
     });
-    const delivery = new Delivery({ ...options, logger }, consumer);
+    const delivery = new OutboundDelivery({ ...options, logger }, consumer);
     delivery.unsubscribe = await bus.onActivity(channel.name, (event) => {
       if (event.active) channel.startActivity(event.chatId, event.threadId);
       else channel.stopActivity(event.chatId, event.threadId);
