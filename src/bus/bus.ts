@@ -16,6 +16,7 @@ import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
+import { type LiveUpdate, publishLive, subscribeLive } from './live.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
 import { resolveRedisUrl } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
@@ -166,6 +167,16 @@ export class Bus implements ChannelBus {
     handler: (e: { chatId: string; threadId?: string; active: boolean }) => void,
   ): Promise<() => Promise<void>> {
     return subscribeActivity(this.sub(), this.prefix, channel, handler, this.logger);
+  }
+
+  /** Publishes a snapshot of a turn's answer being written (coalesced by the caller). */
+  async publishLive(update: LiveUpdate): Promise<void> {
+    await publishLive(this.redis, this.prefix, update);
+  }
+
+  /** Live reply snapshots of one channel (the gateway shows them). Returns the unsubscribe. */
+  async onLive(channel: string, handler: (update: LiveUpdate) => void): Promise<() => Promise<void>> {
+    return subscribeLive(this.sub(), this.prefix, channel, handler, this.logger);
   }
 
   /** Subscribes to a raw pub/sub channel under the prefix (`<prefix>:<name>`). */

@@ -12,6 +12,10 @@ export const keys = {
   running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
   cancel: (prefix: string) => `${prefix}:cancel`,
   activity: (prefix: string, channel: string) => `${prefix}:activity:${channel}`,
+  /** Pub/sub of a channel's live reply snapshots (live.ts). */
+  live: (prefix: string, channel: string) => `${prefix}:live:${channel}`,
+  /** What a channel showed of a turn's live reply (JSON, expiring): see live-records.ts. */
+  liveRecord: (prefix: string, channel: string, turn: string) => `${prefix}:live-record:${channel}:${turn}`,
   cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
   lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */

@@ -58,6 +58,11 @@ export const OutboundMessageSchema = z.object({
   replyTo: z.string().optional(),
   /** `reply` ends a turn (stops typing); `message` is sent mid-turn by the message tool. */
   kind: z.enum(['reply', 'message', 'error']).default('reply'),
+  /**
+   * The turn whose live preview (bus/live.ts) this message completes: the channel turns the
+   * preview into this text in place instead of posting again. Absent: nothing was streamed.
+   */
+  live: z.string().min(1).optional(),
   createdAt: z.string().default(() => new Date().toISOString()),
   metadata: z.record(z.string(), z.unknown()).default({}),
 });

@@ -2,6 +2,7 @@
  * The Channel port. An adapter turns platform events into InboundMessages
  * (after the access check) and delivers OutboundMessages. It never calls the LLM.
  */
+import type { LiveUpdate } from '../bus/live.js';
 import type { InboundMessageInput, OutboundMessage } from '../bus/messages.js';
 import type { PairingStore } from '../bus/pairing-store.js';
 import type { Config } from '../config/index.js';
@@ -20,8 +21,18 @@ export interface Channel {
   readonly name: string;
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Delivers one message (chunking and formatting inside). Throws AppError DELIVERY_PERMANENT / DELIVERY_TRANSIENT. */
+  /**
+   * Delivers one message (chunking and formatting inside). A message with `live` set completes
+   * that turn's preview in place when one is showing. Throws AppError DELIVERY_PERMANENT /
+   * DELIVERY_TRANSIENT.
+   */
   send(message: OutboundMessage): Promise<void>;
+  /**
+   * Shows a snapshot of an answer being written (live replies). Absent: the channel shows whole
+   * replies only. Never throws: a preview that cannot be shown is logged, and the final reply
+   * still arrives through `send`.
+   */
+  preview?(update: LiveUpdate): Promise<void>;
   /** Shows activity (typing) in a chat until `stopActivity` or the next reply. */
   startActivity(chatId: string, threadId?: string): void;
   stopActivity(chatId: string, threadId?: string): void;

@@ -1,0 +1,55 @@
+/**
+ * Live replies on the bus: while a turn runs, the worker publishes snapshots
+ * of the answer being written on `<prefix>:live:<channel>` (pub/sub, coalesced
+ * by the worker); the gateway owning that channel shows them. A snapshot
+ * carries the whole text so far, so one lost in a reconnect costs nothing:
+ * the next one, or the final reply on the outbound queue, covers it.
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { Logger } from '../log/index.js';
+import { safeJson } from './activity.js';
+import { keys } from './keys.js';
+import type { Subscriber } from './subscriber.js';
+
+/** Longest text one snapshot carries (longer answers show their first part until the final reply). */
+export const LIVE_TEXT_LIMIT = 64 * 1024;
+
+export const LiveUpdateSchema = z.object({
+  /** The turn's id (worker/outbound-ids.ts): the same for a turn redone after a crash. */
+  turn: z.string().min(1),
+  channel: z.string().min(1),
+  chatId: z.string().min(1),
+  threadId: z.string().min(1).optional(),
+  /** Platform message id the answer replies to. */
+  replyTo: z.string().optional(),
+  /** The answer so far (Markdown source, possibly cut mid-construct): the current LLM iteration's text. */
+  text: z.string().max(LIVE_TEXT_LIMIT),
+  /** What the turn is doing while tools run, e.g. "running: web_search …"; absent while text flows. */
+  progress: z.string().max(200).optional(),
+  /** Increases with every snapshot of one attempt of the turn. */
+  seq: z.number().int().nonnegative(),
+  /** The turn's routing metadata (e.g. the CLI's reply addresses). */
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type LiveUpdate = z.infer<typeof LiveUpdateSchema>;
+export type LiveUpdateInput = z.input<typeof LiveUpdateSchema>;
+
+export async function publishLive(redis: Redis, prefix: string, update: LiveUpdate): Promise<void> {
+  await redis.publish(keys.live(prefix, update.channel), JSON.stringify(update));
+}
+
+/** Subscribes to a channel's live snapshots; malformed ones are logged and skipped. */
+export function subscribeLive(
+  subscriber: Subscriber,
+  prefix: string,
+  channel: string,
+  handler: (update: LiveUpdate) => void,
+  logger: Logger,
+): Promise<() => Promise<void>> {
+  return subscriber.subscribe(keys.live(prefix, channel), (payload) => {
+    const parsed = LiveUpdateSchema.safeParse(safeJson(payload));
+    if (parsed.success) handler(parsed.data);
+    else logger.warn({ channel, payload: payload.slice(0, 200) }, 'malformed live update skipped');
+  });
+}
