@@ -116,6 +116,19 @@ const boolean = z
     return z.NEVER;
   });
 
+/** An on/off switch that may be unset (a per-channel switch then follows MAGPIE_STREAM). */
+const optionalSwitch = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    const text = (v ?? '').trim();
+    if (text === '') return undefined;
+    if (/^(1|true|yes|on)$/i.test(text)) return true;
+    if (/^(0|false|no|off)$/i.test(text)) return false;
+    ctx.addIssue({ code: 'custom', message: `"${v}" must be on or off` });
+    return z.NEVER;
+  });
+
 const activeHours = optionalText.refine(
   (v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d$/.test(v),
   {
@@ -192,6 +205,11 @@ export const EnvSchema = z.object({
     .default('magpie')
     .refine((v) => /^[A-Za-z0-9_-]+$/.test(v), { message: 'may hold only letters, digits, _ and -' }),
   MAGPIE_WORKER_CONCURRENCY: positiveInt(16),
+  MAGPIE_STREAM: optionalSwitch,
+  TELEGRAM_STREAM: optionalSwitch,
+  DISCORD_STREAM: optionalSwitch,
+  CLI_STREAM: optionalSwitch,
+  WEB_STREAM: optionalSwitch,
   TELEGRAM_BOT_TOKEN: optionalText,
   TELEGRAM_API_ROOT: optionalUrl(),
   TELEGRAM_ALLOW_FROM: list,
@@ -293,6 +311,11 @@ export interface Config {
   telegram: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
   discord: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
   heartbeat: { intervalMs: number; activeHours: string | undefined };
+  /**
+   * Live replies (answers shown while they are written): MAGPIE_STREAM for every channel (on
+   * unless off), `<CHANNEL>_STREAM` per channel over it. Read with {@link streamsTo}.
+   */
+  stream: { enabled: boolean; channels: Readonly<Record<string, boolean>> };
   timezone: string;
   dashboard: { port: number | undefined; token: string | undefined };
   /**
@@ -371,6 +394,17 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
     telegram: { token: e.TELEGRAM_BOT_TOKEN, apiRoot: e.TELEGRAM_API_ROOT, allowFrom: e.TELEGRAM_ALLOW_FROM },
     discord: { token: e.DISCORD_BOT_TOKEN, apiRoot: e.DISCORD_API_ROOT, allowFrom: e.DISCORD_ALLOW_FROM },
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
+    stream: {
+      enabled: e.MAGPIE_STREAM ?? true,
+      channels: Object.fromEntries(
+        Object.entries({
+          telegram: e.TELEGRAM_STREAM,
+          discord: e.DISCORD_STREAM,
+          cli: e.CLI_STREAM,
+          web: e.WEB_STREAM,
+        }).flatMap(([channel, on]) => (on === undefined ? [] : [[channel, on] as const])),
+      ),
+    },
     timezone: e.MAGPIE_TIMEZONE,
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
     log: {
@@ -479,3 +513,8 @@ function deepFreeze<T>(value: T): T {
 export { debugEnabled } from './debug.js';
 export { formatDuration, parseDuration } from './duration.js';
 export type { ModelEndpointConfig } from './fallback-models.js';
+
+/** Whether answers to `channel` are shown while they are written (MAGPIE_STREAM, `<CHANNEL>_STREAM`). */
+export function streamsTo(config: Pick<Config, 'stream'>, channel: string): boolean {
+  return config.stream.channels[channel] ?? config.stream.enabled;
+}

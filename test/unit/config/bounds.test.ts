@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkDuration, MAX_TIMER_MS, parseDuration } from '../../../src/config/duration.js';
-import { EnvSchema, parseConfig } from '../../../src/config/index.js';
+import { EnvSchema, parseConfig, streamsTo } from '../../../src/config/index.js';
 import { ConfigError, ExitCode } from '../../../src/errors/index.js';
 
 const base = { MAGPIE_WORKSPACE: '/tmp/magpie-bounds-ws', MAGPIE_TIMEZONE: 'UTC' };
@@ -157,5 +157,19 @@ describe('OPENAI_BASE_URL', () => {
     expect(parseConfig({ ...base, OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' }).llm.baseURL).toBe(
       'http://127.0.0.1:11434/v1',
     );
+  });
+});
+
+describe('live reply switches', () => {
+  it('streams everywhere by default, MAGPIE_STREAM=off stops it, a channel switch wins over it', () => {
+    expect(streamsTo(parseConfig({}), 'telegram')).toBe(true);
+    const off = parseConfig({ MAGPIE_STREAM: 'off', TELEGRAM_STREAM: 'on' });
+    expect([streamsTo(off, 'telegram'), streamsTo(off, 'discord')]).toEqual([true, false]);
+    const oneOff = parseConfig({ DISCORD_STREAM: 'false' });
+    expect([streamsTo(oneOff, 'telegram'), streamsTo(oneOff, 'discord')]).toEqual([true, false]);
+  });
+
+  it('refuses a switch that is neither on nor off, naming it', () => {
+    expect(() => parseConfig({ TELEGRAM_STREAM: 'sometimes' })).toThrow(/TELEGRAM_STREAM/);
   });
 });
