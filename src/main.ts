@@ -18,7 +18,7 @@ import { RedisStateStore } from './bus/state.js';
 import { CliChannel } from './channels/cli/cli-channel.js';
 import type { Channel, ChannelDeps } from './channels/types.js';
 import { parseCommandArgs } from './cli/args.js';
-import { type Config, environment, loadConfig, parseDuration } from './config/index.js';
+import { type Config, environment, loadConfig, parseDuration, streamsTo } from './config/index.js';
 import { secretValues } from './config/secrets.js';
 import { OutboundDelivery } from './delivery/outbound-delivery.js';
 import { ConfigError, describeError, ExitCode } from './errors/index.js';
@@ -181,6 +181,7 @@ async function startWorker(
     logger,
     concurrency: options.concurrency ?? config.redis.concurrency,
     timezone: config.timezone,
+    streams: (channel) => streamsTo(config, channel),
     ...definedOnly(options.tuning ?? {}),
     shutdownTimeoutMs: options.shutdownTimeoutMs,
   });
@@ -231,7 +232,8 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   }
   const parts: Part[] = [];
   for (const channel of channels) {
-    const delivery = await OutboundDelivery.start({ bus, channel, logger });
+    const live = streamsTo(config, channel.name);
+    const delivery = await OutboundDelivery.start({ bus, channel, logger, live });
     await channel.start();
     // Closed in reverse: the channel stops after its queue has drained and its consumer closed.
     parts.push({ name: `${channel.name} channel`, close: () => channel.stop() });

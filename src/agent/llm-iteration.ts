@@ -101,6 +101,7 @@ export async function runIterations(
         allowEmpty: run.sentToOrigin(),
         cacheKey: req.sessionKey,
         signal,
+        ...(run.options.onDelta ? { onDelta: run.options.onDelta } : {}),
       });
     } catch (err) {
       meter.llmCall(undefined);
@@ -200,6 +201,7 @@ async function runTools(
       meter: run.meter,
       cancelled: run.cancelled,
       onUserText: run.sendUserText,
+      ...(run.options.onTool ? { onStart: run.options.onTool } : {}),
       onImages: (found) => images.push(...found),
     },
   );

@@ -30,6 +30,8 @@ export interface ToolBatchOptions {
   cancelled: Promise<void>;
   /** Called with a result's `forUser` text, if any. */
   onUserText?: (text: string) => Promise<void>;
+  /** Called as each call starts running (not for calls answered beforehand). */
+  onStart?: (call: ToolCall) => void;
   /** Results (by call id) of calls that must not run. @defaultValue none */
   answered?: ReadonlyMap<string, string>;
   /** Called once after the batch with the images the results carry, in call order (none: not called). */
@@ -63,6 +65,7 @@ export async function runToolBatch(
       if (answer !== undefined) return toolMessage(call, { forLLM: answer, isError: true });
       if (ctx.signal.aborted) return toolMessage(call, CANCELLED_RESULT);
       const started = performance.now();
+      options.onStart?.(call);
       const execution = tools
         .execute(call.name, call.arguments, ctx)
         .catch((err: unknown): ToolResult => ({ forLLM: `Error: ${describeError(err)}`, isError: true }));

@@ -3,6 +3,7 @@
  * scheduler. AgentLoop (agent/loop.ts) implements AgentRunner.
  */
 import type { InboundMessage, OutboundMessageInput } from '../bus/messages.js';
+import type { ToolCall } from '../providers/types.js';
 import type { OutboundSink } from './ports.js';
 
 export interface ToolCallMetric {
@@ -57,8 +58,12 @@ export interface TurnOptions {
   drainPending?: () => Promise<InboundMessage[]>;
   /** Where the message tool sends during this turn (the worker assigns deterministic ids). */
   outbound?: OutboundSink;
-  /** Called once per LLM iteration (status/dashboard: "iteration n"). */
+  /** Called once per LLM iteration (status/dashboard: "iteration n"); a live view starts the new call's text afresh. */
   onIteration?: (iteration: number) => void;
+  /** The model's text as it is written (each LLM call's deltas; live replies). */
+  onDelta?: (text: string) => void;
+  /** A tool call about to run (live replies show "running: web_search …"). */
+  onTool?: (call: ToolCall) => void;
   /** Delegation depth of the turn: 0 for a user's turn, +1 per helper level. @defaultValue 0 */
   depth?: number;
 }

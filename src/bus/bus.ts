@@ -16,8 +16,9 @@ import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
-import { type LiveUpdate, publishLive, subscribeLive } from './live.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
+import { type LiveUpdate, publishLive, subscribeLive } from './live.js';
+import { RedisLiveRecords } from './live-records.js';
 import { resolveRedisUrl } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
 import { Markers } from './markers.js';
@@ -39,6 +40,7 @@ import {
   turnJobOptions,
 } from './queues.js';
 import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js';
+import { pushReply, ReplyWatcher } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { Subscriber } from './subscriber.js';
 
@@ -71,10 +73,13 @@ export class Bus implements ChannelBus {
   readonly markers: Markers;
   /** Each session's running-turn record. */
   readonly runningTurns: RedisRunningTurns;
+  /** What each channel showed of turns' live replies. */
+  readonly liveRecords: RedisLiveRecords;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
   private readonly queues = new Map<string, Queue>();
   private subscriber: Subscriber | undefined;
+  private replyWatcher: ReplyWatcher | undefined;
   private closing: Promise<void> | undefined;
 
   private constructor(redis: Redis, url: string, options: BusConnectOptions) {
@@ -83,6 +88,7 @@ export class Bus implements ChannelBus {
     this.prefix = options.config.redis.prefix;
     this.markers = new Markers(redis);
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
+    this.liveRecords = new RedisLiveRecords(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
     this.turnJobs = options.turnJobs ?? {};
   }
@@ -189,6 +195,29 @@ export class Bus implements ChannelBus {
     return this.guard(() => this.redis.publish(`${this.prefix}:${name}`, payload));
   }
 
+  /**
+   * Delivers a message to a CLI reply address: appended to its expiring reply
+   * list and published, in one MULTI (reply-lists.ts). Resolves to the receivers.
+   */
+  async pushCliReply(address: string, payload: string): Promise<number> {
+    return this.guard(() => pushReply(this.redis, this.prefix, address, payload));
+  }
+
+  /**
+   * Calls `handler` with every message to a CLI reply address: as published,
+   * and again from its reply list after each reconnect (so one may come twice:
+   * tell them apart by id). Resolves once subscribed; returns the unwatch.
+   */
+  async watchCliReplies(address: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
+    this.replyWatcher ??= new ReplyWatcher({
+      subscriber: this.createWorkerConnection(),
+      reader: this.createWorkerConnection(),
+      prefix: this.prefix,
+      logger: this.logger,
+    });
+    return this.replyWatcher.watch(address, handler);
+  }
+
   /** Starts consuming a queue with its own worker connection. */
   consume(queue: string, processor: JobProcessor, tuning: ConsumerTuning = {}): Consumer {
     return new Consumer({
@@ -229,7 +258,11 @@ export class Bus implements ChannelBus {
         this.logger.warn({ err: describeError(err), queue: queue.name }, 'closing a queue failed');
       }
     }
-    await runAll([() => this.subscriber?.close(), () => this.redis.disconnect()]);
+    await runAll([
+      () => this.subscriber?.close(),
+      () => this.replyWatcher?.close(),
+      () => this.redis.disconnect(),
+    ]);
   }
 
   private queue(name: string): Queue {

@@ -7,6 +7,7 @@ import type { InboundMessageInput, OutboundMessage } from '../bus/messages.js';
 import type { PairingStore } from '../bus/pairing-store.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import type { LiveRecords } from './live/surface.js';
 
 /** What a channel needs from the bus. */
 export interface ChannelBus {
@@ -14,6 +15,11 @@ export interface ChannelBus {
   publishInbound(message: InboundMessageInput): Promise<void>;
   /** `/stop` for a session: aborts its running turn; queued messages stay. */
   cancel(sessionKey: string): Promise<boolean>;
+  /**
+   * What the channel showed of turns' live replies (a redone turn continues its preview).
+   * @defaultValue kept in the gateway's memory only
+   */
+  readonly liveRecords?: LiveRecords;
 }
 
 export interface Channel {

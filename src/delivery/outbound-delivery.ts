@@ -1,7 +1,8 @@
 /**
  * Outbound delivery (gateway side): one consumer per channel on
- * `outbound-<channel>` calling `channel.send`, plus the activity subscription
- * that shows typing while a turn of that chat runs. DELIVERY_PERMANENT fails
+ * `outbound-<channel>` calling `channel.send`, plus the subscriptions that
+ * show what a turn of that chat is doing: activity (typing) and live reply
+ * snapshots (`channel.preview`, when the channel has one and streams). DELIVERY_PERMANENT fails
  * the job at once; any other failure is retried with exponential backoff.
  */
 
@@ -18,6 +19,8 @@ export interface OutboundDeliveryOptions {
   bus: Bus;
   channel: Channel;
   logger: Logger;
+  /** Whether live reply snapshots are shown (config `streamsTo`). @defaultValue true */
+  live?: boolean;
   /** Messages delivered at once. @defaultValue 8 */
   concurrency?: number;
   tuning?: ConsumerTuning;
@@ -27,7 +30,7 @@ export interface OutboundDeliveryOptions {
 export class OutboundDelivery {
   private readonly consumer: Consumer;
   private readonly logger: Logger;
-  private unsubscribe: (() => Promise<void>) | undefined;
+  private readonly unsubscribes: (() => Promise<void>)[] = [];
   private closing: Promise<void> | undefined;
 
   private constructor(
@@ -47,10 +50,22 @@ export class OutboundDelivery {
       ...options.tuning,
     });
     const delivery = new OutboundDelivery({ ...options, logger }, consumer);
-    delivery.unsubscribe = await bus.onActivity(channel.name, (event) => {
-      if (event.active) channel.startActivity(event.chatId, event.threadId);
-      else channel.stopActivity(event.chatId, event.threadId);
-    });
+    delivery.unsubscribes.push(
+      await bus.onActivity(channel.name, (event) => {
+        if (event.active) channel.startActivity(event.chatId, event.threadId);
+        else channel.stopActivity(event.chatId, event.threadId);
+      }),
+    );
+    const preview = channel.preview?.bind(channel);
+    if (preview && options.live !== false) {
+      delivery.unsubscribes.push(
+        await bus.onLive(channel.name, (update) => {
+          preview(update).catch((err: unknown) =>
+            logger.warn({ turn: update.turn, err: describeError(err) }, 'live preview failed'),
+          );
+        }),
+      );
+    }
     await consumer.ready();
     return delivery;
   }
@@ -81,14 +96,16 @@ export class OutboundDelivery {
     }
   }
 
-  /** Stops consuming (deliveries in flight finish) and the activity subscription. Idempotent. */
+  /** Stops consuming (deliveries in flight finish) and the subscriptions. Idempotent. */
   close(): Promise<void> {
     this.closing ??= runAll([
       () => this.consumer.close(),
-      () =>
-        this.unsubscribe?.().catch((err: unknown) =>
-          this.logger.debug({ err: describeError(err) }, 'activity unsubscribe failed'),
-        ),
+      ...this.unsubscribes.map(
+        (unsubscribe) => () =>
+          unsubscribe().catch((err: unknown) =>
+            this.logger.debug({ err: describeError(err) }, 'unsubscribe failed'),
+          ),
+      ),
     ]);
     return this.closing;
   }

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { originOf } from '../agent/turn-request.js';
-import type { AgentRunner, TurnResult } from '../agent/types.js';
+import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
@@ -17,6 +17,8 @@ import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { ModelsUnavailableError, modelsDownApology } from '../providers/fallback-failures.js';
+import type { ToolCall } from '../providers/types.js';
+import { LivePublisher } from './live-publisher.js';
 import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
@@ -32,6 +34,13 @@ export interface TurnWorkerOptions extends ConsumerTuning {
   concurrency?: number;
   /** IANA time zone whose days token use is counted in (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
   timezone?: string;
+  /**
+   * Whether answers to a channel are shown while written (config `streamsTo`): the worker then
+   * publishes live snapshots (bus/live.ts). @defaultValue never
+   */
+  streams?: (channel: string) => boolean;
+  /** Pace of live snapshots (see LivePublisher). @defaultValue 500 ms before the first, 250 ms apart */
+  livePace?: { firstAfterMs?: number; intervalMs?: number };
 }
 
 export class TurnWorker {
@@ -42,6 +51,8 @@ export class TurnWorker {
   private readonly logger: Logger;
   private readonly tuning: ConsumerTuning;
   private readonly running = new Map<string, AbortController>();
+  private readonly streams: (channel: string) => boolean;
+  private readonly livePace: TurnWorkerOptions['livePace'];
   /** Per-turn figures and running turns in Redis, for status and the dashboard. */
   private readonly recorder: TurnRecorder;
   private consumer: Consumer | undefined;
@@ -52,7 +63,9 @@ export class TurnWorker {
     this.bus = options.bus;
     this.agent = options.agent;
     this.logger = options.logger.child({ component: 'turn-worker' });
-    const { bus: _bus, agent: _agent, logger: _logger, timezone, ...tuning } = options;
+    const { bus: _bus, agent: _agent, logger: _logger, timezone, streams, livePace, ...tuning } = options;
+    this.streams = streams ?? (() => false);
+    this.livePace = livePace;
     this.tuning = tuning;
     this.recorder = new TurnRecorder({
       redis: options.bus.redis,
@@ -114,10 +127,18 @@ export class TurnWorker {
     this.running.set(sessionKey, controller);
     let sent = 0;
     const since = new Date();
+    const live = this.livePublisher(head, turn, batch, log);
     await Promise.all([this.activity(origin, true, log), this.recorder.started(turn, sessionKey, since)]);
     try {
+      const recordIteration = this.recorder.onIteration(turn, sessionKey, since.toISOString());
       const result = await this.runTurn(batch, controller.signal, {
-        onIteration: this.recorder.onIteration(turn, sessionKey, since.toISOString()),
+        onIteration: (n) => {
+          recordIteration(n);
+          live?.iteration(n);
+        },
+        ...(live
+          ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
+          : {}),
         drain: async () => {
           const more = await mailbox.read(taken);
           taken += more.count;
@@ -142,14 +163,18 @@ export class TurnWorker {
           : { error: describeError(result.error), wallMs: Date.now() - since.getTime(), session: sessionKey },
       );
       if (!result.ok) await recorded;
+      // The last snapshot goes out before the reply that completes it; `live` tells the channel which preview to finish.
+      await live?.close();
+      const completes = live && live.published > 0 ? { live: turn } : {};
       if (result.ok) {
         if (result.value.reply !== undefined) {
           await this.bus.publishOutbound({
             ...result.value.target,
             id: replyId(turn),
-            content: result.value.reply,
+            content: shownReply(result.value, live),
             kind: 'reply',
             metadata: routingMetadata(batch),
+            ...completes,
           });
         }
         await recorded;
@@ -172,11 +197,13 @@ export class TurnWorker {
               : `Sorry, I could not answer: ${describeError(err)}`,
           kind: 'error',
           metadata: routingMetadata(batch),
+          ...completes,
         });
       }
       await mailbox.trim(taken);
     } finally {
       this.running.delete(sessionKey);
+      await live?.close();
       await Promise.all([
         this.recorder
           .clear(sessionKey)
@@ -194,20 +221,44 @@ export class TurnWorker {
     io: {
       drain: () => Promise<InboundMessage[]>;
       publish: (m: OutboundMessageInput) => Promise<void>;
-      onIteration: (iteration: number) => void;
-    },
+    } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool'>,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
     try {
       const value = await this.agent.processMessage([...batch], {
         signal,
         drainPending: io.drain,
         outbound: { publish: io.publish },
-        onIteration: io.onIteration,
+        ...(io.onIteration ? { onIteration: io.onIteration } : {}),
+        ...(io.onDelta ? { onDelta: io.onDelta } : {}),
+        ...(io.onTool ? { onTool: io.onTool } : {}),
       });
       return { ok: true, value };
     } catch (error) {
       return { ok: false, error };
     }
+  }
+
+  /** The turn's live snapshots, when its chat's channel streams (user turns only: not helper results). */
+  private livePublisher(
+    head: InboundMessage,
+    turn: string,
+    batch: InboundMessage[],
+    log: Logger,
+  ): LivePublisher | undefined {
+    if (isInternalChannel(head.channel) || !this.streams(head.channel)) return undefined;
+    return new LivePublisher({
+      base: {
+        turn,
+        channel: head.channel,
+        chatId: head.chatId,
+        ...(head.threadId ? { threadId: head.threadId } : {}),
+        ...(head.platformMessageId ? { replyTo: head.platformMessageId } : {}),
+        metadata: routingMetadata(batch),
+      },
+      publish: (update) => this.bus.publishLive(update),
+      logger: log,
+      ...this.livePace,
+    });
   }
 
   private async activity(
@@ -235,4 +286,15 @@ function chatOf(head: InboundMessage): { channel: string; chatId: string; thread
   const origin = isInternalChannel(head.channel) ? originOf(head) : undefined;
   if (origin) return { channel: origin.channel, chatId: origin.chatId, threadId: origin.threadId };
   return { channel: head.channel, chatId: head.chatId, threadId: head.threadId };
+}
+
+/**
+ * The reply as the chat shows it: a turn stopped while its answer was showing keeps the text
+ * written so far above the stop notice (the session stores the notice only, as without streaming).
+ */
+function shownReply(result: TurnResult, live: LivePublisher | undefined): string {
+  const reply = result.reply ?? '';
+  if (result.metrics.outcome !== 'cancelled' || !live || live.published === 0 || live.text.trim() === '')
+    return reply;
+  return `${live.text.trimEnd()}\n\n${reply}`;
 }

@@ -64,3 +64,16 @@ export interface LiveRecords {
   get(channel: string, turn: string): Promise<LiveRecord | undefined>;
   put(channel: string, turn: string, record: LiveRecord): Promise<void>;
 }
+
+/** LiveRecords in this process's memory (a channel whose bus keeps none; tests). */
+export class MemoryLiveRecords implements LiveRecords {
+  readonly #records = new Map<string, LiveRecord>();
+
+  async get(channel: string, turn: string): Promise<LiveRecord | undefined> {
+    return this.#records.get(`${channel}:${turn}`);
+  }
+
+  async put(channel: string, turn: string, record: LiveRecord): Promise<void> {
+    this.#records.set(`${channel}:${turn}`, record);
+  }
+}
