@@ -44,6 +44,8 @@ export interface AppErrorOptions {
   transient?: boolean;
   /** Exit code when this error ends a command. Defaults to {@link ExitCode.failure}. */
   exitCode?: number;
+  /** How long the other side asked us to wait before trying again (a 429's retry-after), when it said. */
+  retryAfterMs?: number;
 }
 
 /** The base of every error magpie throws on purpose. */
@@ -51,6 +53,8 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly transient: boolean;
   readonly exitCode: number;
+  /** How long the other side asked us to wait before a retry (ms), when it said; see {@link AppErrorOptions.retryAfterMs}. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -58,6 +62,7 @@ export class AppError extends Error {
     this.code = code;
     this.transient = options.transient ?? false;
     this.exitCode = options.exitCode ?? ExitCode.failure;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
@@ -75,16 +80,9 @@ export class ConfigError extends AppError {
  */
 export class ProviderError extends AppError {
   readonly status: number | undefined;
-  /** How long the server asked us to wait (Retry-After), when it said. */
-  readonly retryAfterMs: number | undefined;
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: AppErrorOptions & { status?: number; retryAfterMs?: number } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions & { status?: number } = {}) {
     super(code, message, { exitCode: ExitCode.unavailable, ...options });
     this.status = options.status;
-    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

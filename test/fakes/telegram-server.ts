@@ -3,7 +3,10 @@
  * `/bot<token>/<method>` and `/file/bot<token>/<path>`. getUpdates honours
  * `offset` (confirming earlier updates) and `timeout` (holds the request until an
  * update is queued). sendMessage checks Telegram's HTML subset and the 4096 limit
- * like the real API. Every call is recorded; errors can be scripted with failNext.
+ * like the real API. editMessageText and deleteMessage act on the messages sent
+ * (same checks, "message is not modified", "message to edit not found"); edits and
+ * deletions are recorded and `shown` gives what a chat finally displays. Every call
+ * is recorded; errors can be scripted with failNext / failEdits.
  */
 import { randomInt } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
@@ -34,6 +37,48 @@ export interface SentMessage {
   reply_to_message_id?: number;
 }
 
+/** One editMessageText call on a chat's message, whatever its outcome. */
+export interface TelegramEdit {
+  chat_id: string;
+  message_id: number;
+  text: string;
+  parse_mode?: string;
+  at: number;
+  /** `edited`: the message now shows `text`; `not_modified`: it already did (a 400); `failed`: refused. */
+  outcome: 'edited' | 'not_modified' | 'failed';
+  /** The error description when not edited. */
+  error?: string;
+}
+
+/** One deleteMessage call. */
+export interface TelegramDeletion {
+  chat_id: string;
+  message_id: number;
+  at: number;
+  outcome: 'deleted' | 'failed';
+  error?: string;
+}
+
+/** A message as the chat shows it now (after edits). */
+export interface ShownMessage {
+  message_id: number;
+  text: string;
+  parse_mode?: string;
+  /** Successful edits it went through. */
+  edits: number;
+}
+
+export interface FakeTelegramOptions {
+  token?: string;
+  botUsername?: string;
+  /**
+   * When set, an edit in a chat less than this many ms after that chat's last
+   * successful edit is refused with 429 (retry_after in whole seconds), as
+   * Telegram does to bots editing too fast. @defaultValue undefined (no limit)
+   */
+  editIntervalMs?: number;
+}
+
 export interface FakeTelegram {
   /** Pass as `TELEGRAM_API_ROOT` / telegraf `apiRoot`. */
   apiRoot: string;
@@ -46,8 +91,21 @@ export interface FakeTelegram {
   failNext(method: string, reply: TelegramErrorReply, times?: number): void;
   /** Resolves once `predicate()` holds (checked after every call), rejects after `timeoutMs`. */
   waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
-  /** Messages sent to a chat, in order. */
+  /** Messages sent to a chat, in order (as sent; edits do not change them). */
   sent(chatId: string | number): SentMessage[];
+  /** Every editMessageText call, in order (refused ones too; see `outcome`). */
+  edits: TelegramEdit[];
+  /** Every deleteMessage call, in order. */
+  deletions: TelegramDeletion[];
+  /** The texts a chat shows now: its not-deleted messages in order, each with its latest edit. */
+  shown(chatId: string | number): string[];
+  /** Like {@link FakeTelegram.shown} with ids, parse modes and edit counts. */
+  shownMessages(chatId: string | number): ShownMessage[];
+  /**
+   * The next `times` editMessageText calls fail: `rate_limited` with 429 and
+   * `retry_after` (seconds, default 1), `not_found` with 400 "message to edit not found".
+   */
+  failEdits(times: number, kind: 'rate_limited' | 'not_found', retryAfterSeconds?: number): void;
   /** Serves `bytes` for `getFile(fileId)` and its download path. */
   addFile(fileId: string, bytes: Uint8Array): void;
   /** Updates not yet confirmed by an offset. */
@@ -107,9 +165,7 @@ export function checkTelegramHtml(text: string): string | undefined {
 }
 
 /** Starts the fake on a free loopback port. */
-export async function startFakeTelegram(
-  options: { token?: string; botUsername?: string } = {},
-): Promise<FakeTelegram> {
+export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
   const token = options.token ?? '123456:TEST-token';
   const bot = { id: 999_000_111, username: options.botUsername ?? 'magpie_test_bot', first_name: 'Magpie' };
   const calls: TelegramCall[] = [];
@@ -121,6 +177,11 @@ export async function startFakeTelegram(
   let nextUpdateId = 1;
   let nextMessageId = 10_000;
   const sentMessages: SentMessage[] = [];
+  /** Current state of every sent message, by `chat:id`. */
+  const current = new Map<string, ShownMessage & { chat_id: string; deleted: boolean }>();
+  const edits: TelegramEdit[] = [];
+  const deletions: TelegramDeletion[] = [];
+  const lastEditAt = new Map<string, number>();
   const sockets = new Set<import('node:net').Socket>();
 
   const reply = (res: ServerResponse, status: number, body: unknown) => {
@@ -161,7 +222,12 @@ export async function startFakeTelegram(
 
   const handleMethod = async (method: string, p: Record<string, unknown>, res: ServerResponse) => {
     const queued = failures.get(method);
-    if (queued && queued.length > 0) return error(res, queued.shift()!);
+    if (queued && queued.length > 0) {
+      const failure = queued.shift()!;
+      if (method === 'editMessageText') recordEdit(p, 'failed', failure.description);
+      if (method === 'deleteMessage') recordDeletion(p, 'failed', failure.description);
+      return error(res, failure);
+    }
     switch (method) {
       case 'getMe':
         return ok(res, { ...bot, is_bot: true, can_join_groups: true, can_read_all_group_messages: false });
@@ -175,12 +241,9 @@ export async function startFakeTelegram(
       case 'sendMessage':
         return handleSendMessage(p, res);
       case 'editMessageText':
-        return ok(res, {
-          message_id: Number(p.message_id),
-          date: now(),
-          chat: { id: p.chat_id },
-          text: p.text,
-        });
+        return handleEditMessageText(p, res);
+      case 'deleteMessage':
+        return handleDeleteMessage(p, res);
       case 'getFile': {
         const file = files.get(String(p.file_id));
         if (!file) return error(res, { error_code: 400, description: 'Bad Request: invalid file_id' });
@@ -218,6 +281,14 @@ export async function startFakeTelegram(
       ...(replyParams?.message_id !== undefined ? { reply_to_message_id: replyParams.message_id } : {}),
     };
     sentMessages.push(message);
+    current.set(`${message.chat_id}:${message.message_id}`, {
+      chat_id: message.chat_id,
+      message_id: message.message_id,
+      text,
+      ...(message.parse_mode ? { parse_mode: message.parse_mode } : {}),
+      edits: 0,
+      deleted: false,
+    });
     return ok(res, {
       message_id: message.message_id,
       date: now(),
@@ -226,6 +297,118 @@ export async function startFakeTelegram(
       text,
     });
   };
+
+  const recordEdit = (p: Record<string, unknown>, outcome: TelegramEdit['outcome'], problem?: string) => {
+    edits.push({
+      chat_id: String(p.chat_id),
+      message_id: Number(p.message_id),
+      text: typeof p.text === 'string' ? p.text : '',
+      ...(typeof p.parse_mode === 'string' ? { parse_mode: p.parse_mode } : {}),
+      at: Date.now(),
+      outcome,
+      ...(problem !== undefined ? { error: problem } : {}),
+    });
+  };
+  const recordDeletion = (
+    p: Record<string, unknown>,
+    outcome: TelegramDeletion['outcome'],
+    problem?: string,
+  ) => {
+    deletions.push({
+      chat_id: String(p.chat_id),
+      message_id: Number(p.message_id),
+      at: Date.now(),
+      outcome,
+      ...(problem !== undefined ? { error: problem } : {}),
+    });
+  };
+
+  const handleEditMessageText = (p: Record<string, unknown>, res: ServerResponse) => {
+    const refuse = (e: TelegramErrorReply, outcome: TelegramEdit['outcome'] = 'failed') => {
+      recordEdit(p, outcome, e.description);
+      return error(res, e);
+    };
+    if (p.inline_message_id !== undefined)
+      return refuse({ error_code: 400, description: 'Bad Request: MESSAGE_ID_INVALID' });
+    const message = current.get(`${String(p.chat_id)}:${Number(p.message_id)}`);
+    if (!message || message.deleted)
+      return refuse({ error_code: 400, description: 'Bad Request: message to edit not found' });
+    const text = typeof p.text === 'string' ? p.text : '';
+    if (text.trim() === '')
+      return refuse({ error_code: 400, description: 'Bad Request: message text is empty' });
+    if (p.parse_mode === 'HTML') {
+      const problem = checkTelegramHtml(text);
+      if (problem)
+        return refuse({ error_code: 400, description: `Bad Request: can't parse entities: ${problem}` });
+    }
+    if ((p.parse_mode === 'HTML' ? visibleLength(text) : text.length) > 4096)
+      return refuse({ error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' });
+    if (text === message.text && p.parse_mode === message.parse_mode)
+      return refuse(
+        {
+          error_code: 400,
+          description:
+            'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        },
+        'not_modified',
+      );
+    const last = lastEditAt.get(message.chat_id);
+    if (
+      options.editIntervalMs !== undefined &&
+      last !== undefined &&
+      Date.now() - last < options.editIntervalMs
+    ) {
+      const after = Math.max(1, Math.ceil((options.editIntervalMs - (Date.now() - last)) / 1000));
+      return refuse({
+        error_code: 429,
+        description: `Too Many Requests: retry after ${after}`,
+        parameters: { retry_after: after },
+      });
+    }
+    lastEditAt.set(message.chat_id, Date.now());
+    message.text = text;
+    if (typeof p.parse_mode === 'string') message.parse_mode = p.parse_mode;
+    else delete message.parse_mode;
+    message.edits++;
+    recordEdit(p, 'edited');
+    return ok(res, {
+      message_id: message.message_id,
+      date: now(),
+      edit_date: now(),
+      chat: { id: Number(p.chat_id) || p.chat_id, type: 'private' },
+      from: { ...bot, is_bot: true },
+      text,
+    });
+  };
+
+  const handleDeleteMessage = (p: Record<string, unknown>, res: ServerResponse) => {
+    const message = current.get(`${String(p.chat_id)}:${Number(p.message_id)}`);
+    if (!message || message.deleted) {
+      const e = { error_code: 400, description: 'Bad Request: message to delete not found' };
+      recordDeletion(p, 'failed', e.description);
+      return error(res, e);
+    }
+    message.deleted = true;
+    recordDeletion(p, 'deleted');
+    return ok(res, true);
+  };
+
+  const failNext = (method: string, replyWith: TelegramErrorReply, times = 1) => {
+    const list = failures.get(method) ?? [];
+    for (let i = 0; i < times; i++) list.push(replyWith);
+    failures.set(method, list);
+  };
+
+  const shownMessages = (chatId: string | number): ShownMessage[] =>
+    [...current.values()]
+      .filter((m) => m.chat_id === String(chatId) && !m.deleted)
+      .sort((a, b) => a.message_id - b.message_id)
+      .map(({ message_id, text, parse_mode, edits: count }) => ({
+        message_id,
+        text,
+        ...(parse_mode !== undefined ? { parse_mode } : {}),
+        edits: count,
+      }));
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -287,11 +470,7 @@ export async function startFakeTelegram(
       events.emit('update');
       return update_id;
     },
-    failNext(method, replyWith, times = 1) {
-      const list = failures.get(method) ?? [];
-      for (let i = 0; i < times; i++) list.push(replyWith);
-      failures.set(method, list);
-    },
+    failNext,
     waitFor(predicate, timeoutMs = 10_000) {
       if (predicate()) return Promise.resolve();
       return new Promise((resolve, reject) => {
@@ -309,6 +488,21 @@ export async function startFakeTelegram(
       });
     },
     sent: (chatId) => sentMessages.filter((m) => m.chat_id === String(chatId)),
+    edits,
+    deletions,
+    shown: (chatId) => shownMessages(chatId).map((m) => m.text),
+    shownMessages,
+    failEdits(times, kind, retryAfterSeconds = 1) {
+      const failure: TelegramErrorReply =
+        kind === 'rate_limited'
+          ? {
+              error_code: 429,
+              description: `Too Many Requests: retry after ${retryAfterSeconds}`,
+              parameters: { retry_after: retryAfterSeconds },
+            }
+          : { error_code: 400, description: 'Bad Request: message to edit not found' };
+      failNext('editMessageText', failure, times);
+    },
     addFile(fileId, bytes) {
       files.set(fileId, { bytes, path: `photos/${fileId}.bin` });
     },

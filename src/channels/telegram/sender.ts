@@ -84,14 +84,14 @@ export class TelegramSender {
   }
 
   /**
-   * Sends one formatted part. Throws AppError DELIVERY_PERMANENT (chat not found,
-   * bot blocked…) or DELIVERY_TRANSIENT (attempts used up).
+   * Sends one formatted part; resolves with the new message's id. Throws AppError
+   * DELIVERY_PERMANENT (chat not found, bot blocked…) or DELIVERY_TRANSIENT (attempts used up).
    */
-  async sendPart(target: Target, part: FormattedPart): Promise<void> {
+  async sendPart(target: Target, part: FormattedPart): Promise<string> {
     let html = true;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.options.telegram.sendMessage(target.chatId, html ? part.html : part.plain, {
+        const sent = await this.options.telegram.sendMessage(target.chatId, html ? part.html : part.plain, {
           ...(html ? { parse_mode: 'HTML' as const } : {}),
           ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
           ...(target.replyTo
@@ -99,7 +99,7 @@ export class TelegramSender {
             : {}),
           link_preview_options: { is_disabled: true },
         });
-        return;
+        return String(sent.message_id);
       } catch (err) {
         if (html && isParseError(err)) {
           this.options.logger.warn(
@@ -117,10 +117,11 @@ export class TelegramSender {
           });
         }
         if (attempt >= this.maxAttempts) {
+          const { retryAfterMs } = classifyTelegramError(err);
           throw new AppError(
             'DELIVERY_TRANSIENT',
             `Telegram did not accept the message after ${attempt} attempts: ${describeError(err)}`,
-            { cause: err, transient: true },
+            { cause: err, transient: true, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) },
           );
         }
         this.options.logger.warn(
@@ -142,21 +143,37 @@ export class TelegramSender {
 
   /** Milliseconds to wait before the next attempt, or undefined when retrying cannot help. */
   private retryDelay(err: unknown, attempt: number): number | undefined {
-    const backoff = Math.min(this.baseDelayMs * 2 ** (attempt - 1), this.maxDelayMs);
-    if (err instanceof TelegramError) {
-      if (err.code === 429) {
-        const after = err.parameters?.retry_after;
-        return after !== undefined ? after * 1000 : backoff;
-      }
-      if (err.code >= 500) return backoff;
-      return undefined;
-    }
-    // Anything else is the network (node-fetch FetchError, resets, timeouts).
-    return backoff;
+    const { transient, retryAfterMs } = classifyTelegramError(err);
+    if (!transient) return undefined;
+    return retryAfterMs ?? Math.min(this.baseDelayMs * 2 ** (attempt - 1), this.maxDelayMs);
   }
 }
 
+/** How a failed Bot API call should be treated. */
+export interface TelegramFailure {
+  /** True when trying again may succeed (429, 5xx, network); false for refusals no retry fixes. */
+  transient: boolean;
+  /** The wait a 429 asked for (its `retry_after`, in ms), when it gave one. */
+  retryAfterMs?: number;
+}
+
+/**
+ * Classifies a telegraf failure: a 429 is transient with its `retry_after`, a 5xx
+ * or anything that is not a TelegramError (the network: resets, time-outs) is
+ * transient, every other API error (400, 403…) is permanent.
+ */
+export function classifyTelegramError(err: unknown): TelegramFailure {
+  if (err instanceof TelegramError) {
+    if (err.code === 429) {
+      const after = err.parameters?.retry_after;
+      return after !== undefined ? { transient: true, retryAfterMs: after * 1000 } : { transient: true };
+    }
+    return { transient: err.code >= 500 };
+  }
+  return { transient: true };
+}
+
 /** Telegram's answer to HTML it cannot parse (a 400 whose only marker is its description). */
-function isParseError(err: unknown): boolean {
+export function isParseError(err: unknown): boolean {
   return err instanceof TelegramError && err.code === 400 && /can't parse entities/i.test(err.description);
 }
