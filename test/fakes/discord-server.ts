@@ -1,7 +1,10 @@
 /**
  * A fake Discord: REST (node:http, under /api/v10) and a gateway (`ws`) on 127.0.0.1,
  * enough for the real discord.js client to log in, receive MESSAGE_CREATE and send
- * messages and typing. Records every REST call; errors (429, 403…) on demand.
+ * messages and typing. Messages can be edited (PATCH) and deleted (DELETE) as on
+ * Discord (10008 Unknown Message for one that is gone, 2000-character limit);
+ * edits and deletions are recorded and `shown` gives what a channel finally
+ * displays. Records every REST call; errors (429, 403, 10008…) on demand.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -27,6 +30,34 @@ export interface FakeSentMessage {
   content: string;
   nonce?: string;
   messageReference?: { message_id: string };
+}
+
+/** One PATCH of a posted message, whatever its outcome. */
+export interface FakeDiscordEdit {
+  channelId: string;
+  messageId: string;
+  content: string;
+  at: number;
+  /** `edited`: the message now shows `content`; `failed`: refused (see `status`). */
+  outcome: 'edited' | 'failed';
+  status: number;
+}
+
+/** One DELETE of a message. */
+export interface FakeDiscordDeletion {
+  channelId: string;
+  messageId: string;
+  at: number;
+  outcome: 'deleted' | 'failed';
+  status: number;
+}
+
+/** A message as its channel shows it now (after edits). */
+export interface FakeShownMessage {
+  id: string;
+  content: string;
+  /** Successful edits it went through. */
+  edits: number;
 }
 
 export interface FakeUser {
@@ -58,6 +89,8 @@ export interface FakeMessageInput {
   attachments?: FakeAttachment[];
   /** The message this one replies to (its author decides "replied to the bot"). */
   referencedMessage?: { id: string; author: FakeUser; content?: string };
+  /** The message's id: give an earlier one to deliver that message again, as a gateway replaying events does. */
+  id?: string;
 }
 
 export interface FailureSpec {
@@ -83,8 +116,16 @@ export interface FakeDiscord {
   identifies(): number;
   /** Sends MESSAGE_CREATE to every ready gateway session; returns the message id. */
   dispatchMessage(input: FakeMessageInput): string;
-  /** Messages the bot posted to a channel, in order. */
+  /** Messages the bot posted to a channel, in order (as posted; edits do not change them). */
   sent(channelId: string): FakeSentMessage[];
+  /** Every PATCH of a message, in order (refused ones too; see `outcome`). */
+  edits: FakeDiscordEdit[];
+  /** Every DELETE of a message, in order. */
+  deletions: FakeDiscordDeletion[];
+  /** The contents a channel shows now: the bot's not-deleted messages in order, each with its latest edit. */
+  shown(channelId: string): string[];
+  /** Like {@link FakeDiscord.shown} with ids and edit counts. */
+  shownMessages(channelId: string): FakeShownMessage[];
   /** The next request matching `route` (e.g. `POST /channels/:id/messages`) fails with this. */
   failNext(route: string, failure: FailureSpec): void;
   /** Serves bytes as an attachment; returns the payload object for `attachments`. */
@@ -123,6 +164,10 @@ export async function startFakeDiscord(options: {
   const files = new Map<string, { contentType: string; bytes: Buffer }>();
   const dmChannels = new Set<string>();
   const byNonce = new Map<string, FakeSentMessage>();
+  /** Current state of every posted message, by id (insertion order is posting order). */
+  const current = new Map<string, FakeShownMessage & { channelId: string; deleted: boolean }>();
+  const edits: FakeDiscordEdit[] = [];
+  const deletions: FakeDiscordDeletion[] = [];
   const sessions = new Set<{ socket: WebSocket; seq: number; ready: boolean }>();
   let identifyCount = 0;
   const waiters = new Set<() => void>();
@@ -192,6 +237,7 @@ export async function startFakeDiscord(options: {
     const failure = failures.get(route)?.shift();
     if (failure) {
       record(failure.status);
+      recordChange(method, path, body, 'failed', failure.status);
       const retryAfter = Number(failure.body?.['retry_after'] ?? 0.2);
       const headers =
         failure.status === 429
@@ -242,6 +288,10 @@ export async function startFakeDiscord(options: {
         message_reference?: { message_id: string };
       };
       const existing = b.enforce_nonce && b.nonce ? byNonce.get(`${channelId}:${b.nonce}`) : undefined;
+      if (!existing && (b.content ?? '').length > 2000) {
+        record(400);
+        return json(res, 400, tooLong());
+      }
       const message = existing ?? {
         id: snowflake(),
         channelId,
@@ -251,10 +301,56 @@ export async function startFakeDiscord(options: {
       };
       if (!existing) {
         sentMessages.push(message);
+        current.set(message.id, {
+          id: message.id,
+          channelId,
+          content: message.content,
+          edits: 0,
+          deleted: false,
+        });
         if (b.nonce) byNonce.set(`${channelId}:${b.nonce}`, message);
       }
       record(200);
       return json(res, 200, messagePayload(message.id, channelId, bot, message.content));
+    }
+    match = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (match && (method === 'PATCH' || method === 'DELETE')) {
+      const message = current.get(match[2]!);
+      if (!message || message.channelId !== match[1] || message.deleted) {
+        record(404);
+        recordChange(method, path, body, 'failed', 404);
+        return json(res, 404, { message: 'Unknown Message', code: 10008 });
+      }
+      if (method === 'DELETE') {
+        message.deleted = true;
+        record(204);
+        recordChange(method, path, body, 'deleted', 204);
+        res.writeHead(204);
+        res.end();
+        return;
+      }
+      const content = (body as { content?: unknown } | undefined)?.content;
+      if (content !== undefined) {
+        const problem =
+          typeof content !== 'string' || content.length > 2000
+            ? tooLong()
+            : content.trim() === ''
+              ? { message: 'Cannot send an empty message', code: 50006 }
+              : undefined;
+        if (problem) {
+          record(400);
+          recordChange(method, path, body, 'failed', 400);
+          return json(res, 400, problem);
+        }
+        message.content = content as string;
+        message.edits++;
+      }
+      record(200);
+      recordChange(method, path, body, 'edited', 200);
+      return json(res, 200, {
+        ...messagePayload(message.id, message.channelId, bot, message.content),
+        edited_timestamp: new Date().toISOString(),
+      });
     }
     match = /^\/channels\/(\d+)$/.exec(path);
     if (match && method === 'GET') {
@@ -266,6 +362,54 @@ export async function startFakeDiscord(options: {
     }
     record(404);
     return json(res, 404, { message: 'Unknown route', code: 0 });
+  }
+
+  /** Records a PATCH or DELETE of a message (anything else is ignored). */
+  function recordChange(
+    method: string,
+    path: string,
+    body: unknown,
+    outcome: 'edited' | 'deleted' | 'failed',
+    status: number,
+  ) {
+    const match = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (!match) return;
+    const [channelId, messageId] = [match[1]!, match[2]!];
+    if (method === 'PATCH') {
+      const content = (body as { content?: unknown } | undefined)?.content;
+      edits.push({
+        channelId,
+        messageId,
+        content: typeof content === 'string' ? content : '',
+        at: Date.now(),
+        outcome: outcome === 'failed' ? 'failed' : 'edited',
+        status,
+      });
+    } else if (method === 'DELETE') {
+      deletions.push({
+        channelId,
+        messageId,
+        at: Date.now(),
+        outcome: outcome === 'failed' ? 'failed' : 'deleted',
+        status,
+      });
+    }
+  }
+
+  function tooLong() {
+    return {
+      message: 'Invalid Form Body',
+      code: 50035,
+      errors: {
+        content: { _errors: [{ code: 'BASE_TYPE_MAX_LENGTH', message: 'Must be 2000 or fewer in length.' }] },
+      },
+    };
+  }
+
+  function shownMessages(channelId: string): FakeShownMessage[] {
+    return [...current.values()]
+      .filter((m) => m.channelId === channelId && !m.deleted)
+      .map(({ id, content, edits: count }) => ({ id, content, edits: count }));
   }
 
   function messagePayload(id: string, channelId: string, author: object, content: string) {
@@ -386,7 +530,7 @@ export async function startFakeDiscord(options: {
     newId: snowflake,
     identifies: () => identifyCount,
     dispatchMessage(input) {
-      const id = snowflake();
+      const id = input.id ?? snowflake();
       const dm = input.guildId === undefined;
       if (dm) dmChannels.add(input.channelId);
       const d: Record<string, unknown> = {
@@ -423,6 +567,10 @@ export async function startFakeDiscord(options: {
       return id;
     },
     sent: (channelId) => sentMessages.filter((m) => m.channelId === channelId),
+    edits,
+    deletions,
+    shown: (channelId) => shownMessages(channelId).map((m) => m.content),
+    shownMessages,
     failNext(route, failure) {
       const list = failures.get(route) ?? [];
       list.push(failure);

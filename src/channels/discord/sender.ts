@@ -5,7 +5,7 @@
  * cannot post the same part twice. Errors become DELIVERY_PERMANENT / DELIVERY_TRANSIENT.
  */
 import { createHash } from 'node:crypto';
-import { DiscordAPIError, HTTPError, type REST, Routes } from 'discord.js';
+import { DiscordAPIError, HTTPError, RateLimitError, type REST, Routes } from 'discord.js';
 import type { OutboundMessage } from '../../bus/messages.js';
 import { AppError, describeError } from '../../errors/index.js';
 import { splitMessage } from '../chunk.js';
@@ -60,9 +60,21 @@ export function nonceFor(messageId: string, index: number): string {
   return createHash('sha256').update(`${messageId}:${index}`).digest('base64url').slice(0, 25);
 }
 
-/** Classifies a discord.js REST failure. */
+/**
+ * Classifies a discord.js REST failure. A RateLimitError (thrown only by a REST
+ * built with `rejectOnRateLimit`; by default REST waits 429s out itself) is
+ * DELIVERY_TRANSIENT carrying its wait as `retryAfterMs`.
+ */
 export function toDeliveryError(err: unknown, channelId: string): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof RateLimitError) {
+    const retryAfterMs = Math.max(0, err.retryAfter > 0 ? err.retryAfter : err.timeToReset);
+    return new AppError(
+      'DELIVERY_TRANSIENT',
+      `discord rate-limited channel ${channelId} (retry in ${retryAfterMs} ms, route ${err.route})`,
+      { cause: err, transient: true, retryAfterMs },
+    );
+  }
   if (err instanceof DiscordAPIError) {
     const code = typeof err.code === 'number' ? err.code : Number(err.code);
     const permanent =
