@@ -12,6 +12,10 @@ interface CommandModule {
 
 /** Every subcommand: its one-line help and the module that runs it. */
 const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule> }> = {
+  onboard: {
+    help: 'guided set-up: endpoint, key and model (checked live), bots, web search; writes .env',
+    load: () => import('./commands/onboard.js'),
+  },
   init: {
     help: 'create the workspace from the templates (never overwrites)',
     load: () => import('./commands/init.js'),

@@ -1,0 +1,135 @@
+/**
+ * Learning the user's own Telegram id for TELEGRAM_ALLOW_FROM: after "send any
+ * message to @your_bot now", long-poll getUpdates until a private message from
+ * a person arrives, and take its sender. Updates older than the wait (a minute
+ * of slack for clock skew) and messages from groups or bots are passed over.
+ * The captured message itself is not confirmed, so the bot still answers it
+ * once magpie runs.
+ *
+ * Discord has no such REST call (a DM reaches a bot only over the gateway),
+ * so for Discord the user types the id; see {@link checkDiscordUserId}.
+ */
+import { CancelledError, ConfigError } from '../errors/index.js';
+import { unavailable } from './checks.js';
+
+/** Who wrote to the bot. */
+export interface CapturedSender {
+  id: string;
+  /** `@username` when they have one, else their first name. */
+  name: string;
+}
+
+/** Options of {@link captureTelegramSender}. */
+export interface CaptureOptions {
+  token: string;
+  apiRoot: string;
+  /** How long to wait for the message. @defaultValue 120_000 */
+  timeoutMs?: number;
+  /** Aborts the wait (Ctrl-C). */
+  signal?: AbortSignal;
+  /** Messages dated before this (minus a minute) are passed over. @defaultValue now */
+  since?: Date;
+}
+
+/** Longest single long poll, in seconds (Telegram allows more; short polls notice a deadline sooner). */
+const POLL_SECONDS = 20;
+const CLOCK_SLACK_S = 60;
+
+/**
+ * Waits for a private message to the bot and returns its sender; undefined
+ * when none came in time. Another reader of the bot's updates (a webhook, a
+ * running magpie) is an AppError with exit 3 saying so.
+ */
+export async function captureTelegramSender(options: CaptureOptions): Promise<CapturedSender | undefined> {
+  const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+  const since = Math.floor((options.since ?? new Date()).getTime() / 1000) - CLOCK_SLACK_S;
+  let offset = 0;
+  while (Date.now() < deadline) {
+    const seconds = Math.max(1, Math.min(POLL_SECONDS, Math.floor((deadline - Date.now()) / 1000)));
+    const updates = await getUpdates(options, offset, seconds);
+    for (const update of updates) {
+      const sender = senderOf(update, since);
+      if (sender) return sender;
+      offset = Math.max(offset, update.update_id + 1);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A Discord user id as typed: a snowflake of 17 to 20 digits. Returns it, or
+ * throws a ConfigError saying where to find it.
+ */
+export function checkDiscordUserId(text: string): string {
+  const id = text.trim();
+  if (/^\d{17,20}$/.test(id)) return id;
+  throw new ConfigError(
+    `"${id}" is not a Discord user id (17 to 20 digits: Settings → Advanced → Developer Mode, then right-click your name → Copy User ID)`,
+  );
+}
+
+/**
+ * A Telegram user id as typed: a positive whole number (a person's id), or
+ * `@username`. Returns it, or throws a ConfigError.
+ */
+export function checkTelegramUserId(text: string): string {
+  const id = text.trim();
+  if (/^\d{1,15}$/.test(id) || /^@[A-Za-z0-9_]{5,32}$/.test(id)) return id;
+  throw new ConfigError(`"${id}" is not a Telegram user id (digits, e.g. 123456789) or @username`);
+}
+
+interface TelegramUpdate {
+  update_id: number;
+  message?: {
+    date?: number;
+    chat?: { type?: string };
+    from?: { id?: number; is_bot?: boolean; username?: string; first_name?: string };
+  };
+}
+
+function senderOf(update: TelegramUpdate, since: number): CapturedSender | undefined {
+  const message = update.message;
+  const from = message?.from;
+  if (!message || !from || from.is_bot || typeof from.id !== 'number') return undefined;
+  if (message.chat?.type !== 'private' || (message.date ?? 0) < since) return undefined;
+  return { id: String(from.id), name: from.username ? `@${from.username}` : (from.first_name ?? 'someone') };
+}
+
+async function getUpdates(
+  options: CaptureOptions,
+  offset: number,
+  seconds: number,
+): Promise<TelegramUpdate[]> {
+  const timeout = AbortSignal.timeout((seconds + 10) * 1000);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  let res: Response;
+  try {
+    res = await fetch(`${options.apiRoot}/bot${options.token}/getUpdates`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ offset, timeout: seconds, allowed_updates: ['message'] }),
+      signal,
+    });
+  } catch (err) {
+    if (options.signal?.aborted) throw new CancelledError('onboarding cancelled; nothing was written');
+    const code = (err as { cause?: { code?: unknown } }).cause?.code;
+    // The error text may quote the URL, and so the token: only the root and the reason are shown.
+    throw unavailable(
+      `cannot reach Telegram at ${options.apiRoot} (${typeof code === 'string' ? code : 'connection failed'})`,
+    );
+  }
+  const body = (await res.json().catch(() => ({}))) as {
+    ok?: boolean;
+    result?: unknown;
+    description?: string;
+  };
+  if (res.status === 409) {
+    throw unavailable(
+      "another program reads this bot's messages (Telegram answered 409: a webhook, or magpie already running)",
+    );
+  }
+  if (!res.ok || !body.ok || !Array.isArray(body.result)) {
+    throw unavailable(`Telegram's getUpdates answered ${res.status}: try again later`);
+  }
+  return body.result as TelegramUpdate[];
+}

@@ -1,0 +1,223 @@
+/**
+ * The live checks of `magpie onboard`, each turning a failure into one line
+ * with an exit code: the model endpoint's list (GET /models) and a one-token
+ * chat call, Telegram's getMe, Discord's /users/@me and one web search query.
+ * A refused key, an unknown model or a bad token is the user's answer to fix
+ * (ConfigError, exit 2); a server that cannot be reached or fails is exit 3.
+ * Request URLs and error texts of the bot APIs can carry the token, so they
+ * are never shown.
+ */
+import type { Config, SearchBackendName } from '../config/index.js';
+import { AppError, CancelledError, ConfigError, ExitCode, hasCode } from '../errors/index.js';
+import { OpenAIProvider } from '../providers/openai/provider.js';
+
+/** The endpoint, key and model being checked. */
+export interface ModelEndpoint {
+  baseURL: string;
+  /** The key as it will be written ('none' for a local server). */
+  apiKey: string;
+  /** Where the key came from, named in messages (e.g. "--api-key" or "the key you typed"). */
+  keySource: string;
+}
+
+/** How long one request of a check may take. */
+export const CHECK_TIMEOUT_MS = 15_000;
+
+/**
+ * The model ids the endpoint lists. A refused key or an endpoint that cannot
+ * be reached stops onboarding; an endpoint without a working list (some
+ * servers have none) gives `undefined` with the reason, and the model is then
+ * proved by the one-token call alone.
+ */
+export async function listModels(
+  endpoint: ModelEndpoint,
+  signal?: AbortSignal,
+): Promise<{ models: string[] } | { models: undefined; reason: string }> {
+  try {
+    return { models: await provider(endpoint, 'probe').listModels(signal) };
+  } catch (err) {
+    if (hasCode(err, 'PROVIDER_AUTH')) throw refusedKey(endpoint, err);
+    if (hasCode(err, 'PROVIDER_UNREACHABLE', 'CANCELLED')) throw err;
+    return { models: undefined, reason: err instanceof AppError ? err.message : String(err) };
+  }
+}
+
+/** Asks `model` for a one-token completion; any failure stops onboarding with the reason. */
+export async function chatOnce(endpoint: ModelEndpoint, model: string, signal?: AbortSignal): Promise<void> {
+  try {
+    await provider(endpoint, model).chat({
+      messages: [{ role: 'user', content: 'Reply with OK.' }],
+      maxTokens: 1,
+      // One token may all go to reasoning: an answer at all is what this check is after.
+      allowEmpty: true,
+      ...(signal ? { signal } : {}),
+    });
+  } catch (err) {
+    if (err instanceof CancelledError) throw err;
+    if (hasCode(err, 'PROVIDER_AUTH')) throw refusedKey(endpoint, err);
+    if (hasCode(err, 'PROVIDER_MODEL_UNAVAILABLE', 'PROVIDER_BAD_REQUEST')) {
+      throw new ConfigError(`the model "${model}" cannot be used at ${endpoint.baseURL}: ${messageOf(err)}`, {
+        cause: err,
+      });
+    }
+    throw unavailable(
+      `the one-token call to "${model}" at ${endpoint.baseURL} failed: ${messageOf(err)}`,
+      err,
+    );
+  }
+}
+
+/** The error for a model that the endpoint's list does not hold. */
+export function unknownModel(endpoint: ModelEndpoint, model: string, listed: string[]): ConfigError {
+  const some = listed.slice(0, 8).join(', ');
+  const more = listed.length > 8 ? ` and ${listed.length - 8} more` : '';
+  return new ConfigError(
+    `unknown model "${model}": ${endpoint.baseURL} lists ${listed.length === 0 ? 'no models' : `${some}${more}`}`,
+  );
+}
+
+/** A bot account, as its platform describes it. */
+export interface BotIdentity {
+  id: string;
+  username: string;
+}
+
+/** Telegram's token shape: the bot's numeric id, a colon, then letters, digits, _ and -. */
+const TELEGRAM_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/;
+
+/** The Telegram bot the token belongs to (getMe). */
+export async function telegramBot(
+  token: string,
+  apiRoot: string,
+  signal?: AbortSignal,
+): Promise<BotIdentity> {
+  // The token becomes part of the request path: anything but its usual shape is refused before use.
+  if (!TELEGRAM_TOKEN.test(token)) {
+    throw new ConfigError('the Telegram token does not look like one from @BotFather (123456789:AA…)');
+  }
+  const res = await reach('Telegram', apiRoot, `${apiRoot}/bot${token}/getMe`, {}, signal);
+  const body = (await res.json().catch(() => ({}))) as {
+    ok?: boolean;
+    result?: { id?: number; username?: string };
+  };
+  if (res.ok && body.ok && body.result?.id !== undefined) {
+    return { id: String(body.result.id), username: body.result.username ?? '?' };
+  }
+  if (res.status === 401 || res.status === 404) {
+    throw new ConfigError(
+      `Telegram refused the bot token (getMe answered ${res.status}): copy it again from @BotFather`,
+    );
+  }
+  throw unavailable(`Telegram's getMe answered ${res.status}: try again later`);
+}
+
+/** The Discord bot the token belongs to (GET /users/@me). */
+export async function discordBot(token: string, apiRoot: string, signal?: AbortSignal): Promise<BotIdentity> {
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(token)) {
+    throw new ConfigError(
+      'the Discord token does not look like a bot token (letters, digits, . _ and - only)',
+    );
+  }
+  const res = await reach(
+    'Discord',
+    apiRoot,
+    `${apiRoot}/v10/users/@me`,
+    { authorization: `Bot ${token}` },
+    signal,
+  );
+  const body = (await res.json().catch(() => ({}))) as { id?: string; username?: string; bot?: boolean };
+  if (res.ok && body.id) return { id: body.id, username: body.username ?? '?' };
+  if (res.status === 401 || res.status === 403) {
+    throw new ConfigError(
+      `Discord refused the bot token (GET /users/@me answered ${res.status}): copy it again from the developer portal (Bot → Reset Token)`,
+    );
+  }
+  throw unavailable(`Discord's GET /users/@me answered ${res.status}: try again later`);
+}
+
+/** A web search backend and what it needs. */
+export interface SearchChoice {
+  backend: SearchBackendName;
+  /** The Brave or Tavily key, or the SearXNG URL. */
+  value: string;
+  /** API roots of Brave and Tavily. */
+  braveApiRoot: string;
+  tavilyApiRoot: string;
+}
+
+/** One query for "magpie" through the chosen backend, which proves the key (or the instance's JSON API). */
+export async function checkSearch(choice: SearchChoice, signal?: AbortSignal): Promise<string> {
+  const { searchBackendFor } = await import('../tools/search-backends/index.js');
+  const search: Config['search'] = {
+    backend: choice.backend,
+    brave: { apiKey: choice.backend === 'brave' ? choice.value : undefined, apiRoot: choice.braveApiRoot },
+    tavily: { apiKey: choice.backend === 'tavily' ? choice.value : undefined, apiRoot: choice.tavilyApiRoot },
+    searxng: { url: choice.backend === 'searxng' ? choice.value : undefined },
+  };
+  const backend = searchBackendFor(search, { timeoutMs: CHECK_TIMEOUT_MS });
+  if (!backend) throw new ConfigError(`web search: ${choice.backend} needs its key or URL`);
+  try {
+    await backend.search('magpie', 1, signal ?? AbortSignal.timeout(CHECK_TIMEOUT_MS));
+    return backend.label;
+  } catch (err) {
+    const message = `web search: ${messageOf(err)}`;
+    if (err instanceof AppError && err.transient) throw unavailable(message, err);
+    throw new ConfigError(message, { cause: err });
+  }
+}
+
+/** An AppError for a service that cannot be reached or failed: exit 3. */
+export function unavailable(message: string, cause?: unknown): AppError {
+  return new AppError('PROVIDER_UNREACHABLE', message, {
+    exitCode: ExitCode.unavailable,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+function provider(endpoint: ModelEndpoint, model: string): OpenAIProvider {
+  return new OpenAIProvider({
+    apiKey: endpoint.apiKey,
+    baseURL: endpoint.baseURL,
+    model,
+    timeoutMs: CHECK_TIMEOUT_MS,
+    maxRetries: 0,
+    promptCache: 'off',
+    settings: { url: 'the base URL', key: endpoint.keySource },
+  });
+}
+
+function refusedKey(endpoint: ModelEndpoint, err: AppError): ConfigError {
+  const status = (err as { status?: number }).status;
+  return new ConfigError(
+    `${endpoint.baseURL} refused the API key${status ? ` (${status})` : ''}: check ${endpoint.keySource}`,
+    { cause: err },
+  );
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? (err.message.split('\n')[0] ?? err.name) : String(err);
+}
+
+/** GETs `url`; a network failure is exit 3 naming only the API root (the URL may hold the token). */
+async function reach(
+  service: string,
+  apiRoot: string,
+  url: string,
+  headers: Record<string, string>,
+  signal?: AbortSignal,
+): Promise<Response> {
+  const timeout = AbortSignal.timeout(CHECK_TIMEOUT_MS);
+  try {
+    return await fetch(url, { headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+  } catch (err) {
+    if (signal?.aborted) throw new CancelledError('onboarding cancelled; nothing was written');
+    const code = (err as { cause?: { code?: unknown } }).cause?.code;
+    const reason = timeout.aborted
+      ? 'no answer in 15 s'
+      : typeof code === 'string'
+        ? code
+        : 'connection failed';
+    // The error text may quote the URL, and so the token: only the root and the reason are shown.
+    throw unavailable(`cannot reach ${service} at ${apiRoot} (${reason})`);
+  }
+}

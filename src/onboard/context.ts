@@ -1,0 +1,97 @@
+/**
+ * What every step of `magpie onboard` shares: the flags, the values already in
+ * `.env` (offered as defaults), the questions (none under `--yes`), where
+ * progress is printed, and the variables the answers set. Also how a secret is
+ * shown (its shape, never its value).
+ */
+import { ConfigError } from '../errors/index.js';
+import type { Prompter } from './prompts.js';
+
+/** The command's flags, as parsed (see src/cli/commands/onboard.ts for their help). */
+export interface OnboardFlags {
+  'base-url'?: string | undefined;
+  'api-key'?: string | undefined;
+  model?: string | undefined;
+  'telegram-token'?: string | undefined;
+  'telegram-allow-from'?: string | undefined;
+  'telegram-api-root'?: string | undefined;
+  'discord-token'?: string | undefined;
+  'discord-allow-from'?: string | undefined;
+  'discord-api-root'?: string | undefined;
+  'web-search'?: string | undefined;
+  'web-search-key'?: string | undefined;
+  'web-search-url'?: string | undefined;
+  workspace?: string | undefined;
+}
+
+/** The state the steps read and add to. */
+export interface StepContext {
+  flags: OnboardFlags;
+  /** The variables of the existing `.env` (empty when there is none). */
+  existing: Readonly<Record<string, string>>;
+  /** Undefined under `--yes`: a missing answer then fails instead of being asked. */
+  prompter: Prompter | undefined;
+  /** Progress lines ("✓ …") go here. */
+  out: { write(text: string): unknown };
+  /** How long to wait for the Telegram message that gives the user's id. */
+  captureTimeoutMs: number;
+  /** Variables to write, in the order they were answered. */
+  updates: Record<string, string>;
+}
+
+/** Variables whose values are secrets: shown masked, never in full. */
+export const SECRET_VARIABLES = new Set([
+  'OPENAI_API_KEY',
+  'TELEGRAM_BOT_TOKEN',
+  'DISCORD_BOT_TOKEN',
+  'BRAVE_API_KEY',
+  'TAVILY_API_KEY',
+]);
+
+/**
+ * A secret as it may be shown: a long one as its first three and last four
+ * characters (`sk-…1234`), a short one as `…` and at most its last two.
+ *
+ * @example maskSecret('sk-proj-abcdefgh12345678') // 'sk-…5678'
+ */
+export function maskSecret(value: string): string {
+  if (value === 'none') return value;
+  if (value.length >= 16) return `${value.slice(0, 3)}…${value.slice(-4)}`;
+  return value.length >= 8 ? `…${value.slice(-2)}` : '…';
+}
+
+/** The value of a variable as the summary shows it. */
+export function shown(name: string, value: string): string {
+  return SECRET_VARIABLES.has(name) ? maskSecret(value) : value;
+}
+
+/** The existing value of `name`, when set and not blank. */
+export function existingValue(ctx: StepContext, name: string): string | undefined {
+  const value = ctx.existing[name]?.trim();
+  return value ? value : undefined;
+}
+
+/** The error for an answer `--yes` needs but was not given. */
+export function missingFlag(flag: string, what: string): ConfigError {
+  return new ConfigError(`--yes: ${flag} is required (${what})`);
+}
+
+/** Prints one progress line. */
+export function progress(ctx: StepContext, line: string): void {
+  ctx.out.write(`${line}\n`);
+}
+
+/**
+ * A comma-separated id list merged with `add` (existing entries first, no
+ * duplicates).
+ *
+ * @example mergeIds('111, @bob', '222') // '111,@bob,222'
+ */
+export function mergeIds(existing: string | undefined, add: string[]): string {
+  const ids = (existing ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const id of add) if (!ids.includes(id)) ids.push(id);
+  return ids.join(',');
+}
