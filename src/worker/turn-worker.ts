@@ -163,9 +163,10 @@ export class TurnWorker {
           : { error: describeError(result.error), wallMs: Date.now() - since.getTime(), session: sessionKey },
       );
       if (!result.ok) await recorded;
-      // The last snapshot goes out before the reply that completes it; `live` tells the channel which preview to finish.
+      // The last snapshot goes out before the reply that completes it. `live` names the preview to
+      // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
       await live?.close();
-      const completes = live && live.published > 0 ? { live: turn } : {};
+      const completes = live ? { live: turn } : {};
       if (result.ok) {
         if (result.value.reply !== undefined) {
           await this.bus.publishOutbound({

@@ -36,6 +36,13 @@ export interface FakeReply {
    * then wait, so the client sees an open stream. Stops cleanly if the client disconnects.
    */
   delayMs?: number;
+  /**
+   * A model that writes slowly: the content is streamed in `pieces` chunks (default 3) with
+   * `pieceDelayMs` between them. Stops cleanly if the client disconnects.
+   */
+  pieceDelayMs?: number;
+  /** How many chunks the content is streamed in (with `pieceDelayMs`). @defaultValue 3 */
+  pieces?: number;
   /** Error status (401, 429, 500, 400 ...). */
   status?: number;
   /** Extra response headers of an error reply, e.g. `{ 'retry-after': '30' }`. */
@@ -400,7 +407,12 @@ async function sendChat(
   if (delayMs > 0 && !(await sleep(delayMs, abort))) return;
 
   for (const piece of reply.reasoning ? split(reply.reasoning, 2) : []) send({ reasoning_content: piece });
-  if (content) for (const piece of split(content, 3)) send({ content: piece });
+  if (content) {
+    for (const [index, piece] of split(content, reply.pieces ?? 3).entries()) {
+      if (index > 0 && reply.pieceDelayMs && !(await sleep(reply.pieceDelayMs, abort))) return;
+      send({ content: piece });
+    }
+  }
 
   // Tool calls: the first delta of each index carries id and name; arguments follow in 2+ pieces, interleaved.
   calls.forEach((call, index) => {

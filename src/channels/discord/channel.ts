@@ -12,17 +12,22 @@ import {
   Partials,
   Routes,
 } from 'discord.js';
+import type { LiveUpdate } from '../../bus/live.js';
 import type { OutboundMessage } from '../../bus/messages.js';
 import { stopReply } from '../../commands/list.js';
+import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
+import { LiveRenderer } from '../live/renderer.js';
+import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { handleInbound, type InboundAction } from './inbound.js';
+import { DiscordLiveSurface } from './live.js';
 import { PublishBuffer } from './publish-buffer.js';
 import { deliverMessage, targetChannelId } from './sender.js';
 
@@ -36,6 +41,8 @@ export interface DiscordChannelOptions {
   bufferCapacity?: number;
   /** First retry delay of held messages. @defaultValue 200 */
   bufferRetryMs?: number;
+  /** Least time between two edits of a live reply in one channel. @defaultValue 1000 */
+  editIntervalMs?: number;
 }
 
 /** A received message and, once decided, what to do with it. */
@@ -54,6 +61,8 @@ export class DiscordChannel implements Channel {
   private readonly typing: TypingLoop;
   private readonly buffer: PublishBuffer<Received>;
   private readonly readyTimeoutMs: number;
+  /** Live replies (undefined when DISCORD_STREAM / MAGPIE_STREAM is off). */
+  private readonly live: LiveRenderer<string> | undefined;
   /** Parts already posted per outbound id, so a retried send resumes where it failed. */
   private readonly progress = new SendProgress();
   private botUserId = '';
@@ -77,6 +86,17 @@ export class DiscordChannel implements Channel {
     };
     this.client = new Client(clientOptions);
     this.client.rest.setToken(token);
+    this.live = streamsTo(deps.config, this.name)
+      ? new LiveRenderer({
+          channel: this.name,
+          surface: new DiscordLiveSurface({
+            rest: this.client.rest,
+            ...(options.editIntervalMs !== undefined ? { editIntervalMs: options.editIntervalMs } : {}),
+          }),
+          records: deps.bus.liveRecords ?? new MemoryLiveRecords(),
+          logger: this.logger,
+        })
+      : undefined;
     this.access = new AccessControl({
       channel: 'discord',
       allowFrom: deps.config.discord.allowFrom,
@@ -133,9 +153,15 @@ export class DiscordChannel implements Channel {
     return this.stopping;
   }
 
+  /** Shows an answer being written: a message that grows by edits (within 5 edits per 5 s). */
+  async preview(update: LiveUpdate): Promise<void> {
+    this.live?.update(update);
+  }
+
   async send(message: OutboundMessage): Promise<void> {
     const channelId = targetChannelId(message);
     if (message.kind !== 'message') this.typing.stop(channelId);
+    if (message.live && this.live && (await this.live.finish(message))) return;
     if (message.content.trim() === '') {
       this.logger.debug({ id: message.id }, 'empty discord message not sent');
       return;

@@ -25,6 +25,11 @@ import { splitMessage } from '../chunk.js';
 import { LruMap } from '../lru-map.js';
 import type { LiveRecord, LiveRecords, LiveSurface, LiveTarget } from './surface.js';
 
+/** Attempts of one final edit that the platform rate-limits or fails transiently. */
+const FINAL_EDIT_ATTEMPTS = 4;
+/** Longest wait before one final edit attempt (ms). */
+const MAX_FINAL_WAIT_MS = 30_000;
+
 /** The mark in front of a progress line ("⏳ reading notes/plan.md"). */
 export const PROGRESS_MARK = '⏳';
 
@@ -199,7 +204,7 @@ export class LiveRenderer<P> {
       const key = `${message.id}:f${index}`;
       if (id !== undefined && !state.broken) {
         try {
-          await surface.editFinal(state.target, id, part);
+          await this.#editFinal(state, id, part);
           continue;
         } catch (err) {
           log.info({ turn, err: describeError(err) }, 'final edit refused; posting the part instead');
@@ -222,6 +227,26 @@ export class LiveRenderer<P> {
       });
     }
     return true;
+  }
+
+  /**
+   * One final edit at the surface's pace: a rate limit is waited out (a few times, each at most
+   * MAX_FINAL_WAIT_MS) before the caller falls back to posting.
+   */
+  async #editFinal(state: TurnState, id: string, part: P): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const wait = state.notBefore - Date.now();
+      if (wait > 0) await sleep(Math.min(wait, MAX_FINAL_WAIT_MS));
+      try {
+        await this.#o.surface.editFinal(state.target, id, part);
+        state.notBefore = Date.now() + this.#o.surface.editIntervalMs;
+        return;
+      } catch (err) {
+        if (!hasCode(err, 'DELIVERY_TRANSIENT') || attempt >= FINAL_EDIT_ATTEMPTS) throw err;
+        const after = err instanceof AppError ? (err.retryAfterMs ?? 0) : 0;
+        state.notBefore = Date.now() + Math.max(this.#o.surface.editIntervalMs, after);
+      }
+    }
   }
 
   async #save(turn: string, record: LiveRecord): Promise<void> {
@@ -248,6 +273,10 @@ function targetOf(source: Pick<LiveUpdate, 'chatId' | 'threadId' | 'replyTo'>): 
     ...(source.threadId ? { threadId: source.threadId } : {}),
     ...(source.replyTo ? { replyTo: source.replyTo } : {}),
   };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Only the first part replies to the user's message. */

@@ -4,21 +4,26 @@
  * and delivery of replies with typing in between. Never calls the LLM.
  */
 import { Telegram, TelegramError } from 'telegraf';
+import type { LiveUpdate } from '../../bus/live.js';
 import type { OutboundMessage } from '../../bus/messages.js';
 import { COMMANDS, stopReply } from '../../commands/list.js';
+import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
+import { LiveRenderer } from '../live/renderer.js';
+import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { decideUpdate, type TelegramRoute } from './decide.js';
 import type { BotIdentity, TgUpdate } from './inbound.js';
+import { TelegramLiveSurface } from './live.js';
 import { fetchMedia } from './media.js';
 import { UpdatePoller } from './polling.js';
-import { formatForTelegram, TelegramSender } from './sender.js';
+import { type FormattedPart, formatForTelegram, TelegramSender } from './sender.js';
 
 /** Tuning knobs, mostly for tests. */
 export interface TelegramChannelOptions {
@@ -32,6 +37,8 @@ export interface TelegramChannelOptions {
   retryDelayMs?: number;
   /** Pairing code lifetime. @defaultValue 3600 */
   pairingTtlSeconds?: number;
+  /** Least time between two edits of a live reply in one chat. @defaultValue 1000 */
+  editIntervalMs?: number;
 }
 
 export class TelegramChannel implements Channel {
@@ -42,6 +49,8 @@ export class TelegramChannel implements Channel {
   private readonly delivery: TelegramSender;
   private readonly typing: TypingLoop;
   private readonly poller: UpdatePoller;
+  /** Live replies (undefined when TELEGRAM_STREAM / MAGPIE_STREAM is off). */
+  private readonly live: LiveRenderer<FormattedPart> | undefined;
   private readonly downloads = new AbortController();
   private stopping: Promise<void> | undefined;
   /** Parts already delivered per outbound message id. */
@@ -70,6 +79,19 @@ export class TelegramChannel implements Channel {
       baseDelayMs: options.retryDelayMs ?? 1000,
     });
     this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 4000 });
+    this.live = streamsTo(deps.config, this.name)
+      ? new LiveRenderer({
+          channel: this.name,
+          surface: new TelegramLiveSurface({
+            telegram: this.telegram,
+            sender: this.delivery,
+            logger: this.logger,
+            ...(options.editIntervalMs !== undefined ? { editIntervalMs: options.editIntervalMs } : {}),
+          }),
+          records: deps.bus.liveRecords ?? new MemoryLiveRecords(),
+          logger: this.logger,
+        })
+      : undefined;
     this.poller = new UpdatePoller({
       telegram: this.telegram,
       logger: this.logger,
@@ -114,9 +136,13 @@ export class TelegramChannel implements Channel {
     return this.stopping;
   }
 
-  /** Delivers a reply: formatted, split, in order; a retried message resumes after its sent parts. */
+  /**
+   * Delivers a reply: formatted, split, in order; a retried message resumes after its sent parts.
+   * A reply completing a live preview is edited into it instead (LiveRenderer).
+   */
   async send(message: OutboundMessage): Promise<void> {
     if (message.kind !== 'message') this.stopActivity(message.chatId, message.threadId);
+    if (message.live && this.live && (await this.live.finish(message))) return;
     const parts = formatForTelegram(message.content);
     const done = this.progress.sent(message.id);
     for (let i = done; i < parts.length; i++) {
@@ -131,6 +157,11 @@ export class TelegramChannel implements Channel {
       this.progress.record(message.id, i + 1);
     }
     this.progress.finish(message.id);
+  }
+
+  /** Shows an answer being written: a message that grows by edits (about one per second). */
+  async preview(update: LiveUpdate): Promise<void> {
+    this.live?.update(update);
   }
 
   /** Typing in the chat (or forum topic) until the reply is delivered. */

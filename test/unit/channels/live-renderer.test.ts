@@ -80,6 +80,13 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** Completes the preview, letting the renderer wait out the surface's pace. */
+async function finish(content: string, renderer_ = renderer): Promise<boolean> {
+  const done = renderer_.finish(finalReply(content));
+  await vi.advanceTimersByTimeAsync(1000);
+  return done;
+}
+
 /** Runs due timers and the work they queue. */
 async function settle(ms = 0): Promise<void> {
   await vi.advanceTimersByTimeAsync(ms);
@@ -110,13 +117,13 @@ describe('LiveRenderer', () => {
     renderer.update(snapshot('a long answer that needs parts', 0));
     await settle();
     expect(chat.messages.size).toBe(2);
-    expect(await renderer.finish(finalReply('short'))).toBe(true);
+    expect(await finish('short')).toBe(true);
     expect(chat.shown()).toEqual(['<short>']);
     expect(chat.calls.filter((c) => c.startsWith('post'))).toHaveLength(2);
   });
 
   it('returns false (the channel sends) when nothing was shown, and ignores snapshots after the final reply', async () => {
-    expect(await renderer.finish(finalReply('quick'))).toBe(false);
+    expect(await finish('quick')).toBe(false);
     renderer.update(snapshot('late', 5));
     await settle(5000);
     expect(chat.calls).toEqual([]);
@@ -125,7 +132,7 @@ describe('LiveRenderer', () => {
   it('ignores a snapshot that arrives after the final reply was shown', async () => {
     renderer.update(snapshot('draft', 0));
     await settle();
-    await renderer.finish(finalReply('final'));
+    await finish('final');
     renderer.update(snapshot('draft plus', 1));
     await settle(5000);
     expect(chat.shown()).toEqual(['<final>']);
@@ -134,9 +141,9 @@ describe('LiveRenderer', () => {
   it('does nothing when the same final reply comes again (a retried delivery)', async () => {
     renderer.update(snapshot('draft', 0));
     await settle();
-    await renderer.finish(finalReply('final'));
+    await finish('final');
     const calls = chat.calls.length;
-    expect(await renderer.finish(finalReply('final'))).toBe(true);
+    expect(await finish('final')).toBe(true);
     expect(chat.calls).toHaveLength(calls);
   });
 
@@ -148,7 +155,7 @@ describe('LiveRenderer', () => {
     await vi.advanceTimersByTimeAsync(0);
     await other.idle('t1');
     expect(chat.calls).toEqual(['post 1', 'edit 1']);
-    expect(await other.finish(finalReply('answer'))).toBe(true);
+    expect(await finish('answer', other)).toBe(true);
     expect(chat.shown()).toEqual(['<answer>']);
   });
 
@@ -156,7 +163,7 @@ describe('LiveRenderer', () => {
     renderer.update(snapshot('draft', 0));
     await settle();
     chat.messages.delete('1'); // the user deleted the preview
-    expect(await renderer.finish(finalReply('final'))).toBe(true);
+    expect(await finish('final')).toBe(true);
     expect(chat.shown()).toEqual(['<final>']);
     expect(chat.calls.filter((c) => c.startsWith('post'))).toHaveLength(2);
   });
@@ -186,7 +193,7 @@ describe('LiveRenderer', () => {
     renderer.update(snapshot('abc', 2));
     await settle(5000);
     expect(chat.calls).toEqual(['post 1']);
-    await renderer.finish(finalReply('done'));
+    await finish('done');
     expect(chat.shown()).toEqual(['<done>']);
   });
 });

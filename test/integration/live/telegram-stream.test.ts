@@ -1,0 +1,144 @@
+/**
+ * Live replies on Telegram, end to end in one process: a fake model that
+ * writes slowly → worker snapshots on the bus → gateway → edits on the fake
+ * Bot API (which refuses edits faster than one per 900 ms, as Telegram does
+ * with 429s). The final reply is the preview edited into its formatted form.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseConfig } from '../../../src/config/index.js';
+import { silentLogger } from '../../../src/log/index.js';
+import { type RunningRole, startRole } from '../../../src/main.js';
+import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
+
+const SLOW_TEXT = Array.from({ length: 20 }, (_, i) => `Sentence ${i + 1} of a **slow** answer.`).join(' ');
+const CODE = Array.from({ length: 150 }, (_, i) => `const v${i} = ${i}; // line ${i}`).join('\n');
+const LONG_TEXT = `${'Some words before the code. '.repeat(40)}\n\n\`\`\`ts\n${CODE}\n\`\`\`\n\nDone.`;
+
+let fake: FakeTelegram;
+let openai: FakeOpenAI;
+let role: RunningRole | undefined;
+let workspace: string;
+const owner = { id: 7001, first_name: 'Owner', username: 'owner' };
+
+beforeAll(async () => {
+  fake = await startFakeTelegram({ token: '777:live-token', editIntervalMs: 900 });
+  openai = await startFakeOpenAI({
+    responder: (req) => {
+      const text = lastUserText(req);
+      if (text.includes('slowly')) return { content: SLOW_TEXT, pieces: 12, pieceDelayMs: 250 };
+      if (text.includes('long')) return { content: LONG_TEXT, pieces: 10, pieceDelayMs: 200 };
+      return { content: `quick: ${text.slice(-20)}` };
+    },
+  });
+  workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-live-'));
+  const config = parseConfig({
+    REDIS_URL: inject('redisUrl'),
+    MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+    MAGPIE_WORKSPACE: workspace,
+    OPENAI_API_KEY: 'test-key',
+    OPENAI_BASE_URL: openai.baseURL,
+    MAGPIE_MODEL: 'fake-model',
+    MAGPIE_HEARTBEAT_INTERVAL: '0',
+    TELEGRAM_BOT_TOKEN: fake.token,
+    TELEGRAM_API_ROOT: fake.apiRoot,
+    TELEGRAM_ALLOW_FROM: `@${owner.username}`,
+  });
+  role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
+}, 60_000);
+
+afterAll(async () => {
+  await role?.stop();
+  await fake?.close();
+  await openai?.close();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+const editsIn = (chatId: number) => fake.edits.filter((e) => e.chat_id === String(chatId));
+const shownText = (chatId: number) => fake.shown(chatId).join('\n');
+/** Waits until the chat's last edit is the formatted (HTML) final one. */
+const settled = (chatId: number) => () => editsIn(chatId).some((e) => e.parse_mode === 'HTML');
+
+describe('live replies on Telegram', () => {
+  it('shows a slow answer early, grows it by edits at Telegram’s pace, and ends with one formatted message', async () => {
+    const chat = { ...owner, id: 7002 };
+    fake.pushUpdate(dmUpdate(chat, 'answer slowly please'));
+    await fake.waitFor(() => fake.sent(chat.id).length === 1, 20_000);
+    const firstShownAt = Date.now();
+    const firstText = fake.sent(chat.id)[0]!.text;
+    expect(firstText.length).toBeGreaterThan(0);
+    expect(SLOW_TEXT.replaceAll('**', '').length).toBeGreaterThan(firstText.replaceAll('**', '').length);
+    expect(fake.sent(chat.id)[0]!.parse_mode).toBeUndefined(); // plain while it is written
+
+    await fake.waitFor(settled(chat.id), 20_000);
+    // Shown well before the model finished (12 pieces, 250 ms apart).
+    const lastEditAt = Math.max(...editsIn(chat.id).map((e) => e.at));
+    expect(lastEditAt - firstShownAt).toBeGreaterThan(1000);
+    const edits = editsIn(chat.id);
+    expect(edits.filter((e) => e.outcome === 'edited').length).toBeGreaterThanOrEqual(2);
+    expect(
+      edits.filter((e) => e.outcome === 'failed').map((e) => [e.parse_mode, e.error, e.at - firstShownAt]),
+    ).toEqual([]); // never faster than Telegram allows
+    expect(fake.sent(chat.id)).toHaveLength(1);
+    const [final] = fake.shownMessages(chat.id);
+    expect(fake.shownMessages(chat.id)).toHaveLength(1);
+    expect(final!.parse_mode).toBe('HTML');
+    expect(final!.text).toContain('<b>slow</b>');
+    expect(final!.text).toContain('Sentence 20 of a');
+  });
+
+  it('sends a quick short answer as one message, with no edits', async () => {
+    const chat = { ...owner, id: 7003 };
+    fake.pushUpdate(dmUpdate(chat, 'hello'));
+    await fake.waitFor(() => fake.sent(chat.id).length === 1, 20_000);
+    // A marker turn in the same chat: once it is answered, the first turn has nothing left to do.
+    fake.pushUpdate(dmUpdate(chat, 'marker'));
+    await fake.waitFor(() => fake.sent(chat.id).length === 2, 20_000);
+    expect(fake.sent(chat.id).map((m) => m.text)).toEqual(['quick: hello', 'quick: marker']);
+    expect(editsIn(chat.id)).toEqual([]);
+  });
+
+  it('continues a long answer in a second message, code fences balanced, the code intact', async () => {
+    const chat = { ...owner, id: 7004 };
+    fake.pushUpdate(dmUpdate(chat, 'a long one'));
+    await fake.waitFor(() => fake.sent(chat.id).length >= 1, 20_000);
+    await fake.waitFor(
+      () =>
+        fake.shownMessages(chat.id).every((m) => m.parse_mode === 'HTML') &&
+        shownText(chat.id).includes('Done.'),
+      20_000,
+    );
+    const shown = fake.shownMessages(chat.id);
+    expect(shown).toHaveLength(2);
+    for (const message of shown) {
+      expect(message.text.length).toBeLessThanOrEqual(4096);
+      expect(message.text.split('<pre>').length).toBe(message.text.split('</pre>').length);
+    }
+    const code = shown
+      .map((m) => m.text)
+      .join('\n')
+      .split('\n')
+      .filter((line) => line.includes('// line'))
+      .map((line) => line.replace(/<[^>]+>/g, ''));
+    expect(code).toEqual(CODE.split('\n'));
+  });
+
+  it('posts the reply once when Telegram refuses to edit the preview (deleted)', async () => {
+    const chat = { ...owner, id: 7005 };
+    fake.pushUpdate(dmUpdate(chat, 'answer slowly, I will delete it'));
+    await fake.waitFor(() => fake.sent(chat.id).length === 1, 20_000);
+    fake.failEdits(100, 'not_found');
+    await fake.waitFor(() => fake.sent(chat.id).length === 2, 20_000);
+    fake.failEdits(0, 'not_found');
+    fake.pushUpdate(dmUpdate(chat, 'marker'));
+    await fake.waitFor(() => fake.sent(chat.id).length === 3, 20_000);
+    const sent = fake.sent(chat.id);
+    expect(sent[1]!.parse_mode).toBe('HTML');
+    expect(sent[1]!.text).toContain('Sentence 20 of a');
+    expect(sent[2]!.text).toBe('quick: marker');
+  });
+});
