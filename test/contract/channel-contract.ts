@@ -1,0 +1,227 @@
+/**
+ * The Channel contract: one set of cases every channel passes through the
+ * real stack `magpie start` runs (platform fake → real adapter → real Bus on
+ * the test Redis → real turn worker and agent → fake OpenAI → outbound queue
+ * → adapter → platform fake). Each channel runs it from its own
+ * `<name>.contract.test.ts` with a harness (harness.ts) that hides the
+ * platform. A case that needs something a channel does not have (groups,
+ * pairing, typing, a text limit, redelivery) is not declared for it.
+ *
+ * Cases that must show that nothing more happens wait for a later event
+ * that would come after the unwanted one (a marker message, another chat's
+ * typing), never for a fixed time.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { waitFor } from '../fakes/wait-for.js';
+import {
+  type ChannelCapabilities,
+  type ChannelTraits,
+  CODE,
+  type ContractRun,
+  type HarnessFactory,
+  startContractRun,
+} from './harness.js';
+
+/** One case: its name, what the channel must have, and its body. */
+interface ContractCase {
+  name: string;
+  needs?: (keyof ChannelCapabilities)[];
+  /** Only where the platform has a text limit (true) or has none (false). */
+  limit?: boolean;
+  run(run: ContractRun): Promise<void>;
+}
+
+const TURN_MS = 20_000;
+
+const CASES: ContractCase[] = [
+  {
+    name: 'answers a DM',
+    async run({ harness }) {
+      await harness.userSays('hello there', { chat: 'dm' });
+      const replies = await harness.waitForReplies(1, { chat: 'dm' }, TURN_MS);
+      expect(replies).toHaveLength(1);
+      expect(replies[0]).toContain('echo:');
+      expect(replies[0]).toContain('hello there');
+    },
+  },
+  {
+    name: 'a reply longer than the limit arrives as ordered parts under it, code fences balanced and the code intact',
+    limit: true,
+    async run({ harness }) {
+      await harness.userSays('long please', { chat: 'long' });
+      const parts = await waitFor(
+        async () => {
+          const shown = await harness.replies({ chat: 'long' });
+          return shown.some((p) => p.includes('Outro')) && shown;
+        },
+        TURN_MS,
+        'the last part',
+      );
+      expect(parts.length).toBeGreaterThanOrEqual(2);
+      for (const part of parts) {
+        expect(part.length).toBeLessThanOrEqual(harness.textLimit!);
+        expect(fenceLines(part).length % 2).toBe(0);
+      }
+      expect(parts[0]).toMatch(/^Intro words here\.|^Intro \*\*words\*\* here\./);
+      expect(parts.at(-1)).toContain('Outro words.');
+      // Every part that holds code opens its block again, language kept.
+      const codeParts = parts.filter((p) => p.includes('let value'));
+      expect(codeParts.length).toBeGreaterThanOrEqual(2);
+      for (const part of codeParts) expect(fenceLines(part)[0]).toBe('```js');
+      expect(codeLines(parts)).toEqual(CODE.split('\n'));
+    },
+  },
+  {
+    name: 'a long reply arrives whole, code intact',
+    limit: false,
+    async run({ harness }) {
+      await harness.userSays('long please', { chat: 'long' });
+      const [reply] = await harness.waitForReplies(1, { chat: 'long' }, TURN_MS);
+      expect(reply).toContain('Outro words.');
+      expect(codeLines([reply!])).toEqual(CODE.split('\n'));
+    },
+  },
+  {
+    name: 'ignores a group message without a mention and answers one with it, the mention stripped',
+    needs: ['groups'],
+    async run({ harness, model }) {
+      const before = model.userTexts().length;
+      await harness.userSays('no mention here', { group: true });
+      await harness.userSays('mentioned question', { group: true, mention: true });
+      const replies = await harness.waitForReplies(1, { group: true }, TURN_MS);
+      // Sent in this order to one chat: had the first been taken, the model would have seen it first.
+      const seen = model.userTexts().slice(before).join('\n');
+      expect(seen).toContain('mentioned question');
+      expect(seen).not.toContain('no mention here');
+      expect(seen).not.toContain(harness.mention!);
+      expect(replies).toHaveLength(1);
+      expect(replies[0]).toContain('mentioned question');
+    },
+  },
+  {
+    name: 'gives an unknown sender a pairing code and answers after approval',
+    needs: ['pairing'],
+    async run({ harness, model, approve }) {
+      const stranger = { chat: 'pairing', stranger: true };
+      await harness.userSays('let me in', stranger);
+      const [first] = await harness.waitForReplies(1, stranger, TURN_MS);
+      const code = /approve ([A-Z2-9]{6})/.exec(first!)?.[1];
+      expect(code).toBeDefined();
+      expect(model.userTexts().join('\n')).not.toContain('let me in');
+      expect(await approve(code!)).toMatchObject({ code });
+      await harness.userSays('now hello', stranger);
+      const replies = await harness.waitForReplies(2, stranger, TURN_MS);
+      expect(replies).toHaveLength(2);
+      expect(replies[1]).toContain('now hello');
+    },
+  },
+  {
+    name: '/stop during a slow turn stops it and the user reads the stop answer',
+    async run({ harness, model }) {
+      const chat = { chat: 'stop' };
+      await harness.userSays('work on hold:stop', chat);
+      await model.held('stop');
+      // Any case, with an argument: the one parser (src/commands/parse.ts) reads it as /stop.
+      await harness.userSays('/STOP now', chat);
+      const stopped = await harness.waitForReplies(2, chat, TURN_MS);
+      expect([...stopped].sort()).toEqual(['Stopped.', 'Stopping.']);
+      // The held answer, were the turn still running, would come before the next message's.
+      model.release('stop');
+      await harness.userSays('after the stop', chat);
+      const replies = await harness.waitForReplies(3, chat, TURN_MS);
+      expect(replies).toHaveLength(3);
+      expect(replies[2]).toContain('after the stop');
+      expect(replies.join('\n')).not.toContain('held stop done');
+    },
+  },
+  {
+    name: 'a slow turn shows typing, and typing stops after the reply',
+    needs: ['typing'],
+    async run({ harness, model }) {
+      const chat = { chat: 'typing' };
+      const other = { chat: 'typing-marker' };
+      await harness.userSays('think hold:typing', chat);
+      await model.held('typing');
+      await harness.waitForTyping(1, chat, TURN_MS);
+      expect(await harness.replies(chat)).toEqual([]);
+      model.release('typing');
+      expect(await harness.waitForReplies(1, chat, TURN_MS)).toEqual(['held typing done']);
+      const typedBefore = await harness.typingSeen(chat);
+      // Another chat's slow turn types again one interval after it starts; typing still
+      // running here would have repeated before that.
+      await harness.userSays('think hold:typing-marker', other);
+      await harness.waitForTyping(2, other, TURN_MS);
+      expect(await harness.typingSeen(chat)).toBe(typedBefore);
+      model.release('typing-marker');
+      await harness.waitForReplies(1, other, TURN_MS);
+    },
+  },
+  {
+    name: 'a message delivered twice is answered once',
+    needs: ['redelivery'],
+    async run({ harness, model, role }) {
+      const chat = { chat: 'twice' };
+      const mailbox = role().bus.mailbox(harness.sessionKey(chat));
+      await harness.userSays('once hold:twice', { ...chat, twice: true });
+      await model.held('twice');
+      // The platform delivers in order: once a later message's turn runs, the adapter has
+      // taken both deliveries (dropped the second, or queued it behind the held turn).
+      await harness.userSays('meanwhile hold:twice-marker', { chat: 'twice-marker' });
+      await model.held('twice-marker');
+      model.release('twice');
+      model.release('twice-marker');
+      await harness.waitForReplies(1, chat, TURN_MS);
+      // A second delivery that reached the bus is redone as a turn of its own; it is over once
+      // the mailbox is empty again (entries leave only after their turn's reply was queued).
+      await waitFor(async () => (await mailbox.length()) === 0, TURN_MS, 'the redone turn');
+      await harness.userSays('next message', chat);
+      const replies = await harness.waitForReplies(2, chat, TURN_MS);
+      expect(replies).toEqual(['held twice done', expect.stringContaining('next message')]);
+    },
+  },
+];
+
+/**
+ * Declares the contract for one channel: `describeChannelContract('telegram', telegramHarness)`.
+ * Starts the stack once for all cases (each case uses chats of its own).
+ */
+export function describeChannelContract(name: string, makeHarness: HarnessFactory): void {
+  describe(`${name}: the Channel contract`, () => {
+    let run: ContractRun | undefined;
+    const current = (): ContractRun => {
+      if (!run) throw new TypeError('the contract run did not start');
+      return run;
+    };
+
+    beforeAll(async () => {
+      run = await startContractRun(inject('redisUrl'), makeHarness);
+    }, 60_000);
+
+    afterAll(async () => {
+      await run?.stop();
+    });
+
+    for (const c of CASES.filter((c) => applies(c, makeHarness))) {
+      it(c.name, () => c.run(current()), 60_000);
+    }
+  });
+}
+
+/** Whether a case applies to a channel with these traits. */
+function applies(c: ContractCase, traits: ChannelTraits): boolean {
+  if (!(c.needs ?? []).every((need) => traits.capabilities[need])) return false;
+  return c.limit === undefined || c.limit === (traits.textLimit !== undefined);
+}
+
+/** The fence lines of a message (```, ```js), in order. */
+function fenceLines(text: string): string[] {
+  return text.split('\n').filter((line) => line.startsWith('```'));
+}
+
+/** The lines of {@link CODE} found in the parts, in order. */
+function codeLines(parts: string[]): string[] {
+  return parts
+    .join('\n')
+    .split('\n')
+    .filter((line) => line.startsWith('let value'));
+}

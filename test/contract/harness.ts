@@ -1,0 +1,233 @@
+/**
+ * What the Channel contract suite (channel-contract.ts) needs from a channel,
+ * and the part of the stack every channel shares: the scripted model (a fake
+ * OpenAI whose answers a case can hold and release), a workspace, a key
+ * prefix on the test Redis, and the role `magpie start` runs.
+ *
+ * A channel's harness hides its platform: it speaks as the user through the
+ * platform's fake (or the CLI client) and reads the chat back as the user
+ * would read it.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { approvePairing, type PairingRequest } from '../../src/bus/pairing-store.js';
+import { parseConfig } from '../../src/config/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import { type RunningRole, startRole } from '../../src/main.js';
+import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
+
+/** What a channel has; a case that needs a missing one is not declared for it. */
+export interface ChannelCapabilities {
+  /** Group chats, where the bot answers only when mentioned. */
+  groups: boolean;
+  /** Unknown senders get a pairing code and are admitted by `magpie pairing approve`. */
+  pairing: boolean;
+  /** Photos and files reach the model. */
+  media: boolean;
+  /** A typing indicator while a turn runs. */
+  typing: boolean;
+  /** Sent messages can be edited (live replies grow by edits). */
+  edits: boolean;
+  /** The platform may deliver one message twice (a replayed update or event, a retried publish). */
+  redelivery: boolean;
+}
+
+/** Which conversation: a name picks a chat of its own; the defaults are a DM from an allowed user. */
+export interface ChatRef {
+  /** Each distinct name is a chat of its own. @defaultValue 'main' */
+  chat?: string;
+  /** The channel's group chat instead of a DM (only where `capabilities.groups`). @defaultValue false */
+  group?: boolean;
+  /** A sender not on the allow-list (only where `capabilities.pairing`). @defaultValue false */
+  stranger?: boolean;
+}
+
+/** How the user says something. */
+export interface SayOptions extends ChatRef {
+  /** In a group: address the bot the platform's way (an @mention). @defaultValue false */
+  mention?: boolean;
+  /** Deliver the same platform message twice (only where `capabilities.redelivery`). @defaultValue false */
+  twice?: boolean;
+}
+
+/** What a channel is, known before anything starts (the contract picks its cases by it). */
+export interface ChannelTraits {
+  readonly capabilities: ChannelCapabilities;
+  /** The longest message the platform shows, in characters; undefined when it has no limit. */
+  readonly textLimit: number | undefined;
+}
+
+/** One channel as its user sees it, over the real stack. */
+export interface ChannelHarness extends ChannelTraits {
+  /** How the platform writes a mention of the bot into the text (groups only). */
+  readonly mention?: string;
+  /** The session key the bus keeps the conversation under (its mailbox). */
+  sessionKey(where?: ChatRef): string;
+  /** Sends a message as the user. Resolves once the platform (or client) has it, not when answered. */
+  userSays(text: string, options?: SayOptions): Promise<void>;
+  /** The messages the chat finally shows, in order, as the user reads them (formatting undone). */
+  replies(where?: ChatRef): Promise<string[]>;
+  /** Resolves with {@link replies} once the chat shows at least `n` messages. */
+  waitForReplies(n: number, where?: ChatRef, timeoutMs?: number): Promise<string[]>;
+  /** How many typing indicators the chat was sent so far. */
+  typingSeen(where?: ChatRef): Promise<number>;
+  /** Resolves once the chat was sent at least `n` typing indicators. */
+  waitForTyping(n: number, where?: ChatRef, timeoutMs?: number): Promise<void>;
+  /**
+   * How many times the bot edited messages in the chat (live replies: an answer appears early and
+   * grows by edits). Present where `capabilities.edits`.
+   */
+  edits?(where?: ChatRef): Promise<number>;
+  /** Stops the platform's fake (after the role stopped). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What a harness factory gets: a way to start magpie against its platform. */
+export interface ContractStack {
+  /** Starts the role `magpie start` runs, with the shared environment plus the platform's variables. */
+  startMagpie(platformEnv: Record<string, string>): Promise<RunningRole>;
+}
+
+/** A channel's traits and how to build its harness: start its platform fake, then magpie through `stack`. */
+export interface HarnessFactory extends ChannelTraits {
+  start(stack: ContractStack): Promise<ChannelHarness>;
+}
+
+/** A code block with characters every format must escape (`<`, `&`), one numbered line each. */
+export const CODE = Array.from(
+  { length: 110 },
+  (_, i) => `let value${i} = ${i} < 50 && flag; // line ${i}`,
+).join('\n');
+
+/** A model answer over 6,000 characters: prose, a long `js` block, prose. */
+export const LONG_REPLY = `${'Intro **words** here. '.repeat(120)}\n\n\`\`\`js\n${CODE}\n\`\`\`\n\n${'Outro words. '.repeat(100)}`;
+
+/**
+ * The scripted model. `hold:<key>` in the user's message holds the answer
+ * (`held <key> done`) until `release(key)`; `long please` answers
+ * {@link LONG_REPLY}; anything else is echoed (`echo: <end of the text>`).
+ */
+export class ScriptedModel {
+  private readonly gates = new Map<string, { held: Deferred; released: Deferred }>();
+
+  constructor(readonly openai: FakeOpenAI) {}
+
+  /** Resolves once a request holding `key` reached the model (its turn is running). */
+  held(key: string): Promise<void> {
+    return this.gate(key).held.promise;
+  }
+
+  /** Lets the answers held under `key` go (now and later). */
+  release(key: string): void {
+    this.gate(key).released.resolve();
+  }
+
+  /** Releases every gate (shutdown). */
+  releaseAll(): void {
+    for (const gate of this.gates.values()) gate.released.resolve();
+  }
+
+  /** The user texts the model was sent (the last user message of each request, context block removed). */
+  userTexts(): string[] {
+    return this.openai.requests.map(lastUserText);
+  }
+
+  /** @internal the fake OpenAI's responder. */
+  async answer(text: string): Promise<{ content: string }> {
+    const hold = /hold:([\w-]+)/.exec(text)?.[1];
+    if (hold !== undefined) {
+      const gate = this.gate(hold);
+      gate.held.resolve();
+      await gate.released.promise;
+      return { content: `held ${hold} done` };
+    }
+    if (text.includes('long please')) return { content: LONG_REPLY };
+    return { content: `echo: ${text.slice(-60)}` };
+  }
+
+  private gate(key: string): { held: Deferred; released: Deferred } {
+    let gate = this.gates.get(key);
+    if (!gate) {
+      gate = { held: deferred(), released: deferred() };
+      this.gates.set(key, gate);
+    }
+    return gate;
+  }
+}
+
+/** Everything a contract run starts, and its stop. */
+export interface ContractRun {
+  model: ScriptedModel;
+  harness: ChannelHarness;
+  /** The running role (its bus reads mailboxes and approves pairing codes). */
+  role(): RunningRole;
+  /** `magpie pairing approve CODE`. */
+  approve(code: string): Promise<PairingRequest | undefined>;
+  stop(): Promise<void>;
+}
+
+/** Starts the fake model, a workspace and magpie with `makeHarness`'s platform. */
+export async function startContractRun(redisUrl: string, makeHarness: HarnessFactory): Promise<ContractRun> {
+  const openai = await startFakeOpenAI();
+  const model = new ScriptedModel(openai);
+  openai.setResponder((req) => model.answer(lastUserText(req)));
+  const workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-contract-'));
+  let role: RunningRole | undefined;
+  let harness: ChannelHarness | undefined;
+  const stop = async () => {
+    model.releaseAll();
+    await role?.stop();
+    await harness?.close();
+    await openai.close();
+    rmSync(workspace, { recursive: true, force: true });
+  };
+  try {
+    harness = await makeHarness.start({
+      async startMagpie(platformEnv) {
+        const config = parseConfig({
+          REDIS_URL: redisUrl,
+          MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+          MAGPIE_WORKSPACE: workspace,
+          OPENAI_API_KEY: 'test-key',
+          OPENAI_BASE_URL: openai.baseURL,
+          MAGPIE_MODEL: 'fake-model',
+          MAGPIE_HEARTBEAT_INTERVAL: '0',
+          // Whole replies: these cases read finished messages (live-reply cases turn it on).
+          MAGPIE_STREAM: 'off',
+          ...platformEnv,
+        });
+        role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
+        return role;
+      },
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const running = (): RunningRole => {
+    if (!role) throw new TypeError('the harness did not start magpie');
+    return role;
+  };
+  return {
+    model,
+    harness,
+    role: running,
+    approve: (code) => approvePairing(running().bus.redis, running().bus.prefix, code),
+    stop,
+  };
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}

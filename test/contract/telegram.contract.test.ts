@@ -1,0 +1,117 @@
+/**
+ * The Channel contract for Telegram: the user is a fake Bot API's updates
+ * (DMs from an allowed username, a supergroup, strangers), and the chat is
+ * what the bot sent there, its HTML read back as the user sees it (code
+ * blocks shown as ``` fences with their language).
+ */
+
+import {
+  dmUpdate,
+  type FakeTelegram,
+  groupUpdate,
+  mentioning,
+  startFakeTelegram,
+} from '../fakes/telegram-server.js';
+import { describeChannelContract } from './channel-contract.js';
+import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
+
+const OWNER = 'owner';
+
+/** Telegram HTML as the user reads it: tags gone, entities decoded, code blocks as fences. */
+function htmlAsRead(html: string): string {
+  return html
+    .replace(/<pre><code class="language-([\w+-]+)">/g, '```$1\n')
+    .replace(/<\/code><\/pre>/g, '\n```')
+    .replace(/<pre>/g, '```\n')
+    .replace(/<\/pre>/g, '\n```')
+    .replace(/<[^>]+>/g, '')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#(\d+);/g, (_, n: string) => String.fromCodePoint(Number(n)))
+    .replace(/&amp;/g, '&');
+}
+
+const telegram: HarnessFactory = {
+  capabilities: { groups: true, pairing: true, media: true, typing: true, edits: true, redelivery: true },
+  textLimit: 4096,
+  async start(stack) {
+    const fake: FakeTelegram = await startFakeTelegram({ token: '777:contract-telegram-token' });
+    // DMs: a chat per name, its id the user's (Telegram's private chats); the username is allowed.
+    const ids = new Map<string, number>();
+    const idOf = (key: string, base: number) => {
+      let id = ids.get(key);
+      if (id === undefined) {
+        id = base - ids.size;
+        ids.set(key, id);
+      }
+      return id;
+    };
+    const chatIdOf = (where: ChatRef = {}): number => {
+      const name = where.chat ?? 'main';
+      if (where.group) return idOf(`group:${name}`, -2000);
+      return idOf(`${where.stranger ? 'stranger' : 'dm'}:${name}`, 9000);
+    };
+    const userIn = (where: ChatRef) =>
+      where.stranger
+        ? { id: chatIdOf(where), first_name: 'New', username: `stranger${chatIdOf(where)}` }
+        : { id: where.group ? 5001 : chatIdOf(where), first_name: 'Owner', username: OWNER };
+    await stack.startMagpie({
+      TELEGRAM_BOT_TOKEN: fake.token,
+      TELEGRAM_API_ROOT: fake.apiRoot,
+      TELEGRAM_ALLOW_FROM: `@${OWNER}`,
+    });
+    const typing = (where?: ChatRef) => {
+      const chat = String(chatIdOf(where));
+      return fake.calls.filter(
+        (c) =>
+          c.method === 'sendChatAction' && String(c.params.chat_id) === chat && c.params.action === 'typing',
+      ).length;
+    };
+    const shown = (where?: ChatRef) =>
+      fake.sent(chatIdOf(where)).map((m) => (m.parse_mode === 'HTML' ? htmlAsRead(m.text) : m.text));
+    const harness: ChannelHarness = {
+      capabilities: telegram.capabilities,
+      textLimit: telegram.textLimit,
+      mention: `@${fake.bot.username}`,
+      sessionKey: (where) => `telegram:${chatIdOf(where)}`,
+      async userSays(text, options = {}) {
+        const update = options.group
+          ? groupUpdate(
+              chatIdOf(options),
+              userIn(options),
+              text,
+              options.mention ? mentioning(fake.bot.username, text) : {},
+            )
+          : dmUpdate(userIn(options), text);
+        fake.pushUpdate(update);
+        // Telegram delivers an update again when the gateway stopped before confirming it; the
+        // restarted poller has not seen its id. A fresh update_id stands for that (a live poller
+        // drops an id it has passed).
+        if (options.twice) fake.pushUpdate({ ...update });
+      },
+      async replies(where) {
+        return shown(where);
+      },
+      async waitForReplies(n, where, timeoutMs) {
+        await fake.waitFor(() => fake.sent(chatIdOf(where)).length >= n, timeoutMs);
+        return shown(where);
+      },
+      async typingSeen(where) {
+        return typing(where);
+      },
+      async waitForTyping(n, where, timeoutMs) {
+        await fake.waitFor(() => typing(where) >= n, timeoutMs);
+      },
+      async edits(where) {
+        const chat = String(chatIdOf(where));
+        return fake.calls.filter((c) => c.method === 'editMessageText' && String(c.params.chat_id) === chat)
+          .length;
+      },
+      close: () => fake.close(),
+    };
+    return harness;
+  },
+};
+
+describeChannelContract('telegram', telegram);
