@@ -98,14 +98,20 @@ export function applyEnvUpdates(
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     const m = ASSIGNMENT.exec(line);
-    if (!m || !Object.hasOwn(updates, m[2]!)) {
+    if (!m) {
       out.push(line);
       continue;
     }
+    // A quoted value may span lines: they belong to it, even when one looks like an assignment.
+    const end = endOfValue(lines, i, m[4]!);
     const name = m[2]!;
-    out.push(`${m[1]}${name}=${formatValue(name, updates[name]!)}`);
-    replaced.add(name);
-    i = endOfValue(lines, i, m[4]!);
+    if (Object.hasOwn(updates, name)) {
+      out.push(`${m[1]}${name}=${formatValue(name, updates[name]!)}`);
+      replaced.add(name);
+    } else {
+      out.push(...lines.slice(i, end + 1));
+    }
+    i = end;
   }
   const added = Object.keys(updates).filter((name) => !replaced.has(name));
   if (added.length > 0) {
