@@ -1,19 +1,10 @@
 /**
  * Splits a long reply into parts under a platform limit (Telegram 4096, Discord 2000)
- * without breaking Markdown code blocks: a part cut inside a ``` fence closes it, and
- * the next part reopens it with the same info string (language).
+ * without breaking Markdown code blocks: a part cut inside a ``` or ~~~ fence closes
+ * it, and the next part reopens it with the same info string (language). No part is
+ * only an empty code block.
  */
-
-/** A fence line: up to 3 spaces, 3+ backticks, then the info string (e.g. `ts`). */
-const FENCE_LINE = /^ {0,3}(`{3,})([^`]*)$/;
-
-/** Fence state at some point of the text: the opening line to repeat, or none. */
-interface OpenFence {
-  /** The opening line as written (trimmed), e.g. "```ts"; reopened verbatim. */
-  line: string;
-  /** Backtick count of the opening fence; a closing fence needs at least as many. */
-  ticks: number;
-}
+import { closingFence, fenceStateAfter, hasContent, type OpenFence, openingFence } from './fences.js';
 
 /**
  * Splits `text` into parts of at most `limit` characters (UTF-16 code units, which
@@ -22,10 +13,12 @@ interface OpenFence {
  * Cuts at a paragraph break (blank line), else a line break, else a space, preferring
  * a cut in the second half of the window so parts are not tiny; only when none exists,
  * cuts hard at a grapheme boundary (never inside a surrogate pair or emoji sequence).
- * A cut inside a ``` code block ends the part with a closing fence and starts the next
- * part with the original opening line (language kept); the added fence characters
- * count against the limit. Whitespace-only parts are never produced; text within the
- * limit comes back unchanged as one part.
+ * A cut inside a ``` or ~~~ code block (fences as CommonMark has them, see fences.ts)
+ * ends the part with a closing fence and starts the next part with the original
+ * opening line (info string kept); the added fence characters count against the
+ * limit, and a block left open at the end of the text is closed in its last part.
+ * Parts that would show nothing (whitespace, or only an empty code block) are never
+ * produced; text within the limit comes back unchanged as one part.
  *
  * @example
  * splitMessage(reply, 2000).forEach((part) => channel.send(part));
@@ -44,21 +37,60 @@ export function splitMessage(text: string, limit: number): string[] {
     if (!fence) {
       rest = rest.replace(/^\s*\n/, '');
       if (rest.trim() === '') break;
+      // A part does not start with a bare opening line: it becomes the reopening prefix,
+      // so a cut right after it cannot leave a part that is only an empty block.
+      const opening = openingFence(rest);
+      if (opening && reopenable(opening.fence, limit)) {
+        fence = opening.fence;
+        rest = rest.slice(opening.length);
+        continue;
+      }
+    } else {
+      // The block ends right here (the previous part's added close already ended it).
+      const closing = closingFence(rest, fence);
+      if (closing !== undefined) {
+        fence = undefined;
+        rest = rest.slice(closing);
+        continue;
+      }
     }
-    // Reopen the fence only when there is room left for content and the close.
-    const prefix =
-      fence && fence.line.length + 1 + closeFor(fence).length + 8 <= limit ? `${fence.line}\n` : '';
+    const prefix = fence && reopenable(fence, limit) ? `${fence.line}\n` : '';
     const startFence = prefix ? fence : undefined;
-    if (prefix.length + rest.length <= limit) {
-      parts.push(prefix + rest);
+    const last = finalPiece(rest, prefix, startFence, limit);
+    if (last !== undefined) {
+      if (hasContent(last)) parts.push(last);
       break;
     }
     const piece = cutPiece(rest, prefix, startFence, limit);
-    if (piece.body.trim() !== '') parts.push(piece.part);
+    if (hasContent(piece.part)) parts.push(piece.part);
     fence = piece.fenceAfter;
     rest = rest.slice(piece.next);
   }
   return parts;
+}
+
+/** Whether a part can reopen `fence`: room for the opening line, some content and the close. */
+function reopenable(fence: OpenFence, limit: number): boolean {
+  return fence.line.length + 1 + fence.marker.length + 8 <= limit;
+}
+
+/**
+ * The rest as the last part (a fence still open at its end is closed, as in every
+ * other part), or undefined when it does not fit.
+ */
+function finalPiece(
+  rest: string,
+  prefix: string,
+  startFence: OpenFence | undefined,
+  limit: number,
+): string | undefined {
+  if (prefix.length + rest.length > limit) return undefined;
+  const body = rest.replace(/\s+$/, '');
+  const open = fenceStateAfter(body, startFence).open;
+  const part = open ? `${prefix}${body}\n${open.marker}` : prefix + rest;
+  if (part.length <= limit) return part;
+  // No room for the close: the caller cuts the rest in two instead.
+  return undefined;
 }
 
 interface Piece {
@@ -76,10 +108,22 @@ interface Piece {
 function cutPiece(rest: string, prefix: string, startFence: OpenFence | undefined, limit: number): Piece {
   let budget = limit - prefix.length;
   for (;;) {
-    const { end, next } = findCut(rest, budget);
+    let { end, next } = findCut(rest, budget);
+    let state = fenceStateAfter(rest.slice(0, end), startFence);
+    // A block opened at the very end of the piece, nothing in it yet: cut before its opening
+    // line, which then starts the next part (no trailing empty block here).
+    const openedAt = state.openedAt;
+    if (openedAt !== undefined && rest.slice(0, openedAt).trim() !== '') {
+      const lineEnd = rest.indexOf('\n', openedAt);
+      if (lineEnd === -1 || lineEnd >= end || rest.slice(lineEnd, end).trim() === '') {
+        end = rest.slice(0, openedAt).trimEnd().length;
+        next = openedAt;
+        state = fenceStateAfter(rest.slice(0, end), startFence);
+      }
+    }
     const body = rest.slice(0, end);
-    const fenceAfter = fenceStateAfter(body, startFence);
-    const close = fenceAfter ? (body.endsWith('\n') ? '' : '\n') + closeFor(fenceAfter) : '';
+    const fenceAfter = state.open;
+    const close = fenceAfter ? (body.endsWith('\n') ? '' : '\n') + fenceAfter.marker : '';
     const part = prefix + body + close;
     // A fence close that does not fit: shrink the window by its length and cut again.
     if (part.length <= limit || budget <= 1) {
@@ -88,11 +132,6 @@ function cutPiece(rest: string, prefix: string, startFence: OpenFence | undefine
     }
     budget = Math.max(1, budget - (part.length - limit));
   }
-}
-
-/** The closing fence for an open block. */
-function closeFor(fence: OpenFence): string {
-  return '`'.repeat(fence.ticks);
 }
 
 /**
@@ -141,18 +180,4 @@ function graphemeBoundaryAtOrBefore(text: string, max: number): number {
   // A single grapheme longer than the limit (a long combining sequence): split code points.
   const first = text.codePointAt(0) ?? 0;
   return Math.min(text.length, Math.max(1, first > 0xffff && max >= 2 ? 2 : 1));
-}
-
-/** Walks the lines of `body` (starting in `fence`) and returns the fence open at its end. */
-function fenceStateAfter(body: string, fence: OpenFence | undefined): OpenFence | undefined {
-  let open = fence;
-  for (const line of body.split('\n')) {
-    const match = FENCE_LINE.exec(line.trimEnd());
-    if (!match) continue;
-    const ticks = match[1]!.length;
-    const info = match[2]!.trim();
-    if (!open) open = { line: line.trim(), ticks };
-    else if (info === '' && ticks >= open.ticks) open = undefined;
-  }
-  return open;
 }
