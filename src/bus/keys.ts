@@ -17,6 +17,8 @@ export const keys = {
   /** What a channel showed of a turn's live reply (JSON, expiring): see live-records.ts. */
   liveRecord: (prefix: string, channel: string, turn: string) => `${prefix}:live-record:${channel}:${turn}`,
   cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
+  /** A CLI request's replies, JSON OutboundMessages oldest first (expiring): see reply-lists.ts. */
+  cliReplies: (prefix: string, address: string) => `${prefix}:cli-replies:${address}`,
   lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,

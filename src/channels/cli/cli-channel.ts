@@ -1,27 +1,33 @@
 /**
- * The CLI channel (gateway side): consumes `outbound-cli` and publishes each
- * message to `<prefix>:cli:<replyAddress>`, where the waiting `magpie send` /
- * `magpie chat` subscribed before it published its message. Every message
- * also goes to `<prefix>:cli-chat:<chatId>`, where an open `magpie chat`
- * hears what nobody asked for right then: reminders, helper results.
+ * The CLI channel (gateway side): consumes `outbound-cli` and delivers each
+ * message to the `magpie send` / `magpie chat` that asked, through its reply
+ * address: appended to the address's expiring reply list and published on
+ * `<prefix>:cli:<address>` (bus/reply-lists.ts), so a client whose connection
+ * dropped still finds it. Live snapshots of an answer being written go, by
+ * pub/sub only, to `<prefix>:cli-live:<address>` (a lost one costs nothing:
+ * the next snapshot or the final reply covers it). Every message also goes to
+ * `<prefix>:cli-chat:<chatId>`, where an open `magpie chat` hears what nobody
+ * asked for right then: reminders, helper results.
  */
 import type { Bus } from '../../bus/bus.js';
+import type { LiveUpdate } from '../../bus/live.js';
 import type { OutboundMessage } from '../../bus/messages.js';
+import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Channel } from '../types.js';
-
-/** The pub/sub name (under the bus prefix) a CLI client listens on. */
-export function cliReplyChannel(address: string): string {
-  return `cli:${address}`;
-}
 
 /** The pub/sub name (under the bus prefix) where every message to a CLI chat is also published. */
 export function cliChatChannel(chatId: string): string {
   return `cli-chat:${chatId}`;
 }
 
-/** The reply addresses an outbound message carries (from the inbound metadata). */
-export function replyAddresses(message: OutboundMessage): string[] {
+/** The pub/sub name (under the bus prefix) where a CLI request's live snapshots are published. */
+export function cliLiveChannel(address: string): string {
+  return `cli-live:${address}`;
+}
+
+/** The reply addresses an outbound message or live snapshot carries (from the inbound metadata). */
+export function replyAddresses(message: Pick<OutboundMessage, 'metadata'>): string[] {
   const many = message.metadata.replyAddresses;
   const one = message.metadata.replyAddress;
   const all = Array.isArray(many) ? many.filter((a): a is string => typeof a === 'string') : [];
@@ -38,7 +44,7 @@ export class CliChannel implements Channel {
 
   async stop(): Promise<void> {}
 
-  /** Publishes to every waiting client; a client that gave up is not an error. */
+  /** Stores and publishes the message for every asker; a client that gave up is not an error. */
   async send(message: OutboundMessage): Promise<void> {
     const payload = JSON.stringify(message);
     const listeners = await this.options.bus.publish(cliChatChannel(message.chatId), payload);
@@ -47,9 +53,24 @@ export class CliChannel implements Channel {
       this.options.logger.debug({ id: message.id, chat: message.chatId }, 'no cli client open for this chat');
     }
     for (const address of addresses) {
-      const receivers = await this.options.bus.publish(cliReplyChannel(address), payload);
+      const receivers = await this.options.bus.pushCliReply(address, payload);
       if (receivers === 0)
-        this.options.logger.debug({ id: message.id }, 'no cli client waiting for this message');
+        this.options.logger.debug({ id: message.id }, 'no cli client listening now; the reply list keeps it');
+    }
+  }
+
+  /** Forwards a snapshot to the clients waiting on the turn. Never throws. */
+  async preview(update: LiveUpdate): Promise<void> {
+    const payload = JSON.stringify(update);
+    for (const address of replyAddresses(update)) {
+      try {
+        await this.options.bus.publish(cliLiveChannel(address), payload);
+      } catch (err) {
+        this.options.logger.debug(
+          { err: describeError(err), turn: update.turn },
+          'live snapshot not forwarded',
+        );
+      }
     }
   }
 

@@ -1,25 +1,38 @@
 /**
- * The CLI client side (`magpie send`, `magpie chat`): subscribes to a fresh
- * reply address, publishes an InboundMessage on channel `cli`, and waits for
- * the reply (printing mid-turn messages as they come).
+ * The CLI client side (`magpie send`, `magpie chat`): watches a fresh reply
+ * address, publishes an InboundMessage on channel `cli`, and waits for the
+ * reply, printing mid-turn messages and (when asked) live snapshots as they
+ * come. Replies arrive through the address's reply list as well as pub/sub
+ * (bus/reply-lists.ts), so a Redis restart while waiting loses none; a message
+ * that arrives both ways is taken once, by its id.
  */
 import { randomUUID } from 'node:crypto';
 import { safeJson } from '../../bus/activity.js';
 import type { Bus } from '../../bus/bus.js';
+import { type LiveUpdate, LiveUpdateSchema } from '../../bus/live.js';
 import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../bus/messages.js';
 import { stopReply } from '../../commands/list.js';
 import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ExitCode } from '../../errors/index.js';
-import { cliChatChannel, cliReplyChannel, replyAddresses } from './cli-channel.js';
+import { runAll } from '../../lifecycle/run-all.js';
+import { cliChatChannel, cliLiveChannel, replyAddresses } from './cli-channel.js';
 
 export interface SendOptions {
   content: string;
   /** The chat id (session `cli:<chatId>`). @defaultValue 'default' */
   chatId?: string;
-  /** How long to wait for the reply. @defaultValue 120000 */
+  /**
+   * How long to wait for the reply, counted from the send and again from each
+   * sign of the turn (a snapshot or a mid-turn message). @defaultValue 120000
+   */
   timeoutMs?: number;
-  /** Called for each mid-turn message (kind `message`). */
+  /** Called for each mid-turn message (kind `message`), once each. */
   onMessage?: (message: OutboundMessage) => void;
+  /**
+   * Called with each live snapshot of the answer being written, until the
+   * reply. Absent: snapshots are not listened for. @defaultValue none
+   */
+  onLive?: (update: LiveUpdate) => void;
 }
 
 /**
@@ -43,17 +56,52 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
   }
   const timeoutMs = options.timeoutMs ?? 120_000;
   let settle: ((m: OutboundMessage) => void) | undefined;
-  const reply = new Promise<OutboundMessage>((resolve) => {
+  let fail: ((err: AppError) => void) | undefined;
+  const reply = new Promise<OutboundMessage>((resolve, reject) => {
     settle = resolve;
+    fail = reject;
   });
-  const unsubscribe = await bus.subscribe(cliReplyChannel(address), (payload) => {
-    const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
-    if (!parsed.success) return;
-    if (parsed.data.kind === 'message') options.onMessage?.(parsed.data);
-    else settle?.(parsed.data);
-  });
+  let settled = false;
   let timer: NodeJS.Timeout | undefined;
+  const armTimer = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const seconds = Math.round(timeoutMs / 1000);
+      fail?.(
+        new AppError('TIMEOUT', `no daemon answered within ${seconds}s: is \`magpie start\` running?`, {
+          exitCode: ExitCode.unavailable,
+        }),
+      );
+    }, timeoutMs);
+  };
+  const seen = new Set<string>();
+  const stops: Array<() => Promise<void>> = [];
   try {
+    stops.push(
+      await bus.watchCliReplies(address, (payload) => {
+        const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+        if (settled || !parsed.success || seen.has(parsed.data.id)) return;
+        seen.add(parsed.data.id);
+        if (parsed.data.kind === 'message') {
+          armTimer();
+          options.onMessage?.(parsed.data);
+          return;
+        }
+        settled = true;
+        settle?.(parsed.data);
+      }),
+    );
+    const onLive = options.onLive;
+    if (onLive) {
+      stops.push(
+        await bus.subscribe(cliLiveChannel(address), (payload) => {
+          const parsed = LiveUpdateSchema.safeParse(safeJson(payload));
+          if (settled || !parsed.success) return;
+          armTimer();
+          onLive(parsed.data);
+        }),
+      );
+    }
     await bus.publishInbound({
       id: `cli:${address}`,
       channel: 'cli',
@@ -62,20 +110,12 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
       content: options.content,
       metadata: { replyAddress: address },
     });
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const seconds = Math.round(timeoutMs / 1000);
-        reject(
-          new AppError('TIMEOUT', `no daemon answered within ${seconds}s: is \`magpie start\` running?`, {
-            exitCode: ExitCode.unavailable,
-          }),
-        );
-      }, timeoutMs);
-    });
-    return await Promise.race([reply, timedOut]);
+    armTimer();
+    return await reply;
   } finally {
+    settled = true;
     clearTimeout(timer);
-    await unsubscribe();
+    await runAll(stops);
   }
 }
 
