@@ -1,9 +1,14 @@
 /**
- * `magpie chat`: an interactive prompt through the bus (channel cli). Ctrl-C
- * during a turn sends /stop; Ctrl-C at an empty prompt or Ctrl-D quits.
+ * `magpie chat`: an interactive prompt through the bus (channel cli). Answers
+ * print as they are written (unless MAGPIE_STREAM/CLI_STREAM is off), with the
+ * progress line while tools run as a dim status line on a terminal (on stderr
+ * otherwise). Ctrl-C during a turn sends /stop; Ctrl-C at an empty prompt or
+ * Ctrl-D quits.
  */
 import { createInterface } from 'node:readline';
 import { onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
+import { TerminalReply } from '../../channels/cli/terminal-reply.js';
+import { streamsTo } from '../../config/index.js';
 import { AppError, describeError, ExitCode } from '../../errors/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
 import { startCommand } from '../startup.js';
@@ -11,17 +16,22 @@ import { startCommand } from '../startup.js';
 const HELP = `usage: magpie chat [options]
 
 An interactive chat with the running daemon, through the bus (channel cli).
-Ctrl-C during a reply stops the turn; Ctrl-C at an empty prompt or Ctrl-D quits.
+Answers print as they are written; --no-stream (or MAGPIE_STREAM=off) prints whole
+replies only. Ctrl-C during a reply stops the turn; Ctrl-C at an empty prompt or
+Ctrl-D quits.
 
 options:
   --chat ID          the chat, i.e. session cli:ID (default "default")
-  --timeout D        how long to wait for each reply (default 120s)
+  --timeout D        how long to wait for each reply, or for the next sign of it
+                     while it streams (default 120s)
+  --no-stream        print whole replies only
   --workspace DIR    overrides MAGPIE_WORKSPACE
   -h, --help         this help`;
 
 const FLAGS = {
   chat: { type: 'string' },
   timeout: { type: 'string' },
+  'no-stream': { type: 'boolean' },
   workspace: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -33,8 +43,9 @@ export async function run(argv: string[]): Promise<number> {
     return ExitCode.ok;
   }
   const timeoutMs = parseTimeoutFlag('chat', values.timeout);
-  const { bus } = await startCommand(values, 'client');
+  const { config, bus } = await startCommand(values, 'client');
   const chatId = values.chat ?? 'default';
+  const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
   // Reminders and helper results arrive on their own, between or during prompts. Subscribed
   // before readline starts, which would otherwise read piped lines before the loop below.
   let prompt = () => {};
@@ -66,15 +77,23 @@ export async function run(argv: string[]): Promise<number> {
     for await (const line of rl) {
       if (line.trim() !== '') {
         busy = true;
+        const terminal = new TerminalReply({
+          out: process.stdout,
+          err: process.stderr,
+          prefix: 'magpie> ',
+          statusInPlace: true,
+        });
         try {
           const reply = await sendAndWait(bus, {
             content: line,
             chatId,
             timeoutMs,
-            onMessage: (m) => process.stdout.write(`magpie> ${m.content}\n`),
+            onMessage: (m) => terminal.message(m.content),
+            ...(stream ? { onLive: (update) => terminal.live(update) } : {}),
           });
-          process.stdout.write(`magpie> ${reply.content}\n`);
+          terminal.final(reply.content);
         } catch (err) {
+          terminal.abandon();
           if (!(err instanceof AppError)) throw err;
           process.stderr.write(`magpie: ${describeError(err)}\n`);
         } finally {

@@ -1,17 +1,28 @@
-/** `magpie send -m "text"`: one message through the bus to the running daemon; prints the reply. */
+/**
+ * `magpie send -m "text"`: one message through the bus to the running daemon;
+ * prints the answer as it is written (live snapshots) and ends with the whole
+ * reply, or only the whole reply with --no-stream or MAGPIE_STREAM=off.
+ */
 import { sendAndWait } from '../../channels/cli/client.js';
+import { TerminalReply } from '../../channels/cli/terminal-reply.js';
+import { streamsTo } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
 import { startCommand } from '../startup.js';
 
 const HELP = `usage: magpie send -m "text" [options]
 
-Sends one message through the bus (channel cli) to the running daemon and prints the reply.
+Sends one message through the bus (channel cli) to the running daemon and prints the
+answer as it is written; stdout ends with the whole reply. Progress while tools run
+("reading notes/plan.md") goes to stderr.
 
 options:
   -m, --message TEXT   the message (required)
   --chat ID            the chat, i.e. session cli:ID (default "default")
-  --timeout D          how long to wait for the reply (default 120s)
+  --timeout D          how long to wait for the reply, or for the next sign of it while
+                       it streams (default 120s)
+  --no-stream          print the whole reply only, when it is done (also MAGPIE_STREAM=off
+                       or CLI_STREAM=off)
   --workspace DIR      overrides MAGPIE_WORKSPACE (where the private Redis is recorded)
   -h, --help           this help
 
@@ -21,6 +32,7 @@ const FLAGS = {
   message: { type: 'string', short: 'm' },
   chat: { type: 'string' },
   timeout: { type: 'string' },
+  'no-stream': { type: 'boolean' },
   workspace: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -35,21 +47,28 @@ export async function run(argv: string[]): Promise<number> {
     throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
   }
   const timeoutMs = parseTimeoutFlag('send', values.timeout);
-  const { bus } = await startCommand(values, 'client');
+  const { config, bus } = await startCommand(values, 'client');
+  const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
   try {
     const chatId = values.chat ?? 'default';
+    const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
     const reply = await sendAndWait(bus, {
       content: values.message,
       chatId,
       timeoutMs,
-      onMessage: (m) => process.stdout.write(`${m.content}\n`),
+      onMessage: (m) => terminal.message(m.content),
+      ...(stream ? { onLive: (update) => terminal.live(update) } : {}),
     });
     if (reply.kind === 'error') {
+      terminal.abandon();
       process.stderr.write(`magpie: ${reply.content}\n`);
       return ExitCode.failure;
     }
-    process.stdout.write(`${reply.content}\n`);
+    terminal.final(reply.content);
     return ExitCode.ok;
+  } catch (err) {
+    terminal.abandon();
+    throw err;
   } finally {
     await bus.close();
   }
