@@ -173,7 +173,9 @@ function sameEndpoint(a: string, b: string): boolean {
 }
 
 function bad(item: string, why: string): ConfigError {
-  const shown = item.length > 80 ? `${item.slice(0, 77)}...` : item;
+  // A user name or password in the entry's URL is never shown.
+  const hidden = item.replace(/\/\/[^/\s]*@/g, '//…@');
+  const shown = hidden.length > 80 ? `${hidden.slice(0, 77)}...` : hidden;
   return new ConfigError(
     `MAGPIE_FALLBACK_MODELS entry "${shown}": ${why}: fix it in .env (see .env.example)`,
   );

@@ -66,11 +66,25 @@ export class AppError extends Error {
   }
 }
 
-/** Bad or missing configuration: the message names the variable and the fix. Exit code 2. */
+/**
+ * Bad or missing configuration: the message names the variable and the fix. Exit code 2.
+ * Always one line: a line break inside a quoted bad value is shown escaped (`\n`).
+ */
 export class ConfigError extends AppError {
   constructor(message: string, options: Omit<AppErrorOptions, 'exitCode'> = {}) {
-    super('CONFIG_INVALID', message, { ...options, exitCode: ExitCode.config });
+    super('CONFIG_INVALID', oneLine(message), { ...options, exitCode: ExitCode.config });
   }
+}
+
+const LINE_BREAKS: Readonly<Record<string, string>> = {
+  '\r': '\\r',
+  '\n': '\\n',
+  '\u2028': '\\u2028',
+  '\u2029': '\\u2029',
+};
+
+function oneLine(text: string): string {
+  return text.replace(/[\r\n\u2028\u2029]/g, (c) => LINE_BREAKS[c] ?? ' ');
 }
 
 /**
