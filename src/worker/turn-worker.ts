@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { failureReply, isTransient } from '../agent/failure-reply.js';
 import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
@@ -16,7 +17,6 @@ import { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
-import { ModelsUnavailableError, modelsDownApology } from '../providers/fallback-failures.js';
 import type { ToolCall } from '../providers/types.js';
 import { LivePublisher } from './live-publisher.js';
 import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
@@ -181,8 +181,7 @@ export class TurnWorker {
         await recorded;
       } else {
         const err = result.error;
-        const transient = err instanceof AppError ? err.transient : true;
-        if (transient && job.attemptsMade + 1 < job.maxAttempts) {
+        if (isTransient(err) && job.attemptsMade + 1 < job.maxAttempts) {
           log.warn({ err: describeError(err), attempt: job.attemptsMade + 1 }, 'turn failed; will retry');
           throw err;
         }
@@ -191,11 +190,7 @@ export class TurnWorker {
           ...origin,
           replyTo: head.platformMessageId,
           id: errorId(turn),
-          // No model answered: a short apology without endpoints (the log line names each one's failure).
-          content:
-            err instanceof ModelsUnavailableError
-              ? modelsDownApology(err)
-              : `Sorry, I could not answer: ${describeError(err)}`,
+          content: failureReply(err),
           kind: 'error',
           metadata: routingMetadata(batch),
           ...completes,

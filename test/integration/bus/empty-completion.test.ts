@@ -61,7 +61,7 @@ describe('an empty completion in the worker', () => {
     const [apology] = h.channel.sent;
     expect(apology!.kind).toBe('error');
     expect(apology!.content).toBe(
-      'Sorry, I could not answer: the model sent an empty answer (no text and no tool calls, finish_reason stop)',
+      'Sorry, my model sent an empty answer several times; please try again or rephrase.',
     );
     expect(fake!.requests).toHaveLength(3);
     expect(h.channel.sent.some((m) => /nothing more to add/.test(m.content))).toBe(false);

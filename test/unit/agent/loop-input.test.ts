@@ -1,9 +1,7 @@
 /** AgentLoop input handling: slash commands and media/group messages turned into user content. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { failureReply, isTransient } from '../../../src/agent/failure-reply.js';
 import { AgentLoop } from '../../../src/agent/loop.js';
 import { toUserMessage, VOICE_NOT_TRANSCRIBED } from '../../../src/agent/user-content.js';
-import { ProviderError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { ContentPart } from '../../../src/providers/types.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
@@ -159,17 +157,5 @@ describe('user content', () => {
     expect((await toUserMessage(msg, options)).forModel.content).toBe(
       'see attached\n[file: report.pdf, application/pdf, 3.0 MB]',
     );
-  });
-});
-
-describe('failure replies', () => {
-  it('gives the user one clear line per permanent failure, decided by code', () => {
-    const auth = new ProviderError('PROVIDER_AUTH', 'the API key was refused (401)', { status: 401 });
-    expect(failureReply(auth)).toBe('The model endpoint refused the API key (401); check OPENAI_API_KEY.');
-    expect(isTransient(auth)).toBe(false);
-    const down = new ProviderError('PROVIDER_SERVER', 'failed (503)', { status: 503, transient: true });
-    expect(failureReply(down)).toBe('The model endpoint is failing (503); please try again later.');
-    expect(isTransient(down)).toBe(true);
-    expect(failureReply(new Error('disk full'))).toContain('disk full');
   });
 });
