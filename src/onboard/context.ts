@@ -5,6 +5,7 @@
  * shown (its shape, never its value).
  */
 import { ConfigError } from '../errors/index.js';
+import { scrubCredentials } from '../log/redact.js';
 import type { Prompter } from './prompts.js';
 
 /** The command's flags, as parsed (see src/cli/commands/onboard.ts for their help). */
@@ -60,9 +61,9 @@ export function maskSecret(value: string): string {
   return value.length >= 8 ? `…${value.slice(-2)}` : '…';
 }
 
-/** The value of a variable as the summary shows it. */
+/** The value of a variable as the summary shows it (a URL's password taken out too). */
 export function shown(name: string, value: string): string {
-  return SECRET_VARIABLES.has(name) ? maskSecret(value) : value;
+  return SECRET_VARIABLES.has(name) ? maskSecret(value) : scrubCredentials(value);
 }
 
 /** The existing value of `name`, when set and not blank. */

@@ -83,9 +83,13 @@ export function presetByAnswer(answer: string): EndpointPreset | undefined {
 
 /**
  * A base URL as typed, checked: http(s), no user name or password (the key has
- * its own question), no trailing slash. Returns a reason instead when it is not usable.
+ * its own question) unless `allowCredentials` (a SearXNG behind basic auth), no
+ * trailing slash. Returns a reason instead when it is not usable.
  */
-export function checkBaseURL(text: string): { ok: true; url: string } | { ok: false; reason: string } {
+export function checkBaseURL(
+  text: string,
+  options: { allowCredentials?: boolean } = {},
+): { ok: true; url: string } | { ok: false; reason: string } {
   const trimmed = text.trim();
   if (!URL.canParse(trimmed))
     return { ok: false, reason: `"${trimmed}" is not a URL (e.g. http://127.0.0.1:8080/v1)` };
@@ -93,7 +97,7 @@ export function checkBaseURL(text: string): { ok: true; url: string } | { ok: fa
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return { ok: false, reason: `"${url.protocol}" URLs are not supported: use http or https` };
   }
-  if (url.username || url.password) {
+  if (!options.allowCredentials && (url.username || url.password)) {
     return {
       ok: false,
       reason: 'the URL must not hold a user name or password: the key has its own question',

@@ -106,7 +106,7 @@ async function askValue(ctx: StepContext, backend: SearchBackendName): Promise<s
     }
   }
   if (!need.secret) {
-    const checked = checkBaseURL(value);
+    const checked = checkBaseURL(value, { allowCredentials: true });
     if (!checked.ok) throw new ConfigError(`${need.flag}: ${checked.reason}`);
     return checked.url;
   }

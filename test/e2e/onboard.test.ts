@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-server.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { startFakeSearch } from '../fakes/search-servers.js';
 import { dmUpdate, type FakeTelegram, groupUpdate, startFakeTelegram } from '../fakes/telegram-server.js';
 import { closedPort, said } from './cli-helpers.js';
 import { build, daemonEnv, magpie, OPEN_STDIN } from './daemon-helpers.js';
@@ -255,6 +256,65 @@ MAGPIE_WORKSPACE=./workspace
     expect(code).toBe(130);
     expect(said(stderr)).toEqual([expect.stringMatching(/^magpie: the input ended before "Base URL/)]);
     expectUntouched(dir);
+  });
+
+  it('web search by flags: a SearXNG behind basic auth is checked with one query; its password is never shown', async () => {
+    const searx = await startFakeSearch('searxng', { key: 'me:searx-password' });
+    try {
+      const dir = folder();
+      const url = searx.root.replace('http://', 'http://me:searx-password@');
+      const { code, out } = await onboard(dir, [
+        ...modelFlags(),
+        '--web-search',
+        'searxng',
+        '--web-search-url',
+        url,
+        '--yes',
+      ]);
+      expect(code, out).toBe(0);
+      expect(searx.requests).toHaveLength(1);
+      expect(out).not.toContain('searx-password');
+      const text = readFileSync(path.join(dir, '.env'), 'utf8');
+      expect(text).toMatch(/^MAGPIE_WEB_SEARCH=searxng$/m);
+      expect(text).toContain(`SEARXNG_URL=${url}`);
+    } finally {
+      await searx.close();
+    }
+  });
+
+  it('a refused web search key: exit 2, nothing written', async () => {
+    const brave = await startFakeSearch('brave', { key: 'the-right-brave-key' });
+    try {
+      const dir = folder(EXISTING_ENV);
+      writeFileSync(path.join(dir, '.env'), `${EXISTING_ENV}BRAVE_API_ROOT=${brave.root}\n`);
+      const { code, stderr } = await onboard(dir, [
+        ...modelFlags(),
+        '--web-search',
+        'brave',
+        '--web-search-key',
+        'a-wrong-brave-key',
+        '--yes',
+      ]);
+      expect(code).toBe(2);
+      expect(said(stderr)).toEqual([expect.stringMatching(/^magpie: web search: .*401/)]);
+      expect(readdirSync(dir)).toEqual(['.env']);
+    } finally {
+      await brave.close();
+    }
+  });
+
+  it("warns when the shell's environment holds a written variable with another value (it would win over .env)", async () => {
+    const dir = folder();
+    const proc = magpie(
+      ['onboard', ...modelFlags(), '--yes'],
+      { ...env, OPENAI_API_KEY: 'sk-from-the-shell-0000' },
+      dir,
+    );
+    expect(await proc.exited).toBe(0);
+    expect(proc.stdout()).toContain(
+      "Note: OPENAI_API_KEY is also set in this shell's environment, which wins over .env: unset it before starting magpie.",
+    );
+    expect(proc.stdout()).not.toContain('sk-from-the-shell-0000');
   });
 
   function expectUntouched(dir: string): void {

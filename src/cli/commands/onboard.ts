@@ -6,7 +6,7 @@
  * a backup) and creates the workspace. A failed check writes nothing.
  */
 import path from 'node:path';
-import { parseDuration } from '../../config/index.js';
+import { environment, parseDuration } from '../../config/index.js';
 import { CancelledError, ConfigError, ExitCode } from '../../errors/index.js';
 import { discordStep, telegramStep } from '../../onboard/bot-steps.js';
 import { existingValue, type StepContext, shown } from '../../onboard/context.js';
@@ -78,10 +78,12 @@ export interface OnboardIO extends PromptStreams {
   templates?: string;
   /** The `.env` a new file starts from. @defaultValue the package's `.env.example` */
   example?: string;
+  /** The environment magpie will start with (its variables beat `.env`). @defaultValue none: no warning */
+  environment?: NodeJS.ProcessEnv;
 }
 
 export async function run(argv: string[]): Promise<number> {
-  return runOnboard(argv, { input: process.stdin, output: process.stdout });
+  return runOnboard(argv, { input: process.stdin, output: process.stdout, environment: environment() });
 }
 
 /** The command with its streams injected. */
@@ -121,6 +123,15 @@ export async function runOnboard(argv: string[], io: OnboardIO): Promise<number>
     const written = await writeEnvFile(envState, ctx.updates, { template: template.text });
     const created = await createWorkspace(workspace, io.templates);
     io.output.write(`\n${summary(ctx, written, workspace, created)}\n`);
+    const shadowed = Object.keys(ctx.updates).filter((name) => {
+      const value = io.environment?.[name];
+      return value !== undefined && value !== ctx.updates[name];
+    });
+    if (shadowed.length > 0) {
+      io.output.write(
+        `\nNote: ${shadowed.join(', ')} ${shadowed.length === 1 ? 'is' : 'are'} also set in this shell's environment, which wins over .env: unset ${shadowed.length === 1 ? 'it' : 'them'} before starting magpie.\n`,
+      );
+    }
     return ExitCode.ok;
   } finally {
     prompter?.close();

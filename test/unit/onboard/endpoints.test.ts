@@ -56,6 +56,13 @@ describe('checkBaseURL', () => {
     expect(withPassword.ok).toBe(false);
     expect(JSON.stringify(withPassword)).not.toContain('hunter2');
   });
+
+  it('allows a user name and password only when asked to (a SearXNG behind basic auth)', () => {
+    expect(checkBaseURL('https://me:pw@searx.example', { allowCredentials: true })).toEqual({
+      ok: true,
+      url: 'https://me:pw@searx.example',
+    });
+  });
 });
 
 describe('secrets as shown', () => {
@@ -72,6 +79,7 @@ describe('secrets as shown', () => {
     expect(shown('TELEGRAM_BOT_TOKEN', '123456:ABCDEFGHIJKLMNOP')).toBe('123…MNOP');
     expect(shown('MAGPIE_MODEL', 'gpt-4o-mini')).toBe('gpt-4o-mini');
     expect(shown('OPENAI_API_KEY', 'none')).toBe('none');
+    expect(shown('SEARXNG_URL', 'https://me:hunter2@searx.example')).not.toContain('hunter2');
   });
 });
 
