@@ -1,0 +1,220 @@
+/**
+ * Live CLI replies on real Redis: CliChannel.preview forwards a turn's
+ * snapshots to the clients waiting on it (sendAndWait's onLive) before the
+ * reply; other requests hear nothing; a malformed snapshot is skipped;
+ * nothing after the reply; a preview that cannot be sent never throws. And
+ * through the real worker and delivery: a model that writes slowly shows text
+ * before the turn ends.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
+import { Bus } from '../../../src/bus/bus.js';
+import type { LiveUpdate } from '../../../src/bus/live.js';
+import { type InboundMessage, type OutboundMessage, sessionKeyOf } from '../../../src/bus/messages.js';
+import { CliChannel, cliLiveChannel } from '../../../src/channels/cli/cli-channel.js';
+import { sendAndWait } from '../../../src/channels/cli/client.js';
+import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
+import { silentLogger } from '../../../src/log/index.js';
+import { TurnWorker } from '../../../src/worker/turn-worker.js';
+import { waitFor } from '../../fakes/wait-for.js';
+import { testConfig } from '../bus/helpers.js';
+
+const logger = silentLogger();
+
+/** A model that writes its answer in `pieces`, one every `pieceMs`, through the turn's onDelta. */
+class SlowWriter implements AgentRunner {
+  /** Pieces written so far (the answer's growth, as the worker saw it). */
+  written = 0;
+  constructor(
+    private readonly pieces: string[],
+    private readonly pieceMs: number,
+  ) {}
+
+  async processMessage(messages: InboundMessage | InboundMessage[], options: TurnOptions = {}) {
+    const head = (Array.isArray(messages) ? messages : [messages])[0]!;
+    options.onIteration?.(1);
+    for (const piece of this.pieces) {
+      await new Promise((resolve) => setTimeout(resolve, this.pieceMs));
+      options.onDelta?.(piece);
+      this.written += 1;
+    }
+    const session = sessionKeyOf(head);
+    return {
+      sessionKey: session,
+      reply: this.pieces.join(''),
+      target: { channel: head.channel, chatId: head.chatId },
+      metrics: {
+        sessionKey: session,
+        llmCalls: 1,
+        promptTokens: 0,
+        completionTokens: 0,
+        toolCalls: [],
+        wallMs: 0,
+        outcome: 'ok' as const,
+      },
+    } satisfies TurnResult;
+  }
+
+  processDirect(): Promise<TurnResult> {
+    throw new Error('not used');
+  }
+
+  processHeartbeat(): Promise<TurnResult> {
+    throw new Error('not used');
+  }
+}
+
+describe('live CLI replies', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.reverse()) await c();
+    cleanups.length = 0;
+  });
+
+  async function connect(config = testConfig(), patient = false): Promise<Bus> {
+    const bus = await Bus.connect({ config, logger, patient });
+    cleanups.push(() => bus.close());
+    return bus;
+  }
+
+  async function addressOf(bus: Bus, chatId: string): Promise<string> {
+    const mailbox = bus.mailbox(`cli:${chatId}`);
+    await waitFor(async () => (await mailbox.length()) === 1, 5_000, 'the request in the mailbox');
+    const { messages } = await mailbox.read(0);
+    return messages[0]!.metadata.replyAddress as string;
+  }
+
+  function snapshot(address: string, text: string, seq: number, progress?: string): LiveUpdate {
+    return {
+      turn: 't-1',
+      channel: 'cli',
+      chatId: 'l1',
+      text,
+      seq,
+      ...(progress ? { progress } : {}),
+      metadata: { replyAddresses: [address] },
+    };
+  }
+
+  function reply(address: string, content: string): OutboundMessage {
+    return {
+      id: `r-${randomUUID()}`,
+      channel: 'cli',
+      chatId: 'l1',
+      content,
+      kind: 'reply',
+      live: 't-1',
+      createdAt: new Date().toISOString(),
+      metadata: { replyAddresses: [address] },
+    };
+  }
+
+  it('forwards snapshots to the waiting client, in order, before the reply; nothing after it', async () => {
+    const config = testConfig();
+    const client = await connect(config);
+    const gateway = await connect(config);
+    const cli = new CliChannel({ bus: gateway, logger });
+    const seen: LiveUpdate[] = [];
+    const other: LiveUpdate[] = [];
+    const waiting = sendAndWait(client, {
+      content: 'hi',
+      chatId: 'l1',
+      timeoutMs: 10_000,
+      onLive: (u) => seen.push(u),
+    });
+    // A second request in another chat must not hear the first one's snapshots.
+    const elsewhere = sendAndWait(client, {
+      content: 'other',
+      chatId: 'l2',
+      timeoutMs: 10_000,
+      onLive: (u) => other.push(u),
+    });
+    const address = await addressOf(gateway, 'l1');
+    const otherAddress = await addressOf(gateway, 'l2');
+
+    await cli.preview(snapshot(address, 'Hel', 0));
+    await cli.preview(snapshot(address, 'Hello', 1));
+    await cli.preview(snapshot(address, 'Hello', 2, 'reading notes/a.md'));
+    // Not a snapshot: skipped, the next ones still arrive.
+    await gateway.publish(cliLiveChannel(address), '{"turn":"t-1","text":5}');
+    await cli.preview(snapshot(address, 'Hello, world', 3));
+    await waitFor(() => seen.length === 4, 5_000, 'four snapshots heard');
+    expect(seen.map((u) => [u.text, u.progress])).toEqual([
+      ['Hel', undefined],
+      ['Hello', undefined],
+      ['Hello', 'reading notes/a.md'],
+      ['Hello, world', undefined],
+    ]);
+
+    await cli.send(reply(address, 'Hello, world!'));
+    expect((await waiting).content).toBe('Hello, world!');
+    // After the reply: a late snapshot reaches nobody (the client stopped listening).
+    expect(await gateway.publish(cliLiveChannel(address), JSON.stringify(snapshot(address, 'late', 9)))).toBe(
+      0,
+    );
+    expect(seen).toHaveLength(4);
+
+    await cli.send({ ...reply(otherAddress, 'done'), chatId: 'l2' });
+    expect((await elsewhere).content).toBe('done');
+    expect(other).toEqual([]);
+  });
+
+  it('a client without onLive does not listen for snapshots', async () => {
+    const config = testConfig();
+    const client = await connect(config);
+    const gateway = await connect(config);
+    const cli = new CliChannel({ bus: gateway, logger });
+    const waiting = sendAndWait(client, { content: 'hi', chatId: 'l1', timeoutMs: 10_000 });
+    const address = await addressOf(gateway, 'l1');
+    expect(await gateway.publish(cliLiveChannel(address), JSON.stringify(snapshot(address, 'x', 0)))).toBe(0);
+    await cli.send(reply(address, 'whole'));
+    expect((await waiting).content).toBe('whole');
+  });
+
+  it('preview never throws, even with Redis gone from under it', async () => {
+    const gateway = await connect();
+    const cli = new CliChannel({ bus: gateway, logger });
+    await gateway.close();
+    await expect(cli.preview(snapshot('nobody', 'text', 0))).resolves.toBeUndefined();
+  });
+
+  it('through the worker and delivery: a slowly written answer reaches the client before the turn ends', async () => {
+    const config = testConfig();
+    const pieces = ['The answer ', 'grows ', 'piece ', 'by ', 'piece.'];
+    const agent = new SlowWriter(pieces, 250);
+    const workerBus = await connect(config, true);
+    const worker = new TurnWorker({
+      bus: workerBus,
+      agent,
+      logger,
+      streams: () => true,
+      livePace: { firstAfterMs: 0, intervalMs: 50 },
+    });
+    await worker.start();
+    cleanups.push(() => worker.close());
+    const gatewayBus = await connect(config);
+    const delivery = await OutboundDelivery.start({
+      bus: gatewayBus,
+      channel: new CliChannel({ bus: gatewayBus, logger }),
+      logger,
+    });
+    cleanups.push(() => delivery.close());
+
+    const client = await connect(config);
+    const texts: Array<{ text: string; written: number }> = [];
+    const got = await sendAndWait(client, {
+      content: 'go',
+      chatId: 'slow',
+      timeoutMs: 20_000,
+      onLive: (u) => texts.push({ text: u.text, written: agent.written }),
+    });
+    expect(got.content).toBe(pieces.join(''));
+    // Text arrived while the model was still writing, and it only grew.
+    expect(texts.length).toBeGreaterThan(0);
+    expect(texts[0]!.written).toBeLessThan(pieces.length);
+    expect(texts[0]!.text.length).toBeGreaterThan(0);
+    for (let i = 1; i < texts.length; i++) expect(texts[i]!.text.startsWith(texts[i - 1]!.text)).toBe(true);
+    expect(pieces.join('').startsWith(texts.at(-1)!.text)).toBe(true);
+  });
+});
