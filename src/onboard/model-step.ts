@@ -30,7 +30,7 @@ export async function modelStep(ctx: StepContext): Promise<void> {
     progress(ctx, `✓ ${baseURL} answers and lists ${plural(listing.models.length, 'model')}`);
   else progress(ctx, `  ${baseURL} gives no model list (${listing.reason}); the model is checked by a call`);
   const model = await chooseModel(ctx, preset, listing.models);
-  if (listing.models && !listing.models.includes(model)) throw unknownModel(endpoint, model, listing.models);
+  if (listing.models && !isListed(model, listing.models)) throw unknownModel(endpoint, model, listing.models);
   const started = Date.now();
   await chatOnce(endpoint, model, signal);
   progress(ctx, `✓ ${model} answered a one-token call in ${Date.now() - started} ms`);
@@ -157,6 +157,11 @@ async function chooseModel(
     if (answer !== '') return answer;
     prompter.say('  type the name of a model\n');
   }
+}
+
+/** Listed as is, or (Ollama) as its `:latest` tag, which the bare name stands for. */
+export function isListed(model: string, listed: string[]): boolean {
+  return listed.includes(model) || (!model.includes(':') && listed.includes(`${model}:latest`));
 }
 
 function plural(n: number, word: string): string {

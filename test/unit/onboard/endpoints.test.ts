@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { maskSecret, mergeIds, shown } from '../../../src/onboard/context.js';
 import { checkBaseURL, ENDPOINT_PRESETS, presetByAnswer, presetFor } from '../../../src/onboard/endpoints.js';
+import { isListed } from '../../../src/onboard/model-step.js';
 
 describe('endpoint presets', () => {
   it('offers the five known endpoints with their base URLs, then a custom one', () => {
@@ -88,5 +89,14 @@ describe('mergeIds', () => {
     expect(mergeIds('111, @bob', ['222'])).toBe('111,@bob,222');
     expect(mergeIds('111', ['111'])).toBe('111');
     expect(mergeIds(undefined, ['5'])).toBe('5');
+  });
+});
+
+describe('isListed', () => {
+  it("takes a bare name for Ollama's :latest tag, and nothing looser", () => {
+    expect(isListed('llama3.1', ['llama3.1:latest'])).toBe(true);
+    expect(isListed('llama3.1', ['llama3.1:8b'])).toBe(false);
+    expect(isListed('llama3.1:8b', ['llama3.1:latest'])).toBe(false);
+    expect(isListed('gpt-4o', ['gpt-4o-mini'])).toBe(false);
   });
 });
