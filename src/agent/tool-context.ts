@@ -1,13 +1,15 @@
 /**
  * The per-turn ToolContext: the chat the turn belongs to, its signal and a
- * `send` that gives each message a deterministic id (so a redone turn cannot
- * post twice) and notes whether the origin chat was already answered.
+ * `send` that gives each message its deterministic id (bus/outbound-ids.ts, so
+ * a redone turn cannot post twice) and notes whether the origin chat was
+ * already answered.
  */
 import { randomUUID } from 'node:crypto';
+import { messageId, turnId, userTextId } from '../bus/outbound-ids.js';
 import type { Logger } from '../log/index.js';
 import type { ToolContext } from '../tools/types.js';
 import type { OutboundSink } from './ports.js';
-import { hashIds, type TurnRequest, targetOfRequest } from './turn-request.js';
+import { type TurnRequest, targetOfRequest } from './turn-request.js';
 
 export interface TurnToolContext {
   ctx: ToolContext;
@@ -30,7 +32,8 @@ export interface TurnToolContextOptions {
 /** Builds the ToolContext of one turn (depth 0 unless a helper runs it). */
 export function createTurnToolContext(options: TurnToolContextOptions): TurnToolContext {
   const { req, sink } = options;
-  const idBase = `m-${hashIds(req.ids.length > 0 ? req.ids : [randomUUID()])}`;
+  // The head message names the turn (a heartbeat has none: its sends are not redone).
+  const turn = turnId(req.sessionKey, req.ids[0] ?? randomUUID());
   let sent = 0;
   let shown = 0;
   let answered = false;
@@ -45,7 +48,7 @@ export function createTurnToolContext(options: TurnToolContextOptions): TurnTool
     depth: options.depth ?? 0,
     send: async (message) => {
       sent += 1;
-      await sink.publish({ ...message, id: `${idBase}-${sent}` });
+      await sink.publish({ ...message, id: messageId(turn, sent) });
       const sameThread = (message.threadId ?? undefined) === req.threadId;
       if (message.channel === req.channel && message.chatId === req.chatId && sameThread) answered = true;
     },
@@ -53,7 +56,7 @@ export function createTurnToolContext(options: TurnToolContextOptions): TurnTool
   const sendUserText = async (text: string) => {
     shown += 1;
     await sink.publish({
-      id: `${idBase}-u${shown}`,
+      id: userTextId(turn, shown),
       ...targetOfRequest(req),
       content: text,
       kind: 'message',

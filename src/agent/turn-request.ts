@@ -3,7 +3,7 @@
  * result on the `system` channel, the heartbeat), and the small pure helpers
  * that address its replies and tag what it stores.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type InboundMessage, isInternalChannel, sessionKeyOf } from '../bus/messages.js';
 import type { ChatMessage } from '../providers/types.js';
@@ -146,9 +146,4 @@ export function targetOfRequest(req: TurnRequest): TurnResult['target'] {
 export function inboundIdOf(entry: ChatMessage): string | undefined {
   const id = (entry as { inboundId?: unknown }).inboundId;
   return typeof id === 'string' ? id : undefined;
-}
-
-/** A short stable hash of message ids (for deterministic outbound ids). */
-export function hashIds(ids: readonly string[]): string {
-  return createHash('sha256').update(ids.join('\n')).digest('hex').slice(0, 16);
 }

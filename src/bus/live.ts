@@ -16,7 +16,7 @@ import type { Subscriber } from './subscriber.js';
 export const LIVE_TEXT_LIMIT = 64 * 1024;
 
 export const LiveUpdateSchema = z.object({
-  /** The turn's id (worker/outbound-ids.ts): the same for a turn redone after a crash. */
+  /** The turn's id (outbound-ids.ts): the same for a turn redone after a crash. */
   turn: z.string().min(1),
   channel: z.string().min(1),
   chatId: z.string().min(1),

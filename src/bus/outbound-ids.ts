@@ -1,10 +1,12 @@
 /**
- * Deterministic outbound ids. A turn always starts at the head of its
- * session's mailbox and the head leaves only after the reply is queued, so
- * the head message's id names the turn: a redone turn (after a crash) gets the
- * same ids, and BullMQ ignores a job id it already holds — no second reply.
+ * Deterministic outbound ids, the one scheme for everything a turn sends. A
+ * turn always starts at the head of its session's mailbox and the head leaves
+ * only after the reply is queued, so the head message's id names the turn: a
+ * redone turn (after a crash) gets the same ids, and BullMQ ignores a job id it
+ * already holds — no second reply, no second message-tool message. Live reply
+ * previews are keyed by the same turn id.
  */
-import { shortHash } from '../bus/queues.js';
+import { shortHash } from './queues.js';
 
 /** The id of a turn: a hash of its session and first inbound message id. */
 export function turnId(sessionKey: string, firstMessageId: string): string {
@@ -19,6 +21,11 @@ export function replyId(turn: string): string {
 /** The n-th (1-based) message the message tool sent during a turn. */
 export function messageId(turn: string, n: number): string {
   return `m-${turn}-${n}`;
+}
+
+/** The n-th (1-based) text a tool result asked to show the user (`forUser`) during a turn. */
+export function userTextId(turn: string, n: number): string {
+  return `u-${turn}-${n}`;
 }
 
 /** The error reply of a failed turn. */

@@ -12,6 +12,7 @@ import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
+import { errorId, replyId, turnId } from '../bus/outbound-ids.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
 import { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
@@ -19,7 +20,6 @@ import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import type { ToolCall } from '../providers/types.js';
 import { LivePublisher } from './live-publisher.js';
-import { errorId, messageId, replyId, turnId } from './outbound-ids.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
 
@@ -125,7 +125,6 @@ export class TurnWorker {
     const origin = chatOf(head);
     const controller = new AbortController();
     this.running.set(sessionKey, controller);
-    let sent = 0;
     const since = new Date();
     const live = this.livePublisher(head, turn, batch, log);
     await Promise.all([this.activity(origin, true, log), this.recorder.started(turn, sessionKey, since)]);
@@ -145,14 +144,12 @@ export class TurnWorker {
           batch.push(...more.messages);
           return more.messages;
         },
-        publish: async (message) => {
-          sent += 1;
-          await this.bus.publishOutbound({
+        // The tool context gave each message its id (bus/outbound-ids.ts); the worker adds the routing.
+        publish: (message) =>
+          this.bus.publishOutbound({
             ...message,
-            id: messageId(turn, sent),
             metadata: { ...routingMetadata(batch), ...message.metadata },
-          });
-        },
+          }),
       });
       // Sent first on the shared connection, so Redis records the figures before the reply is queued;
       // awaited after, so the reply does not wait for a round trip of its own.
