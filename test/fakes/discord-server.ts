@@ -128,6 +128,12 @@ export interface FakeDiscord {
   shownMessages(channelId: string): FakeShownMessage[];
   /** The next request matching `route` (e.g. `POST /channels/:id/messages`) fails with this. */
   failNext(route: string, failure: FailureSpec): void;
+  /**
+   * The next `times` message edits (PATCH) fail: `unknown_message` with 404 / 10008,
+   * `rate_limited` with a 429 (retry_after in body and headers, default 0.05 s: the
+   * discord.js REST client waits it out and retries, unless built with rejectOnRateLimit).
+   */
+  failEdits(times: number, kind: 'unknown_message' | 'rate_limited', retryAfterSeconds?: number): void;
   /** Serves bytes as an attachment; returns the payload object for `attachments`. */
   addAttachment(filename: string, contentType: string, bytes: Buffer): FakeAttachment;
   /** Resolves when `predicate()` is true (checked on every event and every 20 ms), or rejects after `timeoutMs`. */
@@ -364,6 +370,12 @@ export async function startFakeDiscord(options: {
     return json(res, 404, { message: 'Unknown route', code: 0 });
   }
 
+  function failNext(route: string, failure: FailureSpec) {
+    const list = failures.get(route) ?? [];
+    list.push(failure);
+    failures.set(route, list);
+  }
+
   /** Records a PATCH or DELETE of a message (anything else is ignored). */
   function recordChange(
     method: string,
@@ -571,10 +583,16 @@ export async function startFakeDiscord(options: {
     deletions,
     shown: (channelId) => shownMessages(channelId).map((m) => m.content),
     shownMessages,
-    failNext(route, failure) {
-      const list = failures.get(route) ?? [];
-      list.push(failure);
-      failures.set(route, list);
+    failNext,
+    failEdits(times, kind, retryAfterSeconds = 0.05) {
+      const failure: FailureSpec =
+        kind === 'rate_limited'
+          ? {
+              status: 429,
+              body: { message: 'You are being rate limited.', retry_after: retryAfterSeconds, global: false },
+            }
+          : { status: 404, body: { message: 'Unknown Message', code: 10008 } };
+      for (let i = 0; i < times; i++) failNext('PATCH /channels/:id/messages/:id', failure);
     },
     addAttachment(filename, contentType, bytes) {
       const id = snowflake();

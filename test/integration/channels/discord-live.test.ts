@@ -134,13 +134,20 @@ describe('DiscordLiveSurface', () => {
   it('REST waits out a short 429 on an edit and the edit lands', async () => {
     const target = { chatId: fake.textChannelId };
     const id = await surface.post(target, 'a', 'turn-7:0');
-    fake.failNext(EDIT_ROUTE, {
-      status: 429,
-      body: { message: 'You are being rate limited.', retry_after: 0.05 },
-    });
+    fake.failEdits(1, 'rate_limited');
     await surface.edit(target, id, 'ab');
     expect(fake.edits.map((e) => e.status)).toEqual([429, 200]);
     expect(fake.shown(fake.textChannelId)).toEqual(['ab']);
+  });
+
+  it('an edit the platform answers with 10008 (message gone meanwhile) is DELIVERY_PERMANENT', async () => {
+    const target = { chatId: fake.textChannelId };
+    const id = await surface.post(target, 'a', 'turn-7b:0');
+    fake.failEdits(1, 'unknown_message');
+    const gone = await refusal(surface.editFinal(target, id, 'final'));
+    expect([gone.code, gone.transient]).toEqual(['DELIVERY_PERMANENT', false]);
+    expect(fake.edits.map((e) => [e.outcome, e.status])).toEqual([['failed', 404]]);
+    expect(fake.shown(fake.textChannelId)).toEqual(['a']);
   });
 
   it('with rejectOnRateLimit a 429 is DELIVERY_TRANSIENT carrying its wait', async () => {
