@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { StatusReport } from '../../src/ops/status.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { waitFor } from '../fakes/wait-for.js';
 import { build, daemonEnv, magpie, ROOT, tempWorkspace } from './daemon-helpers.js';
 
 const run = promisify(execFile);
@@ -55,24 +56,31 @@ describe('PM2 reload', () => {
     return (JSON.parse(proc.stdout()) as StatusReport).workers.map((w) => w.id);
   }
 
-  /** Polls `magpie status` until `check` holds (bounded). */
+  /** Polls `magpie status` until `check` holds (bounded); a time-out says what pm2 shows. */
   async function waitForWorkers(check: (ids: string[]) => boolean, timeoutMs = 20_000): Promise<string[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const ids = await workers();
-      if (check(ids)) return ids;
-      if (Date.now() > deadline) {
-        const { stdout } = await run(PM2, ['jlist'], { env, cwd: ROOT });
-        const procs = (
-          JSON.parse(stdout) as Array<{
-            name: string;
-            pid: number;
-            pm2_env: { status: string; restart_time: number };
-          }>
-        ).map((p) => `${p.name} pid ${p.pid} ${p.pm2_env.status} restarts ${p.pm2_env.restart_time}`);
-        throw new Error(`workers never matched; last seen ${JSON.stringify(ids)}; pm2: ${procs.join('; ')}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 250));
+    let ids: string[] = [];
+    try {
+      return await waitFor(
+        async () => {
+          ids = await workers();
+          return check(ids) && ids;
+        },
+        timeoutMs,
+        'the workers',
+        250,
+      );
+    } catch (err) {
+      const { stdout } = await run(PM2, ['jlist'], { env, cwd: ROOT });
+      const procs = (
+        JSON.parse(stdout) as Array<{
+          name: string;
+          pid: number;
+          pm2_env: { status: string; restart_time: number };
+        }>
+      ).map((p) => `${p.name} pid ${p.pid} ${p.pm2_env.status} restarts ${p.pm2_env.restart_time}`);
+      throw new Error(`workers never matched; last seen ${JSON.stringify(ids)}; pm2: ${procs.join('; ')}`, {
+        cause: err,
+      });
     }
   }
 

@@ -9,7 +9,8 @@ import { approvePairing } from '../../../src/bus/pairing-store.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { FakeUser } from '../../fakes/discord-server.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
-import { type Harness, RecordingBus, startHarness, until } from './discord-harness.js';
+import { waitFor } from '../../fakes/wait-for.js';
+import { type Harness, RecordingBus, startHarness } from './discord-harness.js';
 
 let harness: Harness | undefined;
 let bus: Bus | undefined;
@@ -57,10 +58,10 @@ describe('discord inbound buffer', () => {
     for (const text of ['one', 'two', 'three'])
       fake.dispatchMessage({ channelId: dm, author: owner, content: text });
     fake.dispatchMessage({ channelId: strangerDm, author: stranger, content: 'paired while away' });
-    await until(() => channel.heldMessages === 4);
+    await waitFor(() => channel.heldMessages === 4);
 
     redis = await startRedis({ port, dir });
-    await until(() => channel.heldMessages === 0, 20_000);
+    await waitFor(() => channel.heldMessages === 0, 20_000);
     const check = new Redis(redis.url);
     try {
       const read = async (chat: string) =>
@@ -87,13 +88,13 @@ describe('discord inbound buffer', () => {
     recording.failing = true;
     for (const text of ['a', 'b', 'c']) {
       fake.dispatchMessage({ channelId: dm, author: owner, content: text });
-      await until(
+      await waitFor(
         () =>
           recording.attempts > 0 && channel.heldMessages === Math.min(2, ['a', 'b', 'c'].indexOf(text) + 1),
       );
     }
     recording.failing = false;
-    await until(() => channel.heldMessages === 0);
+    await waitFor(() => channel.heldMessages === 0);
     expect(recording.published.map((m) => m.content)).toEqual(['b', 'c']);
   });
 });

@@ -88,12 +88,3 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     },
   };
 }
-
-/** Polls `predicate` every 20 ms until true or `timeoutMs` passes. */
-export async function until(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -8,7 +8,8 @@ import { parseConfig } from '../../../src/config/index.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { startFakeDiscord } from '../../fakes/discord-server.js';
-import { type Harness, RecordingBus, startHarness, until } from './discord-harness.js';
+import { waitFor } from '../../fakes/wait-for.js';
+import { type Harness, RecordingBus, startHarness } from './discord-harness.js';
 
 const redisUrl = inject('redisUrl');
 let harness: Harness | undefined;
@@ -39,7 +40,7 @@ describe('discord channel', () => {
     const { fake, owner } = harness;
     const dm = fake.newId();
     const messageId = fake.dispatchMessage({ channelId: dm, author: owner, content: 'hello magpie' });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     expect(bus.published[0]).toMatchObject({
       id: `discord:${dm}:${messageId}`,
       channel: 'discord',
@@ -106,7 +107,7 @@ describe('discord channel', () => {
       content: `<@${fake.botUserId}> what is 2+2?`,
       mentions: [bot],
     });
-    await until(() => bus.published.length >= 1);
+    await waitFor(() => bus.published.length >= 1);
     expect(bus.published).toHaveLength(1);
     expect(bus.published[0]).toMatchObject({
       chatId: fake.textChannelId,
@@ -125,7 +126,7 @@ describe('discord channel', () => {
       content: 'and times 3?',
       referencedMessage: { id: fake.newId(), author: bot, content: '4' },
     });
-    await until(() => bus.published.length === 2);
+    await waitFor(() => bus.published.length === 2);
     expect(bus.published[1]).toMatchObject({
       chatId: fake.textChannelId,
       threadId: fake.threadId,
@@ -140,7 +141,7 @@ describe('discord channel', () => {
       content: `hey <@!${fake.botUserId}> there`,
       mentions: [bot],
     });
-    await until(() => bus.published.length === 3);
+    await waitFor(() => bus.published.length === 3);
     expect(bus.published[2]).toMatchObject({ content: 'hey there', senderName: 'The Owner' });
 
     await harness.channel.send(reply(fake.textChannelId, 'in the thread', { threadId: fake.threadId }));
@@ -162,7 +163,7 @@ describe('discord channel', () => {
       content: 'hi, who are you?',
       attachments: [photo],
     });
-    await until(() => fake.sent(dm).length === 1);
+    await waitFor(() => fake.sent(dm).length === 1);
     const text = fake.sent(dm)[0]!.content;
     const code = /approve ([A-Z2-9]{6})/.exec(text)?.[1];
     expect(code).toBeDefined();
@@ -181,7 +182,7 @@ describe('discord channel', () => {
     const approved = await approvePairing(harness.redis, harness.prefix, code!.toLowerCase());
     expect(approved).toMatchObject({ channel: 'discord', senderId: stranger.id, chatId: dm });
     fake.dispatchMessage({ channelId: dm, author: stranger, content: 'me again' });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     expect(bus.published[0]).toMatchObject({ senderId: stranger.id, content: 'me again' });
     expect(fake.sent(fake.textChannelId)).toEqual([]);
     expect(fake.sent(dm)).toHaveLength(1);
@@ -202,7 +203,7 @@ describe('discord channel', () => {
       author: { id: fake.newId(), username: 'friend' },
       content: 'sentinel',
     });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     expect(bus.published[0]).toMatchObject({ content: 'sentinel' });
     expect(fake.sent(dm)).toHaveLength(1);
     expect(fake.sent(dm)[0]!.content).toMatch(/approve [A-Z2-9]{6}$/);
@@ -218,7 +219,7 @@ describe('discord channel', () => {
       author: { id: harness.fake.newId(), username: 'friend' },
       content: 'hey',
     });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     expect(harness.fake.sent(dm)).toEqual([]);
   });
 
@@ -297,7 +298,13 @@ describe('discord channel', () => {
     await fake.waitFor(() => typing() >= 3);
     await harness.channel.send(reply(dm, 'done'));
     const after = typing();
-    await fake.waitFor(() => fake.calls.length > 0 && Date.now() - fake.calls.at(-1)!.at > 350, 5000);
+    // Typing in another channel repeats one interval after it starts: typing that had not
+    // stopped here would have repeated by then.
+    const other = fake.newId();
+    const otherTyping = () => fake.calls.filter((c) => c.path === `/channels/${other}/typing`).length;
+    harness.channel.startActivity(other);
+    await fake.waitFor(() => otherTyping() >= 2);
+    harness.channel.stopActivity(other);
     expect(typing()).toBe(after);
     // A failing typing call breaks nothing.
     fake.failNext('POST /channels/:id/typing', { status: 500, body: { message: 'x', code: 0 } });
@@ -314,11 +321,11 @@ describe('discord channel', () => {
     const { fake, owner } = harness;
     const dm = fake.newId();
     fake.dispatchMessage({ channelId: dm, author: owner, content: '/stop' });
-    await until(() => fake.sent(dm).length === 1);
+    await waitFor(() => fake.sent(dm).length === 1);
     expect(bus.cancelled).toEqual([`discord:${dm}`]);
     expect(fake.sent(dm)[0]!.content).toBe('Stopping.');
     fake.dispatchMessage({ channelId: dm, author: owner, content: '/new' });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     expect(bus.published[0]!.content).toBe('/new');
   });
 
@@ -335,7 +342,7 @@ describe('discord channel', () => {
       fake.addAttachment('huge.jpg', 'image/jpeg', Buffer.alloc(2000)),
     ];
     fake.dispatchMessage({ channelId: fake.newId(), author: owner, content: 'look', attachments });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     const media = bus.published[0]!.media!;
     expect(media[0]).toMatchObject({
       kind: 'image',
@@ -363,9 +370,9 @@ describe('discord channel', () => {
     const { fake, owner } = harness;
     const dm = fake.newId();
     fake.dispatchMessage({ channelId: dm, author: owner, content: 'before' });
-    await until(() => bus.published.length === 1);
+    await waitFor(() => bus.published.length === 1);
     fake.dropConnections();
-    await until(() => {
+    await waitFor(() => {
       try {
         fake.dispatchMessage({ channelId: dm, author: owner, content: 'after' });
         return true;
@@ -373,7 +380,7 @@ describe('discord channel', () => {
         return false;
       }
     }, 20_000);
-    await until(() => bus.published.length === 2);
+    await waitFor(() => bus.published.length === 2);
     expect(bus.published.map((m) => m.content)).toEqual(['before', 'after']);
   });
 

@@ -245,9 +245,9 @@ describe('exec in a bubblewrap sandbox', () => {
     // Hidden in base64 so the deny list cannot see it: the sandbox's limit must hold on its own.
     const bomb = Buffer.from('f(){ f|f& }; f\n').toString('base64');
     // 6 s: on a loaded machine the bomb needs a while to reach the limit and print fork's refusal.
-    const pending = exec(`echo ${bomb} | base64 -d > bomb.sh; sh bomb.sh; sleep 30`, 6);
+    const pending = exec(`echo ${bomb} | base64 -d > bomb.sh; touch forking; sh bomb.sh; sleep 30`, 6);
     // While it runs, the host still starts processes.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await waitFor(() => existsSync(path.join(ws, 'forking')), 5_000);
     expect((await run('/bin/echo', ['host-ok'])).stdout).toBe('host-ok\n');
     const result = await pending;
     expect(result.forLLM).toMatch(/^Error: command timed out after 6 s and was killed/);

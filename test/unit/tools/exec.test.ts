@@ -5,16 +5,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createExecTool, type ExecOptions, OutputCapture } from '../../../src/tools/exec.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
+import { waitFor } from '../../fakes/wait-for.js';
 import { tempDir, toolContext } from './helpers.js';
-
-/** Polls `check` every 20 ms until it holds or `ms` pass. */
-async function waitFor(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** True while `pid` runs; a zombie (killed, not yet reaped by init) counts as gone. */
 function alive(pid: number): boolean {

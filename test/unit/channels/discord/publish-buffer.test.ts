@@ -4,6 +4,7 @@ import type { InboundMessageInput } from '../../../../src/bus/messages.js';
 import { PublishBuffer } from '../../../../src/channels/discord/publish-buffer.js';
 import { AppError } from '../../../../src/errors/index.js';
 import { silentLogger } from '../../../../src/log/index.js';
+import { waitFor } from '../../../fakes/wait-for.js';
 
 const idOf = (m: InboundMessageInput) => m.id;
 const msg = (content: string): InboundMessageInput => ({
@@ -46,7 +47,7 @@ describe('PublishBuffer', () => {
     });
     state.down = true;
     for (const c of ['a', 'b', 'c']) buffer.push(msg(c));
-    while (state.attempts < 3) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => state.attempts >= 3, 5_000, 'three failed attempts', 5);
     expect(buffer.size).toBe(3);
     expect(state.published).toEqual([]);
     state.down = false;

@@ -35,8 +35,11 @@ describe('FileLock', () => {
       order.push('second in');
       return held;
     });
-    // A negative check has no event to await: the waiter polls every 5 ms, so it has had ~10 tries.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A third waiter polling as often gives up after ~10 tries: by then the second had as many
+    // tries and got nothing either.
+    await expect(new FileLock({ path: lockPath, pollMs: 5, timeoutMs: 50 }).acquire()).rejects.toMatchObject({
+      code: 'TIMEOUT',
+    });
     expect(order).toEqual(['first in']);
     expect(JSON.parse(readFileSync(lockPath, 'utf8'))).toMatchObject({
       pid: process.pid,
