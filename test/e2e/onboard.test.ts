@@ -242,6 +242,20 @@ MAGPIE_WORKSPACE=./workspace
     expect(out).toContain('Start magpie:  npm start');
   });
 
+  it('interactive: Enter keeps what .env already holds (the key shown masked, never in full)', async () => {
+    const before = `OPENAI_BASE_URL=${openai.baseURL}\nOPENAI_API_KEY=${API_KEY}\nMAGPIE_MODEL=other-model\n`;
+    const dir = folder(before);
+    const { code, out } = await onboard(dir, [], '\n'.repeat(9));
+    expect(code, out).toBe(0);
+    expect(out).toContain('Endpoint [6]:');
+    expect(out).toContain(`Base URL (ending in /v1 for most servers) [${openai.baseURL}]:`);
+    expect(out).toContain('[Enter keeps sk-…6789]');
+    expect(out).toContain('Model (a number or a name) [other-model]:');
+    expect(readFileSync(path.join(dir, '.env'), 'utf8')).toBe(
+      `${before}\n# Set by magpie onboard\nMAGPIE_WORKSPACE=./workspace\n`,
+    );
+  });
+
   it('interactive: answering no at the end writes nothing (exit 130)', async () => {
     const dir = folder(EXISTING_ENV);
     const answers = ['6', openai.baseURL, API_KEY, '1', '', '', '', '', 'n'];
