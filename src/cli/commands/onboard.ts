@@ -116,22 +116,16 @@ export async function runOnboard(argv: string[], io: OnboardIO): Promise<number>
     await discordStep(ctx);
     await searchStep(ctx);
     const workspace = await chooseWorkspace(ctx, path.dirname(envState.file));
-    if (prompter && !(await prompter.confirm(`\nWrite these settings to ${envState.file}?`, true))) {
-      throw new CancelledError('nothing was written');
+    if (prompter) {
+      prompter.say(`\nTo be written to ${envState.file}:\n${settingLines(ctx).join('\n')}\n`);
+      if (!(await prompter.confirm('Write them?', true))) throw new CancelledError('nothing was written');
     }
     const template = await readEnvFile(io.example ?? exampleEnvFile());
     const written = await writeEnvFile(envState, ctx.updates, { template: template.text });
     const created = await createWorkspace(workspace, io.templates);
     io.output.write(`\n${summary(ctx, written, workspace, created)}\n`);
-    const shadowed = Object.keys(ctx.updates).filter((name) => {
-      const value = io.environment?.[name];
-      return value !== undefined && value !== ctx.updates[name];
-    });
-    if (shadowed.length > 0) {
-      io.output.write(
-        `\nNote: ${shadowed.join(', ')} ${shadowed.length === 1 ? 'is' : 'are'} also set in this shell's environment, which wins over .env: unset ${shadowed.length === 1 ? 'it' : 'them'} before starting magpie.\n`,
-      );
-    }
+    const note = shadowNote(ctx, io.environment);
+    if (note) io.output.write(`\n${note}\n`);
     return ExitCode.ok;
   } finally {
     prompter?.close();
@@ -151,19 +145,35 @@ async function chooseWorkspace(ctx: StepContext, base: string): Promise<string> 
 
 /** Creates the workspace from the templates (never overwriting); what it says about it. */
 async function createWorkspace(workspace: string, templates: string | undefined): Promise<string> {
-  if (await isTemplatesDir(workspace, templates)) return 'the templates folder itself: nothing to create';
+  if (await isTemplatesDir(workspace, templates)) return "the repository's templates folder, used as it is";
   const { created } = await initWorkspace(workspace, templates === undefined ? {} : { templates });
   const identity = await ensureWorkspaceId(workspace);
   const files = created.length === 0 ? 'every file already there' : `${created.length} files created`;
   return `${files}, workspace id ${identity.id}`;
 }
 
-function summary(ctx: StepContext, written: EnvWriteResult, workspace: string, created: string): string {
+/** One line per variable to write, secrets masked. */
+function settingLines(ctx: StepContext): string[] {
   const names = Object.keys(ctx.updates);
   const width = Math.max(...names.map((n) => n.length));
+  return names.map((n) => `  ${n.padEnd(width)}  ${shown(n, ctx.updates[n]!)}`);
+}
+
+/** A note when the environment magpie starts with holds a written variable with another value (it wins over .env). */
+function shadowNote(ctx: StepContext, env: NodeJS.ProcessEnv | undefined): string | undefined {
+  const shadowed = Object.keys(ctx.updates).filter((name) => {
+    const value = env?.[name];
+    return value !== undefined && value !== ctx.updates[name];
+  });
+  if (shadowed.length === 0) return undefined;
+  const one = shadowed.length === 1;
+  return `Note: ${shadowed.join(', ')} ${one ? 'is' : 'are'} also set in this shell's environment, which wins over .env: unset ${one ? 'it' : 'them'} before starting magpie.`;
+}
+
+function summary(ctx: StepContext, written: EnvWriteResult, workspace: string, created: string): string {
   const lines = [
     `Wrote ${written.file} (mode 0600)${written.backup ? `; the previous one is kept as ${written.backup}` : ''}:`,
-    ...names.map((n) => `  ${n.padEnd(width)}  ${shown(n, ctx.updates[n]!)}`),
+    ...settingLines(ctx),
     `Workspace ${workspace}: ${created}`,
     '',
     `Start magpie${path.dirname(written.file) === process.cwd() ? '' : ` from ${path.dirname(written.file)}`}:  npm start`,
