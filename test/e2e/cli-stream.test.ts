@@ -83,6 +83,22 @@ describe('magpie send streaming (gateway + worker processes)', () => {
     expect(out.chunks).toEqual([`${SLOW}\n`]);
   });
 
+  it('magpie chat (piped) streams the answer after its prompt and ends with the whole reply', async () => {
+    const chat = magpie(
+      ['chat', '--chat', 'stream-5', '--timeout', '30s'],
+      env,
+      undefined,
+      'tell me slowly\n',
+    );
+    procs.push(chat);
+    const chunks: string[] = [];
+    chat.child.stdout?.on('data', (c: Buffer) => chunks.push(c.toString()));
+    expect(await chat.exited).toBe(0);
+    expect(chat.stdout()).toContain(`magpie> ${SLOW}\n`);
+    // The answer arrived in pieces: some chunk holds the answer's start but not its end.
+    expect(chunks.some((c) => c.includes('Sentence 1 ') && !c.includes('Sentence 10 '))).toBe(true);
+  });
+
   it('the progress line while a tool runs goes to stderr, never into stdout', async () => {
     const out = await send(['-m', 'look it up', '--chat', 'stream-4']);
     expect(out.code).toBe(0);
