@@ -194,8 +194,8 @@ export async function startContractRun(redisUrl: string, makeHarness: HarnessFac
           OPENAI_BASE_URL: openai.baseURL,
           MAGPIE_MODEL: 'fake-model',
           MAGPIE_HEARTBEAT_INTERVAL: '0',
-          // Whole replies: these cases read finished messages (live-reply cases turn it on).
-          MAGPIE_STREAM: 'off',
+          // Live replies stay as configured by default (on): replies() reads what a chat finally
+          // shows, so every case holds whether an answer arrived whole or grew by edits.
           ...platformEnv,
         });
         role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });

@@ -68,8 +68,9 @@ const telegram: HarnessFactory = {
           c.method === 'sendChatAction' && String(c.params.chat_id) === chat && c.params.action === 'typing',
       ).length;
     };
+    // What the chat finally shows: not-deleted messages, each with its latest edit, as read.
     const shown = (where?: ChatRef) =>
-      fake.sent(chatIdOf(where)).map((m) => (m.parse_mode === 'HTML' ? htmlAsRead(m.text) : m.text));
+      fake.shownMessages(chatIdOf(where)).map((m) => (m.parse_mode === 'HTML' ? htmlAsRead(m.text) : m.text));
     const harness: ChannelHarness = {
       capabilities: telegram.capabilities,
       textLimit: telegram.textLimit,
@@ -94,7 +95,7 @@ const telegram: HarnessFactory = {
         return shown(where);
       },
       async waitForReplies(n, where, timeoutMs) {
-        await fake.waitFor(() => fake.sent(chatIdOf(where)).length >= n, timeoutMs);
+        await fake.waitFor(() => fake.shown(chatIdOf(where)).length >= n, timeoutMs);
         return shown(where);
       },
       async typingSeen(where) {
@@ -105,8 +106,7 @@ const telegram: HarnessFactory = {
       },
       async edits(where) {
         const chat = String(chatIdOf(where));
-        return fake.calls.filter((c) => c.method === 'editMessageText' && String(c.params.chat_id) === chat)
-          .length;
+        return fake.edits.filter((e) => e.chat_id === chat && e.outcome === 'edited').length;
       },
       close: () => fake.close(),
     };
