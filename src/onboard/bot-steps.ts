@@ -66,7 +66,8 @@ export async function discordStep(ctx: StepContext): Promise<void> {
   const prompter = ctx.prompter;
   if (!prompter || (token.kept && current)) return keptAllowList(ctx, 'DISCORD_ALLOW_FROM', current);
   prompter.say(
-    'Your Discord user id lets the bot answer you (and only you) at once.\n' +
+    '  The bot reads messages only with Message Content Intent on (developer portal → Bot → Privileged Gateway Intents).\n' +
+      'Your Discord user id lets the bot answer you (and only you) at once.\n' +
       '  Find it: Settings → Advanced → Developer Mode on, then right-click your name → Copy User ID.\n',
   );
   for (;;) {
