@@ -18,24 +18,13 @@ import type { MemoryStore } from '../memory/store.js';
 import type { ChatMessage } from '../providers/types.js';
 import { sanitizeHistory } from '../sessions/history.js';
 import type { SkillsLoader } from '../skills/loader.js';
+import type { PromptSession } from './loop-options.js';
 import { MemoryView, marksOf, renderSnapshot } from './memory-view.js';
 import { firstLine, PromptFiles } from './prompt-files.js';
 import { forRequest, knownMemory, type PromptNote, snapshotIn } from './prompt-note.js';
 import { inToolOrder } from './tool-order.js';
 
 export { BOOTSTRAP_FILES } from './prompt-files.js';
-
-/** What the prompt says about the current chat. */
-export interface SessionInfoForPrompt {
-  channel: string;
-  chatId: string;
-  sessionKey: string;
-  /** Summary of the conversation before the history that is sent. */
-  summary?: string;
-  /** Who sent the turn's message (in its context block). */
-  senderName?: string;
-  isGroup?: boolean;
-}
 
 export interface ContextBuilderOptions {
   /** Absolute path of the workspace. */
@@ -121,13 +110,13 @@ export class ContextBuilder {
    * The system prompt. `snapshot` is the memory section's text as the session
    * first saw it; without one, memory as it is now.
    */
-  async buildSystemPrompt(session: SessionInfoForPrompt, snapshot?: string): Promise<string> {
+  async buildSystemPrompt(session: PromptSession, snapshot?: string): Promise<string> {
     return (await this.systemMessage(session, snapshot)).content;
   }
 
   /** The system message, with the length of its static part (the same for every session). */
   async systemMessage(
-    session: SessionInfoForPrompt,
+    session: PromptSession,
     snapshot?: string,
   ): Promise<Extract<ChatMessage, { role: 'system' }>> {
     const [files, memory] = await Promise.all([
@@ -151,7 +140,7 @@ export class ContextBuilder {
    */
   async buildMessages(args: {
     history: ChatMessage[];
-    session: SessionInfoForPrompt;
+    session: PromptSession;
     current: ChatMessage[];
   }): Promise<ChatMessage[]> {
     const history = sanitizeHistory(args.history);
@@ -166,7 +155,7 @@ export class ContextBuilder {
    * model last saw it) and what the model then knows of memory. When `known`
    * (the messages before it) carries no snapshot, the note takes one.
    */
-  async noteFor(args: { known: readonly ChatMessage[]; session: SessionInfoForPrompt }): Promise<PromptNote> {
+  async noteFor(args: { known: readonly ChatMessage[]; session: PromptSession }): Promise<PromptNote> {
     const files = await this.memoryView.read();
     const known = knownMemory(args.known);
     const today = path.relative(this.workspace, this.memory.todayPath()).split(path.sep).join('/');
@@ -224,7 +213,7 @@ export class ContextBuilder {
   }
 }
 
-function sessionSection(session: SessionInfoForPrompt): string {
+function sessionSection(session: PromptSession): string {
   return [
     '# Current session',
     '',

@@ -9,7 +9,6 @@
 import type { InboundMessage } from '../bus/messages.js';
 import { CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
 import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
-import type { SessionStore } from '../sessions/types.js';
 import type { ToolImage } from '../tools/types.js';
 import type { TurnCompactor } from './compactor.js';
 import type { HookFactory, IterationHook } from './hooks/types.js';
@@ -18,7 +17,7 @@ import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
 import { type LoopTools, runToolBatch, toolImagesMessage } from './tool-batch.js';
 import { boundToolCalls, type ToolCallLimits } from './tool-call-limits.js';
 import { inToolOrder } from './tool-order.js';
-import { addUserToTurn, contextFullReply, promptSessionOf, recordInTurn, type TurnRun } from './turn-run.js';
+import { contextFullReply, type TurnRun } from './turn-run.js';
 import type { TurnOutcome } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
 
@@ -29,7 +28,6 @@ const MAX_COMPACTIONS = 2;
 export interface IterationDeps {
   provider: LLMProvider;
   tools: LoopTools;
-  sessions: SessionStore;
   context: LoopContextBuilder;
   hooks: HookFactory;
   compactor: TurnCompactor;
@@ -140,7 +138,7 @@ export async function runIterations(
       if (decision.action !== 'answer') continue;
       for (const [id, text] of decision.results) if (!refused.has(id)) answered.set(id, text);
     }
-    await recordInTurn(deps.sessions, run, {
+    await run.record({
       role: 'assistant',
       content: response.content || null,
       toolCalls: calls,
@@ -176,7 +174,7 @@ async function prepareRequest(
 ): Promise<ChatMessage[]> {
   let messages = await context.buildMessages({
     history: run.history,
-    session: promptSessionOf(run),
+    session: run.promptSession,
     current: run.turn,
   });
   for (const hook of hooks) {
@@ -210,7 +208,7 @@ async function runTools(
     if (note !== undefined) return { role: 'tool', toolCallId: call.id, name: call.name, content: note };
     return ran.shift()!;
   });
-  await recordInTurn(deps.sessions, run, ...results);
+  await run.record(...results);
   // Images (an MCP screenshot) reach the model after the results; the session keeps the text only.
   if (images.length > 0) run.turn.push(toolImagesMessage(images));
 }
@@ -222,5 +220,5 @@ async function drainPending(run: TurnRun, deps: IterationDeps): Promise<void> {
   const user = await deps.userMessages(pending, run.signal);
   const ids = pending.map((m) => m.id);
   run.req.ids.push(...ids);
-  await addUserToTurn(deps.sessions, run, user, ids, deps.context);
+  await run.addUser(user, ids, deps.context);
 }

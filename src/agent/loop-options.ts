@@ -13,12 +13,14 @@ import type { TokenPrices } from './token-usage.js';
 import type { LoopTools } from './tool-batch.js';
 import type { ToolCallLimits } from './tool-call-limits.js';
 
-/** The session facts the system prompt shows (ContextBuilder's SessionInfoForPrompt). */
+/** What the system prompt and the context block say about the current chat. */
 export interface PromptSession {
   channel: string;
   chatId: string;
   sessionKey: string;
+  /** Summary of the conversation before the history that is sent. */
   summary?: string;
+  /** Who sent the turn's message (in its context block). */
   senderName?: string;
   isGroup?: boolean;
 }

@@ -10,7 +10,6 @@ import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
 import { parseCommand } from '../commands/parse.js';
 import { AppError, describeError } from '../errors/index.js';
-import type { Logger } from '../log/index.js';
 import type { ChatMessage } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
@@ -22,7 +21,7 @@ import { runSlashCommand } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
 import type { TokenCounts } from './token-usage.js';
 import { toolCallLimits } from './tool-call-limits.js';
-import { createTurnToolContext, type TurnToolContext } from './tool-context.js';
+import { createTurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';
 import { TurnModels } from './turn-models.js';
 import {
@@ -36,14 +35,7 @@ import {
   targetOf,
   targetOfRequest,
 } from './turn-request.js';
-import {
-  addUserToTurn,
-  overSummaryBudget,
-  recordInTurn,
-  STOPPED_REPLY,
-  type TurnRun,
-  whenAborted,
-} from './turn-run.js';
+import { STOPPED_REPLY, TurnRun } from './turn-run.js';
 import type { AgentRunner, TurnOptions, TurnOutcome, TurnResult } from './types.js';
 import { toUserMessages, type UserTurnMessage } from './user-content.js';
 
@@ -112,7 +104,6 @@ export class AgentLoop implements AgentRunner {
     this.#iteration = {
       provider: options.provider,
       tools: options.tools,
-      sessions: options.sessions,
       context: options.context,
       hooks: this.#o.hooks,
       compactor: this.#compactor,
@@ -218,13 +209,21 @@ export class AgentLoop implements AgentRunner {
     const meter = new TurnMeter(req.sessionKey);
     const log = this.#o.logger.child({ session: req.sessionKey });
     const signal = options.signal ?? new AbortController().signal;
-    const { cancelled, stop } = whenAborted(signal);
+    let run: TurnRun | undefined;
     try {
       // Recorded while the history loads (it never throws: a failure is logged).
       const recording = req.recordChannel
         ? this.recordLastChannel(req.channel, req.chatId, req.threadId)
         : undefined;
-      const { ctx, sentToOrigin, sendUserText } = this.updateToolContexts(req, signal, options, log);
+      // Tools are shared across concurrent sessions, so the chat they act for travels with each call.
+      const { ctx, sentToOrigin, sendUserText } = createTurnToolContext({
+        req,
+        signal,
+        sink: options.outbound ?? this.#o.outbound,
+        workspace: this.#o.workspace,
+        logger: log,
+        depth: options.depth ?? 0,
+      });
       const [history, summary] = req.noHistory
         ? [[], undefined]
         : await Promise.all([
@@ -232,12 +231,12 @@ export class AgentLoop implements AgentRunner {
             this.#o.sessions.getSummary(req.sessionKey),
           ]);
       const [, model] = await Promise.all([recording, this.#models.chosen(req.sessionKey, log)]);
-      const run: TurnRun = {
-        ...{ req, options, signal, cancelled, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
-        ...{ history, summary, turn: [] },
+      run = new TurnRun(this.#o.sessions, {
+        ...{ req, options, signal, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
+        ...{ history, summary },
         ...(model ? { model } : {}),
-      };
-      await addUserToTurn(this.#o.sessions, run, req.user, req.ids, this.#o.context);
+      });
+      await run.addUser(req.user, req.ids, this.#o.context);
 
       const { content, outcome } = await this.runLLMIteration(run);
       const text = outcome === 'cancelled' ? STOPPED_REPLY : content;
@@ -250,11 +249,12 @@ export class AgentLoop implements AgentRunner {
         ...(meter.model ? { model: meter.model } : {}),
       };
       // A silent turn (the message tool answered the chat) may end with nothing more to say.
-      if (text !== '') await recordInTurn(this.#o.sessions, run, final);
+      if (text !== '') await run.record(final);
       const metrics = meter.finish(outcome);
       logTurn(log, metrics);
-      if (!req.noHistory && outcome !== 'cancelled' && overSummaryBudget(run, this.#o.summarizeAtTokens))
-        this.maybeSummarize(req.sessionKey);
+      // Starts a background summary once the session has outgrown the budget; never blocks the reply.
+      if (!req.noHistory && outcome !== 'cancelled' && run.overSummaryBudget(this.#o.summarizeAtTokens))
+        this.#summarizer.schedule(req.sessionKey);
       const silent = outcome === 'ok' && sentToOrigin();
       return {
         sessionKey: req.sessionKey,
@@ -266,7 +266,7 @@ export class AgentLoop implements AgentRunner {
       logTurn(log, meter.finish('error'));
       throw err;
     } finally {
-      stop();
+      run?.dispose();
     }
   }
 
@@ -287,35 +287,6 @@ export class AgentLoop implements AgentRunner {
     } catch (err) {
       this.#o.logger.warn({ err: describeError(err) }, 'could not record the last channel');
     }
-  }
-
-  /**
-   * Builds the turn's ToolContext (tools are shared across concurrent
-   * sessions, so the chat they act for travels with each call) and tracks
-   * whether the message tool already answered the origin chat.
-   */
-  updateToolContexts(
-    req: TurnRequest,
-    signal: AbortSignal,
-    options: TurnOptions,
-    log: Logger,
-  ): TurnToolContext {
-    return createTurnToolContext({
-      req,
-      signal,
-      sink: options.outbound ?? this.#o.outbound,
-      workspace: this.#o.workspace,
-      logger: log,
-      depth: options.depth ?? 0,
-    });
-  }
-
-  /**
-   * Starts a background summary of the session when it has grown past the
-   * budget; one at a time per session; never blocks the reply.
-   */
-  maybeSummarize(sessionKey: string): void {
-    this.#summarizer.schedule(sessionKey);
   }
 
   /** Resolves when every background summary has finished (the CLI awaits it before exit). */

@@ -1,9 +1,11 @@
 /**
- * The state of one running turn and what the loop does to it: record
- * messages as they happen (in the turn and the session), add user messages
- * once (a redone turn does not store them twice), describe the session to
- * the prompt, and tell when the session has outgrown the summary budget.
+ * The state of one running turn (TurnRun) and what the loop does to it:
+ * record messages as they happen (in the turn and the session), add user
+ * messages once (a redone turn does not store them twice), describe the
+ * session to the prompt, and tell when the session has outgrown the summary
+ * budget.
  */
+import { type AbortWait, whenAborted } from '../lifecycle/when-aborted.js';
 import type { Logger } from '../log/index.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
@@ -27,12 +29,11 @@ export function contextFullReply(tokens: number, limit: number): string {
   );
 }
 
-/** The state of one running turn. */
-export interface TurnRun {
+/** What a turn starts with; the rest of its state it builds as it runs. */
+export interface TurnRunInit {
   req: TurnRequest;
   options: TurnOptions;
   signal: AbortSignal;
-  cancelled: Promise<void>;
   meter: TurnMeter;
   log: Logger;
   toolCtx: ToolContext;
@@ -42,90 +43,116 @@ export interface TurnRun {
   sentToOrigin: () => boolean;
   /** The model id the chat picked with /model; undefined: the loop's default. */
   model?: string;
-  /** Prior history (may include this turn's messages after a compaction), summary, this turn's messages. */
   history: ChatMessage[];
   summary: string | undefined;
-  turn: ChatMessage[];
 }
 
 /**
- * A promise that resolves when `signal` aborts, and `stop()` to drop the
- * listener once the turn is over (the signal may outlive it).
+ * One running turn: what it was asked, how far it got, and the session it
+ * writes to. Messages are recorded as they happen, in the turn and the
+ * session. `dispose()` when the turn is over.
  */
-export function whenAborted(signal: AbortSignal): { cancelled: Promise<void>; stop: () => void } {
-  const stopWaiting = new AbortController();
-  const cancelled = new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const onAbort = () => resolve();
-    signal.addEventListener('abort', onAbort, { once: true });
-    stopWaiting.signal.addEventListener('abort', () => signal.removeEventListener('abort', onAbort));
-  });
-  return { cancelled, stop: () => stopWaiting.abort() };
-}
+export class TurnRun {
+  readonly req: TurnRequest;
+  readonly options: TurnOptions;
+  readonly signal: AbortSignal;
+  /** Resolves when the turn is cancelled. */
+  readonly cancelled: Promise<void>;
+  readonly meter: TurnMeter;
+  readonly log: Logger;
+  readonly toolCtx: ToolContext;
+  readonly sendUserText: (text: string) => Promise<void>;
+  readonly sentToOrigin: () => boolean;
+  readonly model: string | undefined;
+  /** Prior history (may include this turn's messages after a compaction). */
+  history: ChatMessage[];
+  summary: string | undefined;
+  /** This turn's messages, as the next request sends them. */
+  turn: ChatMessage[] = [];
+  readonly #sessions: SessionStore;
+  readonly #abortWait: AbortWait;
 
-/** Appends messages to the turn and (as they happen) to the session. */
-export async function recordInTurn(
-  sessions: SessionStore,
-  run: TurnRun,
-  ...messages: ChatMessage[]
-): Promise<void> {
-  run.turn.push(...messages);
-  await sessions.append(run.req.sessionKey, ...messages);
-}
-
-/**
- * Appends user messages to the session (tagged with their inbound ids) and to
- * the turn. The first of them carries the context builder's note (its context
- * block: time, sender, memory written since), stored with it so later
- * requests replay it as sent. A redone turn (a retried or crashed job) finds
- * its messages already in the history: they are not stored or sent twice.
- */
-export async function addUserToTurn(
-  sessions: SessionStore,
-  run: TurnRun,
-  user: UserTurnMessage[],
-  ids: readonly string[],
-  context?: Pick<LoopContextBuilder, 'noteFor'>,
-): Promise<void> {
-  const logged = new Set(run.history.map(inboundIdOf).filter((id) => id !== undefined));
-  const fresh = user.flatMap((u, i) => {
-    const inboundId = ids[i];
-    if (inboundId !== undefined && logged.has(inboundId)) return [];
-    if (inboundId !== undefined) logged.add(inboundId);
-    return [
-      { forModel: u.forModel, forLog: inboundId === undefined ? u.forLog : { ...u.forLog, inboundId } },
-    ];
-  });
-  if (fresh.length < user.length)
-    run.log.info({ redone: user.length - fresh.length }, 'redone turn: messages already stored');
-  if (fresh.length === 0) return;
-  const note = await context?.noteFor?.({
-    known: [...run.history, ...run.turn],
-    session: promptSessionOf(run),
-  });
-  if (note) {
-    const first = fresh[0]!;
-    fresh[0] = { forModel: withNote(first.forModel, note), forLog: withNote(first.forLog, note) };
+  constructor(sessions: SessionStore, init: TurnRunInit) {
+    this.#sessions = sessions;
+    this.req = init.req;
+    this.options = init.options;
+    this.signal = init.signal;
+    this.meter = init.meter;
+    this.log = init.log;
+    this.toolCtx = init.toolCtx;
+    this.sendUserText = init.sendUserText;
+    this.sentToOrigin = init.sentToOrigin;
+    this.model = init.model;
+    this.history = init.history;
+    this.summary = init.summary;
+    this.#abortWait = whenAborted(init.signal);
+    this.cancelled = this.#abortWait.aborted;
   }
-  await sessions.append(run.req.sessionKey, ...fresh.map((u) => u.forLog));
-  run.turn.push(...fresh.map((u) => u.forModel));
-}
 
-/** The session facts the system prompt shows for this turn. */
-export function promptSessionOf(run: TurnRun): PromptSession {
-  const { req } = run;
-  return {
-    channel: req.channel,
-    chatId: req.chatId,
-    sessionKey: req.sessionKey,
-    ...(run.summary ? { summary: run.summary } : {}),
-    ...(req.senderName ? { senderName: req.senderName } : {}),
-    ...(req.isGroup ? { isGroup: true } : {}),
-  };
-}
+  /** Appends messages to the turn and (as they happen) to the session. */
+  async record(...messages: ChatMessage[]): Promise<void> {
+    this.turn.push(...messages);
+    await this.#sessions.append(this.req.sessionKey, ...messages);
+  }
 
-/** Whether the session as this turn saw it has passed the summary budget (no re-read needed when not). */
-export function overSummaryBudget(run: TurnRun, summarizeAtTokens: number): boolean {
-  const summaryTokens = Math.ceil((run.summary?.length ?? 0) / 4);
-  return estimateTokens(run.history) + estimateTokens(run.turn) + summaryTokens > summarizeAtTokens;
+  /**
+   * Appends user messages to the session (tagged with their inbound ids) and
+   * to the turn. The first of them carries the context builder's note (its
+   * context block: time, sender, memory written since), stored with it so
+   * later requests replay it as sent. A redone turn (a retried or crashed
+   * job) finds its messages already in the history: they are not stored or
+   * sent twice.
+   */
+  async addUser(
+    user: UserTurnMessage[],
+    ids: readonly string[],
+    context?: Pick<LoopContextBuilder, 'noteFor'>,
+  ): Promise<void> {
+    const logged = new Set(this.history.map(inboundIdOf).filter((id) => id !== undefined));
+    const fresh = user.flatMap((u, i) => {
+      const inboundId = ids[i];
+      if (inboundId !== undefined && logged.has(inboundId)) return [];
+      if (inboundId !== undefined) logged.add(inboundId);
+      return [
+        { forModel: u.forModel, forLog: inboundId === undefined ? u.forLog : { ...u.forLog, inboundId } },
+      ];
+    });
+    if (fresh.length < user.length)
+      this.log.info({ redone: user.length - fresh.length }, 'redone turn: messages already stored');
+    if (fresh.length === 0) return;
+    const note = await context?.noteFor?.({
+      known: [...this.history, ...this.turn],
+      session: this.promptSession,
+    });
+    if (note) {
+      const first = fresh[0]!;
+      fresh[0] = { forModel: withNote(first.forModel, note), forLog: withNote(first.forLog, note) };
+    }
+    await this.#sessions.append(this.req.sessionKey, ...fresh.map((u) => u.forLog));
+    this.turn.push(...fresh.map((u) => u.forModel));
+  }
+
+  /** The session facts the system prompt shows for this turn. */
+  get promptSession(): PromptSession {
+    const { req } = this;
+    return {
+      channel: req.channel,
+      chatId: req.chatId,
+      sessionKey: req.sessionKey,
+      ...(this.summary ? { summary: this.summary } : {}),
+      ...(req.senderName ? { senderName: req.senderName } : {}),
+      ...(req.isGroup ? { isGroup: true } : {}),
+    };
+  }
+
+  /** Whether the session as this turn saw it has passed the summary budget (no re-read needed when not). */
+  overSummaryBudget(summarizeAtTokens: number): boolean {
+    const summaryTokens = Math.ceil((this.summary?.length ?? 0) / 4);
+    return estimateTokens(this.history) + estimateTokens(this.turn) + summaryTokens > summarizeAtTokens;
+  }
+
+  /** Stops listening to the signal (it may outlive the turn). */
+  dispose(): void {
+    this.#abortWait.dispose();
+  }
 }

@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
+import { whenAborted } from '../lifecycle/when-aborted.js';
 import { redactSecrets } from '../log/index.js';
 import type { ToolDefinition } from '../providers/types.js';
 import { toJsonSchema } from './schema.js';
@@ -77,16 +78,6 @@ function parseArguments(raw: string): { ok: true; value: unknown } | { ok: false
   } catch (err) {
     return { ok: false, error: describeError(err) };
   }
-}
-
-/** Resolves with the cancelled result when `signal` aborts; never rejects. */
-function whenAborted(signal: AbortSignal): { promise: Promise<ToolResult>; dispose: () => void } {
-  let onAbort = (): void => {};
-  const promise = new Promise<ToolResult>((resolve) => {
-    onAbort = () => resolve({ ...CANCELLED_RESULT });
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
 /** The tools one agent may call. Build it in the composition root; no global registry. */
@@ -212,7 +203,11 @@ export class ToolRegistry {
             return fail(`${name} failed: ${describeError(err)}`);
           },
         );
-      const result = await Promise.race([running, aborted.promise, expired]);
+      const result = await Promise.race([
+        running,
+        aborted.aborted.then((): ToolResult => ({ ...CANCELLED_RESULT })),
+        expired,
+      ]);
       if (ctx.signal.aborted) return { ...CANCELLED_RESULT };
       return expiry.signal.aborted ? timedOutResult(name, limitMs) : result;
     } finally {

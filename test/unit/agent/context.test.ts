@@ -2,7 +2,8 @@ import { appendFile, mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ContextBuilder, type SessionInfoForPrompt } from '../../../src/agent/context.js';
+import { ContextBuilder } from '../../../src/agent/context.js';
+import type { PromptSession } from '../../../src/agent/loop-options.js';
 import { withNote } from '../../../src/agent/prompt-note.js';
 import type { Logger } from '../../../src/log/index.js';
 import { MemoryStore } from '../../../src/memory/store.js';
@@ -15,7 +16,7 @@ import { captureLogger } from './loop-fixtures.js';
 let ws: string;
 let clock: Date;
 const now = () => clock;
-const session: SessionInfoForPrompt = { channel: 'telegram', chatId: '42', sessionKey: 'telegram:42' };
+const session: PromptSession = { channel: 'telegram', chatId: '42', sessionKey: 'telegram:42' };
 
 function builder(
   options: {
