@@ -9,8 +9,8 @@
  * Discord has no such REST call (a DM reaches a bot only over the gateway),
  * so for Discord the user types the id; see {@link checkDiscordUserId}.
  */
-import { CancelledError, ConfigError } from '../errors/index.js';
-import { unavailable } from './checks.js';
+import { ConfigError } from '../errors/index.js';
+import { botApiFetch, unavailable } from './checks.js';
 
 /** Who wrote to the bot. */
 export interface CapturedSender {
@@ -100,24 +100,19 @@ async function getUpdates(
   offset: number,
   seconds: number,
 ): Promise<TelegramUpdate[]> {
-  const timeout = AbortSignal.timeout((seconds + 10) * 1000);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  let res: Response;
-  try {
-    res = await fetch(`${options.apiRoot}/bot${options.token}/getUpdates`, {
+  const res = await botApiFetch({
+    service: 'Telegram',
+    apiRoot: options.apiRoot,
+    url: `${options.apiRoot}/bot${options.token}/getUpdates`,
+    init: {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ offset, timeout: seconds, allowed_updates: ['message'] }),
-      signal,
-    });
-  } catch (err) {
-    if (options.signal?.aborted) throw new CancelledError('onboarding cancelled; nothing was written');
-    const code = (err as { cause?: { code?: unknown } }).cause?.code;
-    // The error text may quote the URL, and so the token: only the root and the reason are shown.
-    throw unavailable(
-      `cannot reach Telegram at ${options.apiRoot} (${typeof code === 'string' ? code : 'connection failed'})`,
-    );
-  }
+    },
+    // The long poll holds the request for `seconds`; the rest is for the network.
+    timeoutMs: (seconds + 10) * 1000,
+    signal: options.signal,
+  });
   const body = (await res.json().catch(() => ({}))) as {
     ok?: boolean;
     result?: unknown;

@@ -95,7 +95,12 @@ export async function telegramBot(
   if (!TELEGRAM_TOKEN.test(token)) {
     throw new ConfigError('the Telegram token does not look like one from @BotFather (123456789:AA…)');
   }
-  const res = await reach('Telegram', apiRoot, `${apiRoot}/bot${token}/getMe`, {}, signal);
+  const res = await botApiFetch({
+    service: 'Telegram',
+    apiRoot,
+    url: `${apiRoot}/bot${token}/getMe`,
+    signal,
+  });
   const body = (await res.json().catch(() => ({}))) as {
     ok?: boolean;
     result?: { id?: number; username?: string };
@@ -118,13 +123,13 @@ export async function discordBot(token: string, apiRoot: string, signal?: AbortS
       'the Discord token does not look like a bot token (letters, digits, . _ and - only)',
     );
   }
-  const res = await reach(
-    'Discord',
+  const res = await botApiFetch({
+    service: 'Discord',
     apiRoot,
-    `${apiRoot}/v10/users/@me`,
-    { authorization: `Bot ${token}` },
+    url: `${apiRoot}/v10/users/@me`,
+    init: { headers: { authorization: `Bot ${token}` } },
     signal,
-  );
+  });
   const body = (await res.json().catch(() => ({}))) as { id?: string; username?: string; bot?: boolean };
   if (res.ok && body.id) return { id: body.id, username: body.username ?? '?' };
   if (res.status === 401 || res.status === 403) {
@@ -198,26 +203,41 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? (err.message.split('\n')[0] ?? err.name) : String(err);
 }
 
-/** GETs `url`; a network failure is exit 3 naming only the API root (the URL may hold the token). */
-async function reach(
-  service: string,
-  apiRoot: string,
-  url: string,
-  headers: Record<string, string>,
-  signal?: AbortSignal,
-): Promise<Response> {
-  const timeout = AbortSignal.timeout(CHECK_TIMEOUT_MS);
+/** Where a bot API request goes and how long it may take. */
+export interface BotApiRequest {
+  /** Named in messages: "Telegram" or "Discord". */
+  service: string;
+  /** Shown in messages instead of the URL (which may hold the token). */
+  apiRoot: string;
+  url: string;
+  init?: RequestInit;
+  /** @defaultValue {@link CHECK_TIMEOUT_MS} */
+  timeoutMs?: number;
+  /** Ctrl-C: the request stops with a CancelledError. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Sends a request to a bot API; a network failure or time-out is exit 3
+ * naming only the API root and the reason, never the URL or the error text
+ * (either may quote the token).
+ */
+export async function botApiFetch(req: BotApiRequest): Promise<Response> {
+  const timeoutMs = req.timeoutMs ?? CHECK_TIMEOUT_MS;
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    return await fetch(url, { headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+    return await fetch(req.url, {
+      ...req.init,
+      signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout,
+    });
   } catch (err) {
-    if (signal?.aborted) throw new CancelledError('onboarding cancelled; nothing was written');
+    if (req.signal?.aborted) throw new CancelledError('onboarding cancelled; nothing was written');
     const code = (err as { cause?: { code?: unknown } }).cause?.code;
     const reason = timeout.aborted
-      ? 'no answer in 15 s'
+      ? `no answer in ${Math.round(timeoutMs / 1000)} s`
       : typeof code === 'string'
         ? code
         : 'connection failed';
-    // The error text may quote the URL, and so the token: only the root and the reason are shown.
-    throw unavailable(`cannot reach ${service} at ${apiRoot} (${reason})`);
+    throw unavailable(`cannot reach ${req.service} at ${req.apiRoot} (${reason})`);
   }
 }
