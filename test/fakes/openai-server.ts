@@ -53,6 +53,12 @@ export interface FakeReply {
   raw?: string;
   /** Omit `type`, `role` and `finish_reason` in chunks, as some compatible servers do. */
   omitOptionalFields?: boolean;
+  /**
+   * Called once, right before the first content chunk is written (streaming) or the
+   * JSON answer is sent (non-streaming): the model's "first token", for benchmarks.
+   * Not called for error, raw or content-less replies.
+   */
+  onFirstPiece?: () => void;
 }
 
 /** A request as the fake received it; `body` is the parsed JSON (or the raw text if it was not JSON). */
@@ -371,6 +377,7 @@ async function sendChat(
       content: calls.length && !content ? null : content,
     };
     if (reply.reasoning) message.reasoning_content = reply.reasoning;
+    if (content) reply.onFirstPiece?.();
     if (calls.length) {
       message.tool_calls = calls.map((c) => ({
         ...(c.id ? { id: c.id } : {}),
@@ -410,6 +417,7 @@ async function sendChat(
   if (content) {
     for (const [index, piece] of split(content, reply.pieces ?? 3).entries()) {
       if (index > 0 && reply.pieceDelayMs && !(await sleep(reply.pieceDelayMs, abort))) return;
+      if (index === 0) reply.onFirstPiece?.();
       send({ content: piece });
     }
   }
