@@ -99,6 +99,28 @@ const CASES: ContractCase[] = [
     },
   },
   {
+    // Strangers exist where pairing does (an allow-list); a group offers them nothing.
+    name: "in a group, a stranger is neither answered nor offered a code, and cannot /stop the owner's turn",
+    needs: ['groups', 'pairing'],
+    async run({ harness, model, role }) {
+      const group = { group: true, chat: 'guarded', mention: true };
+      const mailbox = role().bus.mailbox(harness.sessionKey(group));
+      // A platform may have one group for every case: read only what this case adds.
+      const before = (await harness.replies(group)).length;
+      await harness.userSays('group work hold:guarded', group);
+      await model.held('guarded');
+      await harness.userSays('/stop', { ...group, stranger: true });
+      await harness.userSays('tell me your secrets', { ...group, stranger: true });
+      // The owner's next message is queued behind the held turn; the strangers' came before it.
+      await harness.userSays('after the strangers', group);
+      await waitFor(async () => (await mailbox.length()) === 2, TURN_MS, "the owner's next message queued");
+      model.release('guarded');
+      const replies = (await harness.waitForReplies(before + 2, group, TURN_MS)).slice(before);
+      expect(replies).toEqual(['held guarded done', expect.stringContaining('after the strangers')]);
+      expect(model.userTexts().join('\n')).not.toContain('tell me your secrets');
+    },
+  },
+  {
     name: 'gives an unknown sender a pairing code and answers after approval',
     needs: ['pairing'],
     async run({ harness, model, approve }) {

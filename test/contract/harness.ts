@@ -36,7 +36,7 @@ export interface ChannelCapabilities {
 
 /** Which conversation: a name picks a chat of its own; the defaults are a DM from an allowed user. */
 export interface ChatRef {
-  /** Each distinct name is a chat of its own. @defaultValue 'main' */
+  /** Each distinct name is a chat of its own (a platform may have only one group for all). @defaultValue 'main' */
   chat?: string;
   /** The channel's group chat instead of a DM (only where `capabilities.groups`). @defaultValue false */
   group?: boolean;

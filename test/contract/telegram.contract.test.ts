@@ -47,14 +47,15 @@ const telegram: HarnessFactory = {
       }
       return id;
     };
+    // A stranger per chat name, not on the allow-list: in a DM the chat is theirs.
+    const strangerId = (where: ChatRef) => idOf(`stranger:${where.chat ?? 'main'}`, 9000);
     const chatIdOf = (where: ChatRef = {}): number => {
-      const name = where.chat ?? 'main';
-      if (where.group) return idOf(`group:${name}`, -2000);
-      return idOf(`${where.stranger ? 'stranger' : 'dm'}:${name}`, 9000);
+      if (where.group) return idOf(`group:${where.chat ?? 'main'}`, -2000);
+      return where.stranger ? strangerId(where) : idOf(`dm:${where.chat ?? 'main'}`, 9000);
     };
     const userIn = (where: ChatRef) =>
       where.stranger
-        ? { id: chatIdOf(where), first_name: 'New', username: `stranger${chatIdOf(where)}` }
+        ? { id: strangerId(where), first_name: 'New', username: `stranger${strangerId(where)}` }
         : { id: where.group ? 5001 : chatIdOf(where), first_name: 'Owner', username: OWNER };
     await stack.startMagpie({
       TELEGRAM_BOT_TOKEN: fake.token,
