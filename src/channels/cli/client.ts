@@ -62,17 +62,22 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     fail = reject;
   });
   let settled = false;
+  let heard = false;
   let timer: NodeJS.Timeout | undefined;
   const armTimer = () => {
     clearTimeout(timer);
     timer = setTimeout(() => {
       const seconds = Math.round(timeoutMs / 1000);
-      fail?.(
-        new AppError('TIMEOUT', `no daemon answered within ${seconds}s: is \`magpie start\` running?`, {
-          exitCode: ExitCode.unavailable,
-        }),
-      );
+      const message = heard
+        ? `the answer stopped arriving: nothing more for ${seconds}s`
+        : `no daemon answered within ${seconds}s: is \`magpie start\` running?`;
+      fail?.(new AppError('TIMEOUT', message, { exitCode: ExitCode.unavailable }));
     }, timeoutMs);
+  };
+  /** A sign that the turn is running: the wait starts again. */
+  const alive = () => {
+    heard = true;
+    armTimer();
   };
   const seen = new Set<string>();
   const stops: Array<() => Promise<void>> = [];
@@ -83,7 +88,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
         if (settled || !parsed.success || seen.has(parsed.data.id)) return;
         seen.add(parsed.data.id);
         if (parsed.data.kind === 'message') {
-          armTimer();
+          alive();
           options.onMessage?.(parsed.data);
           return;
         }
@@ -97,7 +102,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
         await bus.subscribe(cliLiveChannel(address), (payload) => {
           const parsed = LiveUpdateSchema.safeParse(safeJson(payload));
           if (settled || !parsed.success) return;
-          armTimer();
+          alive();
           onLive(parsed.data);
         }),
       );

@@ -14,6 +14,7 @@ import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/ty
 import { Bus } from '../../../src/bus/bus.js';
 import { keys } from '../../../src/bus/keys.js';
 import { type InboundMessage, type OutboundMessage, sessionKeyOf } from '../../../src/bus/messages.js';
+import { messageId, turnId } from '../../../src/bus/outbound-ids.js';
 import { CliChannel } from '../../../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
 import type { Config } from '../../../src/config/index.js';
@@ -42,7 +43,7 @@ class NotingAgent implements AgentRunner {
     const head = batch[0]!;
     this.started += 1;
     await options.outbound?.publish({
-      id: 'note', // the worker gives it the turn's deterministic id
+      id: messageId(turnId(sessionKeyOf(head), head.id), 1), // as the message tool names it
       channel: head.channel,
       chatId: head.chatId,
       content: `note for ${head.content}`,

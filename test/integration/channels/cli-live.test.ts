@@ -172,6 +172,40 @@ describe('live CLI replies', () => {
     expect((await waiting).content).toBe('whole');
   });
 
+  it('the wait starts again with each snapshot; silence after them is its own timeout', async () => {
+    const config = testConfig();
+    const client = await connect(config);
+    const gateway = await connect(config);
+    const cli = new CliChannel({ bus: gateway, logger });
+    let heard = 0;
+    const waiting = sendAndWait(client, {
+      content: 'hi',
+      chatId: 'l1',
+      timeoutMs: 800,
+      onLive: () => {
+        heard += 1;
+      },
+    });
+    const address = await addressOf(gateway, 'l1');
+    const started = Date.now();
+    // Snapshots every 200 ms for 2 s: longer than the timeout, never 800 ms apart.
+    for (let seq = 0; Date.now() - started < 2_000; seq++) {
+      await cli.preview(snapshot(address, `text ${seq}`, seq));
+      await waitFor(() => heard > seq, 2_000, `snapshot ${seq} heard`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await cli.send(reply(address, 'in time'));
+    expect((await waiting).content).toBe('in time');
+
+    const stalled = sendAndWait(client, { content: 'again', chatId: 'l3', timeoutMs: 800, onLive: () => {} });
+    const second = await addressOf(gateway, 'l3');
+    await cli.preview({ ...snapshot(second, 'half an ans', 0), chatId: 'l3' });
+    await expect(stalled).rejects.toMatchObject({
+      code: 'TIMEOUT',
+      message: 'the answer stopped arriving: nothing more for 1s',
+    });
+  });
+
   it('preview never throws, even with Redis gone from under it', async () => {
     const gateway = await connect();
     const cli = new CliChannel({ bus: gateway, logger });
