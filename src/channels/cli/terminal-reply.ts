@@ -33,6 +33,11 @@ const RESET = '\x1b[0m';
 /** Back to the start of the line, then erase it. */
 const CLEAR_LINE = '\r\x1b[2K';
 
+/** A progress line as one line of plain text: control characters (escapes, newlines) become spaces. */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ');
+}
+
 /** Prints one turn's live snapshots, mid-turn messages and final reply. */
 export class TerminalReply {
   readonly #out: TerminalStream;
@@ -60,7 +65,7 @@ export class TerminalReply {
       this.#progress = undefined;
     } else if (update.progress !== this.#progress) {
       this.#progress = update.progress;
-      this.#showProgress(update.progress);
+      this.#showProgress(oneLine(update.progress));
     }
   }
 

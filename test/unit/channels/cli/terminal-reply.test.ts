@@ -101,3 +101,13 @@ describe('TerminalReply', () => {
     expect(out.text()).toBe('mid-turn\nthe reply\n');
   });
 });
+
+describe('TerminalReply progress lines', () => {
+  it('are one line of plain text: escapes and newlines from the snapshot cannot reach the terminal', () => {
+    const out = stream(true);
+    const err = stream(true);
+    const reply = new TerminalReply({ out, err, statusInPlace: true });
+    reply.live({ text: '', progress: 'reading \x1b]0;pwned\x07a.md\nyou> ' });
+    expect(out.text()).toBe('\x1b[2m… reading  ]0;pwned a.md you> \x1b[0m');
+  });
+});
