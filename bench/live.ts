@@ -234,6 +234,7 @@ async function run(scenario: Scenario, index: number) {
     const firstVisible: number[] = [];
     const final: number[] = [];
     const edits: number[] = [];
+    let formattedEdits = 0;
     const refused = { preview: 0, final: 0 };
     let minEditGapMs = Number.POSITIVE_INFINITY;
     for (const { tag, chatId } of tags) {
@@ -253,6 +254,7 @@ async function run(scenario: Scenario, index: number) {
       final.push(finalCall.at - turn.firstTokenAt);
       const turnEdits = telegram.edits.filter((e) => e.chat_id === String(chatId) && e.text.includes(tag));
       edits.push(turnEdits.filter((e) => e.outcome === 'edited').length);
+      formattedEdits += turnEdits.filter((e) => e.outcome === 'edited' && e.parse_mode === 'HTML').length;
       let lastEdited: number | undefined;
       for (const e of turnEdits) {
         if (lastEdited !== undefined) minEditGapMs = Math.min(minEditGapMs, e.at - lastEdited);
@@ -272,6 +274,8 @@ async function run(scenario: Scenario, index: number) {
       editsPerTurn: {
         mean: round1(edits.reduce((a, b) => a + b, 0) / n),
         max: Math.max(...edits),
+        /** Of the accepted edits, those into the final formatted (HTML) form. */
+        formattedMean: round1(formattedEdits / n),
         /** Edits the fake refused (429) for coming faster than its pace, over all turns. */
         refused,
         /** Shortest time from an accepted edit to the next edit attempt in the same turn (null: < 2 edits). */
