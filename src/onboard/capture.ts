@@ -57,25 +57,26 @@ export async function captureTelegramSender(options: CaptureOptions): Promise<Ca
 }
 
 /**
- * A Discord user id as typed: a snowflake of 17 to 20 digits. Returns it, or
- * throws a ConfigError saying where to find it.
+ * A Discord allow-list entry as typed: a user id (a snowflake of 17 to 20
+ * digits), `@username`, or `*` (everyone). Returns it, or throws a
+ * ConfigError saying where to find the id.
  */
 export function checkDiscordUserId(text: string): string {
   const id = text.trim();
-  if (/^\d{17,20}$/.test(id)) return id;
+  if (/^\d{17,20}$/.test(id) || /^@[a-z0-9_.]{2,32}$/.test(id) || id === '*') return id;
   throw new ConfigError(
     `"${id}" is not a Discord user id (17 to 20 digits: Settings → Advanced → Developer Mode, then right-click your name → Copy User ID)`,
   );
 }
 
 /**
- * A Telegram user id as typed: a positive whole number (a person's id), or
- * `@username`. Returns it, or throws a ConfigError.
+ * A Telegram allow-list entry as typed: a positive whole number (a person's
+ * id), `@username`, or `*` (everyone). Returns it, or throws a ConfigError.
  */
 export function checkTelegramUserId(text: string): string {
   const id = text.trim();
-  if (/^\d{1,15}$/.test(id) || /^@[A-Za-z0-9_]{5,32}$/.test(id)) return id;
-  throw new ConfigError(`"${id}" is not a Telegram user id (digits, e.g. 123456789) or @username`);
+  if (/^\d{1,15}$/.test(id) || /^@[A-Za-z0-9_]{5,32}$/.test(id) || id === '*') return id;
+  throw new ConfigError(`"${id}" is not a Telegram user id (digits, e.g. 123456789), @username or *`);
 }
 
 interface TelegramUpdate {

@@ -189,6 +189,50 @@ MAGPIE_WORKSPACE=./workspace
     expectUntouched(dir);
   });
 
+  it('bots by flags with --yes: tokens checked, allow lists as given, no message awaited', async () => {
+    const dir = folder();
+    const { code, out } = await onboard(dir, [
+      ...modelFlags(),
+      '--telegram-token',
+      TG_TOKEN,
+      '--telegram-api-root',
+      telegram.apiRoot,
+      '--telegram-allow-from',
+      '123456789, @alice_b',
+      '--discord-token',
+      DC_TOKEN,
+      '--discord-api-root',
+      discord.apiRoot,
+      '--discord-allow-from',
+      '123456789012345678',
+      '--yes',
+    ]);
+    expect(code, out).toBe(0);
+    const text = readFileSync(path.join(dir, '.env'), 'utf8');
+    expect(text).toMatch(/^TELEGRAM_ALLOW_FROM=123456789,@alice_b$/m);
+    expect(text).toMatch(/^DISCORD_ALLOW_FROM=123456789012345678$/m);
+    expect(text).toContain(`DISCORD_BOT_TOKEN=${DC_TOKEN}`);
+    expect(text).toContain(`DISCORD_API_ROOT=${discord.apiRoot}`);
+    expect(out).toContain('✓ Telegram accepts the token: bot @onboard_test_bot');
+  });
+
+  it('an allow-list entry that is no user id: exit 2, nothing written', async () => {
+    const dir = folder(EXISTING_ENV);
+    const { code, stderr } = await onboard(dir, [
+      ...modelFlags(),
+      '--telegram-token',
+      TG_TOKEN,
+      '--telegram-api-root',
+      telegram.apiRoot,
+      '--telegram-allow-from',
+      '123,@x y',
+      '--yes',
+    ]);
+    expect(code).toBe(2);
+    expect(said(stderr)).toEqual([expect.stringMatching(/^magpie: "@x y" is not a Telegram user id/)]);
+    expectUntouched(dir);
+  });
+
   it('a bad Discord token: exit 2, nothing written', async () => {
     const dir = folder(EXISTING_ENV);
     const { code, stderr } = await onboard(dir, [

@@ -69,16 +69,20 @@ describe('captureTelegramSender', () => {
 });
 
 describe('typed ids', () => {
-  it('Telegram: digits or @username', () => {
+  it('Telegram: digits, @username or *', () => {
     expect(checkTelegramUserId(' 123456789 ')).toBe('123456789');
     expect(checkTelegramUserId('@alice_b')).toBe('@alice_b');
-    for (const bad of ['-100123', '12a', '*', '1,2', '@a', ''])
+    expect(checkTelegramUserId('*')).toBe('*');
+    for (const bad of ['-100123', '12a', '**', '1,2', '@a', '@bad name', ''])
       expect(() => checkTelegramUserId(bad)).toThrow(ConfigError);
   });
 
-  it('Discord: a 17 to 20 digit snowflake, with a hint where to find it', () => {
+  it('Discord: a 17 to 20 digit snowflake, @username or *, with a hint where to find the id', () => {
     expect(checkDiscordUserId('123456789012345678')).toBe('123456789012345678');
+    expect(checkDiscordUserId('@alice.b')).toBe('@alice.b');
+    expect(checkDiscordUserId('*')).toBe('*');
     expect(() => checkDiscordUserId('alice#1234')).toThrow(/Copy User ID/);
+    expect(() => checkDiscordUserId('@Alice Smith')).toThrow(ConfigError);
     expect(() => checkDiscordUserId('1234')).toThrow(ConfigError);
   });
 });
