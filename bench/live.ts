@@ -25,6 +25,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../src/config/index.js';
+import { AppError, describeError } from '../src/errors/index.js';
 import { silentLogger } from '../src/log/index.js';
 import { startRole } from '../src/main.js';
 import { type FakeReply, lastUserText, startFakeOpenAI } from '../test/fakes/openai-server.js';
@@ -59,7 +60,8 @@ function readFlags() {
   const number = (name: string, integer: boolean): number => {
     const n = Number(values[name]);
     if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
-      process.stderr.write(`bench/live: --${name} "${values[name]}" must be a positive number\n${USAGE}\n`);
+      const kind = integer ? 'a positive whole number' : 'a positive number';
+      process.stderr.write(`bench/live: --${name} "${values[name]}" must be ${kind}\n${USAGE}\n`);
       process.exit(2);
     }
     return n;
@@ -248,7 +250,7 @@ async function run(scenario: Scenario, index: number) {
           textOf(c).includes(`${tag}-end`),
       );
       if (turn.firstTokenAt === undefined || !firstSend || !finalCall) {
-        throw new Error(`bench/live: turn ${tag} has no first token, first send or final message`);
+        throw new AppError('INTERNAL', `turn ${tag} has no first token, first send or final message`);
       }
       firstVisible.push(firstSend.at - turn.firstTokenAt);
       final.push(finalCall.at - turn.firstTokenAt);
@@ -358,7 +360,7 @@ try {
     )}\n`,
   );
 } catch (err) {
-  process.stderr.write(`bench/live: ${(err as Error).message}\n`);
+  process.stderr.write(`bench/live: ${describeError(err)}\n`);
   exitCode = 1;
 } finally {
   await cleanup();
