@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RunningRole, startRole } from '../../../src/main.js';
+import { LONG_REPLY } from '../../contract/harness.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 
@@ -30,6 +31,7 @@ beforeAll(async () => {
     responder: (req) => {
       const text = lastUserText(req);
       if (text.includes('markdown please')) return { content: 'Some **bold** text' };
+      if (text.includes('long please')) return { content: LONG_REPLY };
       return { content: `echo: ${text.slice(-40)}` };
     },
   });
@@ -86,8 +88,11 @@ describe('telegram through the bus', () => {
   it('sends a reply as Telegram HTML, and plain text when Telegram rejects the HTML', async () => {
     const formatted = { ...owner, id: 5008 };
     fake.pushUpdate(dmUpdate(formatted, 'markdown please'));
-    await fake.waitFor(() => fake.sent(formatted.id).length === 1, 20_000);
-    expect(fake.sent(formatted.id)[0]).toMatchObject({ text: 'Some <b>bold</b> text', parse_mode: 'HTML' });
+    // What the chat finally shows (a live preview, if one was shown, ends in the formatted reply).
+    await fake.waitFor(() => fake.shownMessages(formatted.id).some((m) => m.parse_mode === 'HTML'), 20_000);
+    expect(fake.shownMessages(formatted.id)).toMatchObject([
+      { text: 'Some <b>bold</b> text', parse_mode: 'HTML' },
+    ]);
     const chat = { ...owner, id: 5005 };
     fake.failNext('sendMessage', {
       error_code: 400,
@@ -97,6 +102,24 @@ describe('telegram through the bus', () => {
     await fake.waitFor(() => fake.sent(chat.id).length === 1, 20_000);
     expect(fake.sent(chat.id)[0]).toEqual(expect.objectContaining({ text: 'Some **bold** text' }));
     expect(fake.sent(chat.id)[0]!.parse_mode).toBeUndefined();
+  });
+
+  it('sends every part of a long reply as HTML, each code part in <pre><code class="language-js">', async () => {
+    // How the parts are cut is the Channel contract's (test/contract); this is Telegram's formatting.
+    const chat = { ...owner, id: 5009 };
+    fake.pushUpdate(dmUpdate(chat, 'long please'));
+    const shown = () => fake.shownMessages(chat.id);
+    await fake.waitFor(
+      () => shown().some((m) => m.text.includes('Outro') && m.parse_mode === 'HTML'),
+      20_000,
+    );
+    const parts = shown();
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    for (const part of parts) expect(part.parse_mode).toBe('HTML');
+    const codeParts = parts.filter((p) => p.text.includes('let value'));
+    expect(codeParts.length).toBeGreaterThanOrEqual(2);
+    for (const part of codeParts) expect(part.text).toContain('<pre><code class="language-js">');
+    expect(parts[0]!.text).toMatch(/^Intro <b>words<\/b> here\./);
   });
 
   it('passes a photo to the model as an image part', async () => {
