@@ -135,28 +135,46 @@ async function chooseModel(
   }
   const current = existingValue(ctx, 'MAGPIE_MODEL');
   const candidates = [current, preset.defaultModel].filter((m): m is string => m !== undefined);
-  const fallback = listed ? (candidates.find((m) => listed.includes(m)) ?? listed[0]) : candidates[0];
+  const known = listed ? candidates.find((m) => isListed(m, listed)) : candidates[0];
   const prompter = ctx.prompter;
   if (!prompter) {
-    if (!fallback) throw missingFlag('--model', 'the endpoint lists no model to default to');
-    return fallback;
+    // Under --yes only a model named before (.env, or the endpoint's usual one) is taken, never a guess.
+    if (!known)
+      throw missingFlag('--model', `no model in .env that ${listed ? 'the endpoint lists' : 'to take'}`);
+    return known;
   }
-  if (listed && listed.length > 0) {
+  const offered = listed ? chatModels(listed) : [];
+  if (offered.length > 0) {
     prompter.say('Models the endpoint offers:\n');
-    listed.slice(0, SHOWN_MODELS).forEach((m, i) => {
+    offered.slice(0, SHOWN_MODELS).forEach((m, i) => {
       prompter.say(`  ${i + 1}) ${m}\n`);
     });
-    if (listed.length > SHOWN_MODELS)
-      prompter.say(`  … and ${listed.length - SHOWN_MODELS} more (type a name)\n`);
+    if (listed!.length > SHOWN_MODELS) {
+      prompter.say(`  … ${listed!.length} in all: type a name for one not shown\n`);
+    }
   }
   for (;;) {
-    const answer = await prompter.ask('Model (a number or a name)', { default: fallback });
+    const answer = await prompter.ask('Model (a number or a name)', { default: known ?? offered[0] });
     const n = Number(answer);
-    if (listed && Number.isInteger(n) && n >= 1 && n <= Math.min(listed.length, SHOWN_MODELS))
-      return listed[n - 1]!;
+    if (Number.isInteger(n) && n >= 1 && n <= Math.min(offered.length, SHOWN_MODELS)) return offered[n - 1]!;
     if (answer !== '') return answer;
     prompter.say('  type the name of a model\n');
   }
+}
+
+/** Models that are not for chat (embeddings, speech, images, moderation, old completions). */
+const NOT_CHAT =
+  /embed|whisper|tts|dall-e|moderation|davinci|babbage|transcribe|image|realtime|audio|search|sora/i;
+
+/**
+ * The listed models worth offering for chat: those that are not obviously for
+ * something else, sorted by name; the whole list when that leaves none.
+ *
+ * @example chatModels(['text-embedding-3-small', 'gpt-4o', 'whisper-1']) // ['gpt-4o']
+ */
+export function chatModels(listed: string[]): string[] {
+  const chat = listed.filter((m) => !NOT_CHAT.test(m));
+  return [...(chat.length > 0 ? chat : listed)].sort();
 }
 
 /** Listed as is, or (Ollama) as its `:latest` tag, which the bare name stands for. */

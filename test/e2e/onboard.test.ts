@@ -171,6 +171,22 @@ MAGPIE_WORKSPACE=./workspace
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('--yes without a model never guesses one from the list: it fails naming --model', async () => {
+    const dir = folder();
+    const { code, stderr } = await onboard(dir, [
+      '--base-url',
+      openai.baseURL,
+      '--api-key',
+      API_KEY,
+      '--yes',
+    ]);
+    expect(code).toBe(2);
+    expect(said(stderr)).toEqual([
+      'magpie: --yes: --model is required (no model in .env that the endpoint lists)',
+    ]);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('a bad Telegram token: exit 2, one line, nothing written', async () => {
     const dir = folder(EXISTING_ENV);
     const { code, stderr } = await onboard(dir, [

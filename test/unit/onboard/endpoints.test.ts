@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { maskSecret, mergeIds, shown } from '../../../src/onboard/context.js';
 import { checkBaseURL, ENDPOINT_PRESETS, presetByAnswer, presetFor } from '../../../src/onboard/endpoints.js';
-import { isListed } from '../../../src/onboard/model-step.js';
+import { chatModels, isListed } from '../../../src/onboard/model-step.js';
 
 describe('endpoint presets', () => {
   it('offers the five known endpoints with their base URLs, then a custom one', () => {
@@ -98,5 +98,24 @@ describe('isListed', () => {
     expect(isListed('llama3.1', ['llama3.1:8b'])).toBe(false);
     expect(isListed('llama3.1:8b', ['llama3.1:latest'])).toBe(false);
     expect(isListed('gpt-4o', ['gpt-4o-mini'])).toBe(false);
+  });
+});
+
+describe('chatModels', () => {
+  it('offers chat models only, sorted', () => {
+    const listed = [
+      'whisper-1',
+      'gpt-4o-mini',
+      'text-embedding-3-small',
+      'dall-e-3',
+      'gpt-4o',
+      'tts-1',
+      'omni-moderation-latest',
+    ];
+    expect(chatModels(listed)).toEqual(['gpt-4o', 'gpt-4o-mini']);
+  });
+
+  it('offers the whole list when nothing looks like a chat model', () => {
+    expect(chatModels(['nomic-embed-text'])).toEqual(['nomic-embed-text']);
   });
 });
