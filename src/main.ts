@@ -10,11 +10,7 @@ import type { AgentRunner } from './agent/types.js';
 import { checkWorkspaceIdentity } from './app/workspace-check.js';
 import { Bus } from './bus/bus.js';
 import type { ConsumerTuning } from './bus/consumer.js';
-import { RedisCooldownStore } from './bus/cooldown-store.js';
 import { type LocalRedis, startLocalRedis } from './bus/local-redis.js';
-import { RedisModelChoiceStore } from './bus/model-choice-store.js';
-import { RedisPairingStore } from './bus/pairing-store.js';
-import { RedisStateStore } from './bus/state.js';
 import { CliChannel } from './channels/cli/cli-channel.js';
 import type { Channel, ChannelDeps } from './channels/types.js';
 import { parseCommandArgs } from './cli/args.js';
@@ -134,7 +130,7 @@ async function startWorker(
 ): Promise<Part[]> {
   const { config, logger } = options;
   const parts: Part[] = [];
-  const state: StateStore = new RedisStateStore(bus.redis, bus.prefix);
+  const state: StateStore = bus.stateStore();
   const { buildAgent } = await import('./app/build-agent.js');
   const scheduler = await import('./scheduler/index.js');
   const helpersModule = await import('./helpers/index.js');
@@ -150,8 +146,7 @@ async function startWorker(
   // Closed last of the worker's parts: after the turns and helpers that may still call their tools.
   if (mcp) parts.push({ name: 'mcp servers', close: () => mcp.close() });
   // One store of scheduled tasks for the cron tool and the heartbeat's schedule, closed after the turns using it.
-  const { CronStore } = await import('./bus/cron-store.js');
-  const cronStore = new CronStore({ connection: bus.redis, prefix: bus.prefix });
+  const cronStore = bus.cronStore();
   parts.push({ name: 'cron store', close: () => cronStore.close() });
   let built: Awaited<ReturnType<typeof buildAgent>>;
   try {
@@ -162,10 +157,10 @@ async function startWorker(
       state,
       extraTools: [scheduler.createCronTool({ store: cronStore, config })],
       helperQueue,
-      helperTracker: new helpersModule.RedisHelperTracker(bus.redis, bus.prefix),
+      helperTracker: bus.helperTracker(),
       // Shared by every worker: a failing model rests for all of them; a chat's /model holds everywhere.
-      cooldowns: new RedisCooldownStore(bus.redis, bus.prefix),
-      modelChoices: new RedisModelChoiceStore(bus.redis, bus.prefix),
+      cooldowns: bus.cooldownStore(),
+      modelChoices: bus.modelChoiceStore(),
       ...(mcp ? { mcp } : {}),
       ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });
@@ -187,10 +182,7 @@ async function startWorker(
   });
   await worker.start();
   // `<prefix>:workers:<id>` with a TTL: status, doctor and the dashboard see this worker alive.
-  const { WorkerHeartbeat } = await import('./bus/worker-beats.js');
-  const beat = new WorkerHeartbeat({
-    redis: bus.redis,
-    prefix: bus.prefix,
+  const beat = bus.workerHeartbeat({
     id: worker.id,
     concurrency: options.concurrency ?? config.redis.concurrency,
     logger,
@@ -220,7 +212,7 @@ async function startWorker(
 
 async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   const { config, logger } = options;
-  const deps: ChannelDeps = { config, bus, logger, pairing: new RedisPairingStore(bus.redis, bus.prefix) };
+  const deps: ChannelDeps = { config, bus, logger, pairing: bus.pairingStore() };
   const channels: Channel[] = [new CliChannel({ bus, logger })];
   if (config.telegram.token) {
     const { createTelegramChannel } = await import('./channels/telegram/index.js');

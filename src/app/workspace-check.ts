@@ -5,14 +5,14 @@
  * another memory; it refuses to start instead (exit 2), saying why and how to fix it.
  */
 import { displayUrl } from '../bus/redis.js';
-import { claimWorkspace } from '../bus/workspace-record.js';
 import { ConfigError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { ensureWorkspaceId, WORKSPACE_ID_FILE } from '../workspace/identity.js';
 
 /** What the check needs of the bus: its connection, prefix and URL. */
 export interface WorkspaceCheckBus {
-  redis: Parameters<typeof claimWorkspace>[0];
+  /** Records the workspace id when the bus has none; resolves to the recorded one. */
+  claimWorkspace(id: string): Promise<string>;
   prefix: string;
   url: string;
 }
@@ -36,7 +36,7 @@ export async function checkWorkspaceIdentity(options: WorkspaceCheckOptions): Pr
   const { bus, workspace, logger } = options;
   const { id, created } = await ensureWorkspaceId(workspace);
   if (created) logger.info({ workspace, id }, `workspace id made (${WORKSPACE_ID_FILE})`);
-  const recorded = await claimWorkspace(bus.redis, bus.prefix, id);
+  const recorded = await bus.claimWorkspace(id);
   if (recorded !== id) {
     throw new ConfigError(
       `the workspace ${workspace} (id ${id}) is not the one the bus at ${displayUrl(bus.url)} (prefix "${bus.prefix}") serves (id ${recorded}): ` +

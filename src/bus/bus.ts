@@ -43,6 +43,15 @@ import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js
 import { pushReply, ReplyWatcher } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { Subscriber } from './subscriber.js';
+import { RedisCooldownStore } from './cooldown-store.js';
+import { CronStore } from './cron-store.js';
+import { RedisHelperTracker } from './helper-records.js';
+import { RedisModelChoiceStore } from './model-choice-store.js';
+import { RedisPairingStore } from './pairing-store.js';
+import { RedisStateStore } from './state.js';
+import { TurnRecorder, type TurnRecorderOptions } from './turn-recorder.js';
+import { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-beats.js';
+import { claimWorkspace } from './workspace-record.js';
 
 export interface BusConnectOptions {
   config: Config;
@@ -183,6 +192,51 @@ export class Bus implements ChannelBus {
   /** Live reply snapshots of one channel (the gateway shows them). Returns the unsubscribe. */
   async onLive(channel: string, handler: (update: LiveUpdate) => void): Promise<() => Promise<void>> {
     return subscribeLive(this.sub(), this.prefix, channel, handler, this.logger);
+  }
+
+  /** The last user-facing chat (heartbeat replies go there). */
+  stateStore(): RedisStateStore {
+    return new RedisStateStore(this.redis, this.prefix);
+  }
+
+  /** Scheduled tasks of the `cron` tool (BullMQ job schedulers on this bus's connection). */
+  cronStore(): CronStore {
+    return new CronStore({ connection: this.redis, prefix: this.prefix });
+  }
+
+  /** Running helpers, for `magpie status`. */
+  helperTracker(): RedisHelperTracker {
+    return new RedisHelperTracker(this.redis, this.prefix);
+  }
+
+  /** Models' cool-downs after failures, shared by every worker. */
+  cooldownStore(): RedisCooldownStore {
+    return new RedisCooldownStore(this.redis, this.prefix);
+  }
+
+  /** Each chat's `/model` choice. */
+  modelChoiceStore(): RedisModelChoiceStore {
+    return new RedisModelChoiceStore(this.redis, this.prefix);
+  }
+
+  /** Pairing codes and approved senders, shared by every gateway. */
+  pairingStore(): RedisPairingStore {
+    return new RedisPairingStore(this.redis, this.prefix);
+  }
+
+  /** Per-turn figures and running turns of one worker, for status and the dashboard. */
+  turnRecorder(options: Omit<TurnRecorderOptions, 'redis' | 'prefix'>): TurnRecorder {
+    return new TurnRecorder({ ...options, redis: this.redis, prefix: this.prefix });
+  }
+
+  /** A worker's liveness key (`<prefix>:workers:<id>` with a TTL). */
+  workerHeartbeat(options: Omit<WorkerHeartbeatOptions, 'redis' | 'prefix'>): WorkerHeartbeat {
+    return new WorkerHeartbeat({ ...options, redis: this.redis, prefix: this.prefix });
+  }
+
+  /** Records `id` as the bus's workspace when none is; resolves to the recorded one. */
+  claimWorkspace(id: string): Promise<string> {
+    return claimWorkspace(this.redis, this.prefix, id);
   }
 
   /** Subscribes to a raw pub/sub channel under the prefix (`<prefix>:<name>`). */

@@ -14,7 +14,7 @@ import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
 import { errorId, replyId, turnId } from '../bus/outbound-ids.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
-import { TurnRecorder } from '../bus/turn-recorder.js';
+import type { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
@@ -67,9 +67,7 @@ export class TurnWorker {
     this.streams = streams ?? (() => false);
     this.livePace = livePace;
     this.tuning = tuning;
-    this.recorder = new TurnRecorder({
-      redis: options.bus.redis,
-      prefix: options.bus.prefix,
+    this.recorder = options.bus.turnRecorder({
       worker: this.id,
       logger: this.logger,
       ...(timezone ? { timezone } : {}),

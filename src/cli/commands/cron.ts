@@ -1,6 +1,6 @@
 /** `magpie cron list` and `magpie cron remove <id>`: every chat's scheduled tasks, from Redis. */
 
-import { CronStore, type ListedTask } from '../../bus/cron-store.js';
+import type { ListedTask } from '../../bus/cron-store.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { formatInZone } from '../../scheduler/schedule.js';
 import { parseCommandArgs } from '../args.js';
@@ -42,7 +42,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new ConfigError(`magpie cron list: unexpected argument "${id}"`);
   }
   const { bus } = await startCommand(values, 'quiet');
-  const store = new CronStore({ connection: bus.redis, prefix: bus.prefix });
+  const store = bus.cronStore();
   try {
     if (action === 'list') {
       const tasks = await store.list();
