@@ -10,11 +10,13 @@ import { visionCapable } from '../../agent/model-vision.js';
 import type { OutboundSink } from '../../agent/ports.js';
 import type { TurnOutcome } from '../../agent/types.js';
 import type { OutboundMessageInput } from '../../bus/messages.js';
+import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
 import { parseCommandArgs } from '../args.js';
 import { commandConfig, commandEnv, commandLogger } from '../startup.js';
+import { TerminalStream } from '../terminal-stream.js';
 
 const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
 
@@ -28,6 +30,9 @@ options:
 
 Without -m an interactive prompt starts: Ctrl-C stops the running turn (or clears
 the line), Ctrl-C at an empty prompt twice or Ctrl-D quits.
+
+On a terminal the answer is printed as the model writes it (CLI_STREAM=off or
+MAGPIE_STREAM=off: whole replies); a pipe always gets whole replies.
 
 exit codes: 0 ok; 1 a turn failed (the model answered nothing, or the turn stopped
 without finishing: step limit, repeated tool calls, context full); 2 configuration
@@ -78,9 +83,11 @@ export async function run(argv: string[]): Promise<number> {
       ...(mcp ? { mcp } : {}),
     });
     const sessionKey = `cli:${chat}`;
+    const stream =
+      process.stdout.isTTY && streamsTo(config, 'cli') ? new TerminalStream(process.stdout) : undefined;
     code = await (values.message === undefined
-      ? interactive(agent, sessionKey)
-      : once(agent, values.message, sessionKey));
+      ? interactive(agent, sessionKey, stream)
+      : once(agent, values.message, sessionKey, stream));
   } finally {
     await mcp?.close();
   }
@@ -99,17 +106,29 @@ function exitWhenIdle(code: number): void {
 }
 
 /** One message: the reply on stdout; Ctrl-C cancels (exit 130); an unfinished turn exits 1. */
-async function once(agent: AgentLoop, text: string, sessionKey: string): Promise<number> {
+async function once(
+  agent: AgentLoop,
+  text: string,
+  sessionKey: string,
+  stream: TerminalStream | undefined,
+): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
   try {
-    const result = await agent.processDirect(text, sessionKey, { signal: controller.signal });
+    const result = await agent
+      .processDirect(text, sessionKey, { signal: controller.signal, ...stream?.turnOptions() })
+      .catch((err: unknown) => {
+        stream?.endLine(); // the error line starts on a line of its own
+        throw err;
+      });
     if (result.metrics.outcome === 'cancelled') {
+      stream?.endLine();
       process.stderr.write('magpie: stopped\n');
       return ExitCode.cancelled;
     }
-    if (result.reply !== undefined) process.stdout.write(`${result.reply}\n`);
+    if (result.reply !== undefined) printReply(result.reply, stream);
+    else stream?.endLine();
     await agent.idle();
     return UNFINISHED.has(result.metrics.outcome) ? ExitCode.failure : ExitCode.ok;
   } finally {
@@ -117,8 +136,18 @@ async function once(agent: AgentLoop, text: string, sessionKey: string): Promise
   }
 }
 
+/** The reply on stdout: the rest of what streamed, or the whole reply. */
+function printReply(reply: string, stream: TerminalStream | undefined): void {
+  if (stream) stream.finish(reply);
+  else process.stdout.write(`${reply}\n`);
+}
+
 /** The interactive prompt. Lines typed during a turn wait their turn. */
-async function interactive(agent: AgentLoop, sessionKey: string): Promise<number> {
+async function interactive(
+  agent: AgentLoop,
+  sessionKey: string,
+  stream: TerminalStream | undefined,
+): Promise<number> {
   const readline = await import('node:readline');
   const rl: Interface = readline.createInterface({
     input: process.stdin,
@@ -135,12 +164,19 @@ async function interactive(agent: AgentLoop, sessionKey: string): Promise<number
   const turn = async (text: string) => {
     running = new AbortController();
     try {
-      const result = await agent.processDirect(text, sessionKey, { signal: running.signal });
-      if (result.metrics.outcome === 'cancelled') process.stdout.write('(stopped)\n');
-      else if (result.reply !== undefined) process.stdout.write(`${result.reply}\n`);
+      const result = await agent.processDirect(text, sessionKey, {
+        signal: running.signal,
+        ...stream?.turnOptions(),
+      });
+      if (result.metrics.outcome === 'cancelled') {
+        stream?.endLine();
+        process.stdout.write('(stopped)\n');
+      } else if (result.reply !== undefined) printReply(result.reply, stream);
+      else stream?.endLine();
       if (UNFINISHED.has(result.metrics.outcome)) failed = true;
     } catch (err) {
       failed = true;
+      stream?.endLine();
       process.stderr.write(`magpie: ${describeError(err)}\n`);
     } finally {
       running = undefined;
