@@ -61,9 +61,11 @@ describe('discord through the bus', () => {
   it("answers a DM as a reply to the user's message (a message reference)", async () => {
     const dm = fake.newId();
     const id = fake.dispatchMessage({ channelId: dm, author: owner, content: 'hello there' });
-    await fake.waitFor(() => fake.sent(dm).length === 1, 20_000);
-    expect(fake.sent(dm)[0]!.content).toContain('hello there');
-    expect(fake.sent(dm)[0]!.messageReference?.message_id).toBe(id);
+    // What the channel finally shows (a live preview, if one was shown, is the same message edited).
+    await fake.waitFor(() => fake.shown(dm).some((c) => c.includes('hello there')), 20_000);
+    const [shown] = fake.shownMessages(dm);
+    expect(fake.shownMessages(dm)).toHaveLength(1);
+    expect(fake.sent(dm).find((m) => m.id === shown!.id)?.messageReference?.message_id).toBe(id);
   });
 
   it('passes an image attachment to the model as an image part', async () => {
