@@ -144,8 +144,13 @@ export class LiveRenderer<P> {
   /** One edit round: the newest snapshot, as plain parts. */
   async #showPending(turn: string, state: TurnState): Promise<void> {
     const update = state.pending;
-    state.pending = undefined;
     if (!update || state.broken || state.record?.done) return;
+    // An edit in flight when this round was scheduled may have moved the pace on: wait for it.
+    if (Date.now() < state.notBefore) {
+      this.#schedule(turn, state);
+      return;
+    }
+    state.pending = undefined;
     const { surface } = this.#o;
     const parts = splitMessage(displayText(update), surface.limit);
     const record: LiveRecord = state.record ?? { messageIds: [] };
@@ -189,9 +194,9 @@ export class LiveRenderer<P> {
     const hash = contentHash(message.content);
     if (record.finalHash === hash) return true;
     if (record.messageIds.length === 0) {
-      // Nothing was shown: the caller sends; later snapshots of this turn are ignored.
+      // Nothing was shown: the caller sends. A snapshot still on its way reaches this process
+      // (the one owning the channel), so marking the turn done here, not in Redis, stops it.
       state.record = { ...record, done: true };
-      await this.#save(turn, state.record);
       return false;
     }
     const { surface } = this.#o;

@@ -184,6 +184,30 @@ describe('LiveRenderer', () => {
     expect(chat.shown()).toEqual(['abc']);
   });
 
+  it('keeps the pace when a snapshot arrives while an edit is in flight', async () => {
+    renderer.update(snapshot('a', 0));
+    await settle();
+    let release: () => void = () => {};
+    const slowEdit = chat.edit.bind(chat);
+    const editTimes: number[] = [];
+    chat.edit = async (target, id, text) => {
+      editTimes.push(Date.now());
+      if (editTimes.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      await slowEdit(target, id, text);
+    };
+    renderer.update(snapshot('ab', 1));
+    await vi.advanceTimersByTimeAsync(1000); // the first edit starts and hangs
+    renderer.update(snapshot('abc', 2)); // scheduled at the old pace
+    await vi.advanceTimersByTimeAsync(300);
+    release(); // the first edit ends now: the next may not follow at once
+    await vi.advanceTimersByTimeAsync(10);
+    expect(editTimes).toHaveLength(1);
+    await settle(1000);
+    expect(editTimes).toHaveLength(2);
+    expect(editTimes[1]! - editTimes[0]!).toBeGreaterThanOrEqual(1000);
+    expect(chat.shown()).toEqual(['abc']);
+  });
+
   it('stops previewing after an edit is refused for good; the final reply is posted', async () => {
     renderer.update(snapshot('a', 0));
     await settle();
