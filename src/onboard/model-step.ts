@@ -91,11 +91,9 @@ async function chooseKey(ctx: StepContext, baseURL: string, preset: EndpointPres
       throw new ConfigError('--api-key is empty (give "none" for a server that needs no key)');
     return { baseURL, apiKey: flag.trim(), keySource: 'the key given with --api-key' };
   }
-  // The key in .env belongs to the URL in .env: it is offered again only for that endpoint.
-  const current =
-    existingValue(ctx, 'OPENAI_BASE_URL')?.replace(/\/+$/, '') === baseURL
-      ? existingValue(ctx, 'OPENAI_API_KEY')
-      : undefined;
+  // The key in .env belongs to the URL in .env (OpenAI's when unset): it is offered again only for that endpoint.
+  const keyFor = existingValue(ctx, 'OPENAI_BASE_URL') ?? ENDPOINT_PRESETS[0]!.baseURL!;
+  const current = keyFor.replace(/\/+$/, '') === baseURL ? existingValue(ctx, 'OPENAI_API_KEY') : undefined;
   const fallback = current ?? (preset.needsKey ? undefined : NO_KEY);
   const prompter = ctx.prompter;
   if (!prompter) {
