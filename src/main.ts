@@ -222,6 +222,11 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
     const { createDiscordChannel } = await import('./channels/discord/index.js');
     channels.push(createDiscordChannel(deps));
   }
+  // The web chat's pages are served by this process's dashboard (startDashboardPart).
+  if (config.dashboard.port) {
+    const { WebChannel } = await import('./channels/web/web-channel.js');
+    channels.push(new WebChannel({ bus, logger }));
+  }
   const parts: Part[] = [];
   for (const channel of channels) {
     const live = streamsTo(config, channel.name);
@@ -244,6 +249,12 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
 async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part> {
   const { startDashboard } = await import('./ops/dashboard-server.js');
   const { loadDashboardToken } = await import('./ops/dashboard-auth.js');
+  const { createWebChatRouter } = await import('./channels/web/routes.js');
+  const { JsonlSessionStore } = await import('./sessions/jsonl-store.js');
+  const sessions = new JsonlSessionStore({
+    dir: `${options.config.workspace}/sessions`,
+    logger: options.logger,
+  });
   const access = loadDashboardToken({
     configured: options.config.dashboard.token,
     stateDir: options.config.stateDir,
@@ -258,6 +269,7 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     token: access.token,
     timezone: options.config.timezone,
     ...(options.config.prices ? { prices: options.config.prices } : {}),
+    chat: createWebChatRouter({ bus, sessions, logger: options.logger }),
   });
   options.logger.info(
     { url: dashboard.url, signInWith: access.source },

@@ -43,6 +43,17 @@ import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js
 import { pushReply, ReplyWatcher } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { Subscriber } from './subscriber.js';
+import {
+  type DeliveredWebEvent,
+  lastWebEventId,
+  pushWebEvent,
+  publishWebSignal,
+  readWebEvents,
+  subscribeWebEvents,
+  type WebEventBus,
+  type WebMessageEvent,
+  type WebSignal,
+} from './web-events.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
 import { RedisHelperTracker } from './helper-records.js';
@@ -73,7 +84,7 @@ export interface TurnJobData {
   sessionKey: string;
 }
 
-export class Bus implements ChannelBus {
+export class Bus implements ChannelBus, WebEventBus {
   readonly prefix: string;
   /** The shared connection (fails fast unless the bus is patient). */
   readonly redis: Redis;
@@ -270,6 +281,34 @@ export class Bus implements ChannelBus {
       logger: this.logger,
     });
     return this.replyWatcher.watch(address, handler);
+  }
+
+  /** Keeps a web chat message for pages that reconnect and publishes it (web-events.ts); resolves to its id. */
+  async pushWebEvent(chat: string, event: WebMessageEvent): Promise<string> {
+    return this.guard(() => pushWebEvent(this.redis, this.prefix, chat, event));
+  }
+
+  /** Publishes a live snapshot or typing to a web chat's open pages (not kept). */
+  async publishWebSignal(chat: string, event: WebSignal): Promise<void> {
+    await this.guard(() => publishWebSignal(this.redis, this.prefix, chat, event));
+  }
+
+  /** A web chat's kept messages after `afterId`, oldest first. */
+  async readWebEvents(chat: string, afterId: string | undefined, count?: number): Promise<DeliveredWebEvent[]> {
+    return this.guard(() => readWebEvents(this.redis, this.prefix, chat, afterId, count));
+  }
+
+  /** The id of a web chat's newest kept message. */
+  async lastWebEventId(chat: string): Promise<string | undefined> {
+    return this.guard(() => lastWebEventId(this.redis, this.prefix, chat));
+  }
+
+  /** Everything published to a web chat from now on; returns the unsubscribe. */
+  async onWebEvents(
+    chat: string,
+    handler: (delivered: DeliveredWebEvent) => void,
+  ): Promise<() => Promise<void>> {
+    return subscribeWebEvents(this.sub(), this.prefix, chat, handler, this.logger);
   }
 
   /** Starts consuming a queue with its own worker connection. */

@@ -19,6 +19,10 @@ export const keys = {
   cliReply: (prefix: string, address: string) => `${prefix}:cli:${address}`,
   /** A CLI request's replies, JSON OutboundMessages oldest first (expiring): see reply-lists.ts. */
   cliReplies: (prefix: string, address: string) => `${prefix}:cli-replies:${address}`,
+  /** A web chat's kept messages, a capped expiring stream (web-events.ts). */
+  webEvents: (prefix: string, chat: string) => `${prefix}:web-events:${chat}`,
+  /** Pub/sub of everything a web chat's open pages receive (web-events.ts). */
+  web: (prefix: string, chat: string) => `${prefix}:web:${chat}`,
   lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,

@@ -37,7 +37,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:0;font:13px/1.4 ui-monospa
 export function page(title: string, body: string, scriptSrc = ''): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · magpie</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>${STYLE}</style></head>
-<body><header><b>magpie</b><a href="/">Overview</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a></header>
+<body><header><b>magpie</b><a href="/">Overview</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a></header>
 ${body}${scriptSrc ? `<script src="${escapeHtml(scriptSrc)}"></script>` : ''}</body></html>`;
 }
 

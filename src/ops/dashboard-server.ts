@@ -13,7 +13,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { TokenPrices } from '../agent/token-usage.js';
 import { discoverQueues } from '../bus/queue-stats.js';
 import type { RedisConnection } from '../bus/redis.js';
@@ -51,6 +51,11 @@ export interface DashboardOptions {
   timezone?: string;
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
   prices?: TokenPrices;
+  /**
+   * The web chat (src/channels/web/routes.ts), mounted at `/chat` behind the same headers, Host
+   * check and token. @defaultValue none: `/chat` is not found (the gateway's dashboard has it)
+   */
+  chat?: Router;
 }
 
 export interface Dashboard {
@@ -102,6 +107,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   }, options.queueRefreshMs ?? 30_000);
   refresh.unref();
   app.use('/queues', board.getRouter());
+  if (options.chat) app.use('/chat', options.chat);
 
   app.get('/', (_req, res) => {
     res.type('html').send(overviewPage());

@@ -1,0 +1,229 @@
+/**
+ * The chat page's script, served as the ES module `/chat/app.js`: picks the
+ * chat (the `?name=` one, else this browser's random id kept in
+ * localStorage), shows the conversation so far (`/chat/history`), follows the
+ * chat's event stream (`/chat/events`, resumed by the browser after the last
+ * kept event it received) and posts what the user types (`/chat/messages`,
+ * Enter sends, Shift+Enter a new line). The bot's texts go through
+ * `/chat/render.js` (escaped, then formatted); the user's own texts and every
+ * other string are set with textContent only.
+ */
+
+/** The source of `/chat/app.js`. */
+export const APP_SCRIPT = String.raw`// magpie chat page
+import { renderMarkdown } from '/chat/render.js';
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+const log = document.getElementById('log');
+const input = document.getElementById('input');
+const form = document.getElementById('composer');
+const statusLine = document.getElementById('status');
+const shown = new Set();
+const lives = new Map();
+const done = new Set();
+let typing = null;
+let dupes = new Set();
+
+function randomId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function pickChat() {
+  const name = new URLSearchParams(location.search).get('name');
+  if (name !== null) return ID.test(name) ? name : null;
+  let id = localStorage.getItem('magpie-chat-id');
+  if (!id || !ID.test(id)) {
+    id = randomId();
+    localStorage.setItem('magpie-chat-id', id);
+  }
+  return id;
+}
+
+function setStatus(text) {
+  statusLine.textContent = text;
+}
+
+function nearBottom() {
+  return log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+}
+
+function place(el) {
+  const follow = nearBottom();
+  log.querySelector('.empty')?.remove();
+  if (typing && typing !== el && typing.isConnected) log.insertBefore(el, typing);
+  else log.appendChild(el);
+  if (follow) log.scrollTop = log.scrollHeight;
+  return el;
+}
+
+function bubble(role, text, extra) {
+  const el = document.createElement('div');
+  el.className = 'msg ' + role + (extra ? ' ' + extra : '');
+  fill(el, role, text);
+  return el;
+}
+
+function fill(el, role, text) {
+  if (role === 'user') el.textContent = text;
+  else el.innerHTML = renderMarkdown(text);
+}
+
+function note(el, text, cls) {
+  let n = el.querySelector('.note');
+  if (!n) {
+    n = document.createElement('span');
+    el.appendChild(n);
+  }
+  n.className = 'note' + (cls ? ' ' + cls : '');
+  n.textContent = text;
+}
+
+function setTyping(active) {
+  if (active && !typing) {
+    typing = bubble('assistant', '', 'typing');
+    typing.textContent = '\u2026';
+    typing.setAttribute('aria-label', 'magpie is writing');
+    place(typing);
+  } else if (!active && typing) {
+    typing.remove();
+    typing = null;
+  }
+}
+
+function onMessage(ev) {
+  if (shown.has(ev.id)) return;
+  shown.add(ev.id);
+  if (dupes.delete('assistant\n' + ev.text)) return;
+  const follow = nearBottom();
+  const live = ev.live ? lives.get(ev.live) : undefined;
+  if (ev.live) done.add(ev.live);
+  if (live) {
+    lives.delete(ev.live);
+    live.className = 'msg assistant' + (ev.kind === 'error' ? ' error' : '');
+    fill(live, 'assistant', ev.text);
+    if (follow) log.scrollTop = log.scrollHeight;
+  } else {
+    place(bubble('assistant', ev.text, ev.kind === 'error' ? 'error' : ''));
+  }
+  if (ev.kind !== 'message') setTyping(false);
+}
+
+function onLive(ev) {
+  if (done.has(ev.turn)) return;
+  let el = lives.get(ev.turn);
+  if (!el) {
+    el = bubble('assistant', '', 'live');
+    lives.set(ev.turn, el);
+    setTyping(false);
+    place(el);
+  }
+  const follow = nearBottom();
+  fill(el, 'assistant', ev.text);
+  if (ev.progress) note(el, ev.progress);
+  if (follow) log.scrollTop = log.scrollHeight;
+}
+
+function onUser(ev) {
+  if (shown.has(ev.id)) return;
+  shown.add(ev.id);
+  if (dupes.delete('user\n' + ev.text)) return;
+  place(bubble('user', ev.text));
+}
+
+function listen(chat, cursor) {
+  const url = '/chat/events?chat=' + encodeURIComponent(chat) + (cursor ? '&after=' + encodeURIComponent(cursor) : '');
+  const source = new EventSource(url);
+  const handle = (fn) => (e) => {
+    try {
+      fn(JSON.parse(e.data));
+    } catch (err) {
+      console.warn('magpie chat: event skipped', err);
+    }
+  };
+  source.addEventListener('message', handle(onMessage));
+  source.addEventListener('user', handle(onUser));
+  source.addEventListener('live', handle(onLive));
+  source.addEventListener('typing', handle((ev) => (lives.size === 0 || !ev.active) && setTyping(ev.active)));
+  source.addEventListener('ready', () => {
+    dupes = new Set();
+    setStatus('connected');
+  });
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) setStatus('disconnected: reload the page (signed out?)');
+    else setStatus('reconnecting\u2026');
+  };
+}
+
+async function send(chat, text) {
+  const id = randomId();
+  shown.add(id);
+  dupes = new Set();
+  const el = place(bubble('user', text));
+  try {
+    const res = await fetch('/chat/messages', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      credentials: 'same-origin',
+      body: JSON.stringify({ chat, text, id }),
+    });
+    if (!res.ok) {
+      el.classList.add('failed');
+      note(el, 'not sent: ' + (await res.text()).replace(/^magpie chat: /, ''), 'err');
+    }
+  } catch (err) {
+    el.classList.add('failed');
+    note(el, 'not sent: the server is not answering', 'err');
+  }
+}
+
+async function start() {
+  const chat = pickChat();
+  if (!chat) {
+    setStatus('bad chat name: use 1-64 letters, digits, _ or -');
+    form.hidden = true;
+    return;
+  }
+  document.getElementById('chat-name').textContent = new URLSearchParams(location.search).has('name') ? chat : '';
+  let cursor = null;
+  try {
+    const res = await fetch('/chat/history?chat=' + encodeURIComponent(chat), { credentials: 'same-origin' });
+    if (!res.ok) throw new Error(await res.text());
+    const history = await res.json();
+    cursor = history.cursor;
+    for (const line of history.messages) place(bubble(line.role, line.text));
+    const last = (role) => history.messages.filter((m) => m.role === role).at(-1);
+    for (const role of ['user', 'assistant']) if (last(role)) dupes.add(role + '\n' + last(role).text);
+    if (history.messages.length === 0) {
+      const empty = document.createElement('p');
+      empty.className = 'empty';
+      empty.textContent = 'Say something to magpie.';
+      log.appendChild(empty);
+    }
+  } catch (err) {
+    setStatus('history not loaded: ' + String(err.message || err));
+  }
+  log.scrollTop = log.scrollHeight;
+  listen(chat, cursor);
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  input.addEventListener('input', () => {
+    input.style.height = 'auto';
+    input.style.height = Math.min(input.scrollHeight, window.innerHeight * 0.4) + 'px';
+  });
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = input.value;
+    if (!text.trim()) return;
+    input.value = '';
+    input.style.height = 'auto';
+    send(chat, text);
+  });
+}
+
+start();
+`;
