@@ -1,0 +1,104 @@
+/**
+ * The Channel contract for the web chat: the platform is the dashboard's
+ * `/chat` HTTP API, spoken as the chat page speaks it (a same-origin JSON
+ * POST with the signed-in cookie), and the chat is what the page finally
+ * shows: the `message` events of the chat's event stream, each live answer
+ * replaced by its final message. The owner is whoever holds the dashboard
+ * token, so there are no strangers, groups or pairing; typing is one
+ * start/stop pair per turn (not repeated), so the typing case, which counts
+ * repeated indicators, is not declared; a POST is answered once and not
+ * redelivered by the platform.
+ */
+import { randomUUID } from 'node:crypto';
+import { freePort } from '../fakes/redis-server.js';
+import { waitFor } from '../fakes/wait-for.js';
+import {
+  type EventReader,
+  openEvents,
+  pageHeaders,
+  signedInCookie,
+  webRequest,
+} from '../fakes/web-client.js';
+import { describeChannelContract } from './channel-contract.js';
+import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
+
+const TOKEN = 'contract-web-token';
+
+/** The final texts a chat shows: message events, in order. */
+function shown(reader: EventReader): string[] {
+  return reader.events.filter((e) => e.event === 'message').map((e) => (e.data as { text: string }).text);
+}
+
+const web: HarnessFactory = {
+  capabilities: {
+    groups: false,
+    pairing: false,
+    media: false,
+    typing: false,
+    edits: false,
+    redelivery: false,
+  },
+  textLimit: undefined,
+  async start(stack) {
+    const port = await freePort();
+    await stack.startMagpie({ MAGPIE_DASHBOARD_PORT: String(port), MAGPIE_DASHBOARD_TOKEN: TOKEN });
+    const run = randomUUID().slice(0, 8);
+    const idOf = (where: ChatRef = {}) => `contract-${where.chat ?? 'main'}-${run}`;
+    const readers = new Map<string, EventReader>();
+    const readerOf = async (where: ChatRef = {}): Promise<EventReader> => {
+      const id = idOf(where);
+      let reader = readers.get(id);
+      if (!reader) {
+        // Opened before anything is sent, as the page does, so no answer is missed.
+        reader = await openEvents(port, `/chat/events?chat=${id}`, { cookie: signedInCookie(port, TOKEN) });
+        if (reader.status !== 200) throw new TypeError(`the event stream answered ${reader.status}`);
+        const open = reader;
+        await waitFor(() => open.events.some((e) => e.event === 'ready'), 10_000, 'the stream ready');
+        readers.set(id, reader);
+      }
+      return reader;
+    };
+    const harness: ChannelHarness = {
+      capabilities: web.capabilities,
+      textLimit: web.textLimit,
+      sessionKey: (where) => `web:${idOf(where)}`,
+      async userSays(text, options = {}) {
+        await readerOf(options);
+        const answer = await webRequest(port, 'POST', '/chat/messages', {
+          headers: pageHeaders(port, TOKEN),
+          body: JSON.stringify({ chat: idOf(options), text }),
+        });
+        if (answer.status !== 202)
+          throw new TypeError(`POST /chat/messages answered ${answer.status}: ${answer.body}`);
+      },
+      async replies(where) {
+        return shown(await readerOf(where));
+      },
+      async waitForReplies(n, where, timeoutMs) {
+        const reader = await readerOf(where);
+        await reader.until(() => shown(reader).length >= n, `${n} messages in ${idOf(where)}`, timeoutMs);
+        return shown(reader);
+      },
+      async typingSeen(where) {
+        return (await readerOf(where)).events.filter(
+          (e) => e.event === 'typing' && (e.data as { active: boolean }).active,
+        ).length;
+      },
+      async waitForTyping(n, where, timeoutMs) {
+        const reader = await readerOf(where);
+        await reader.until(
+          (events) =>
+            events.filter((e) => e.event === 'typing' && (e.data as { active: boolean }).active).length >= n,
+          `${n} typing starts`,
+          timeoutMs,
+        );
+      },
+      async close() {
+        for (const reader of readers.values()) reader.close();
+      },
+    };
+    return harness;
+  },
+};
+
+describeChannelContract('web', web);
