@@ -154,7 +154,9 @@ export class Bus implements ChannelBus, WebEventBus {
       return;
     }
     await this.guard(async () => {
-      await this.mailbox(sessionKey).push(message);
+      const added = await this.mailbox(sessionKey).push(message);
+      if (!added) this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
+      // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
       const data: TurnJobData = { sessionKey };
       await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
     });

@@ -14,6 +14,7 @@ import type {
   CooldownPolicy,
   CooldownStore,
 } from '../providers/cooldown.js';
+import { modelKeys } from './keys.js';
 
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -141,7 +142,7 @@ export class RedisCooldownStore implements CooldownStore {
   }
 
   #key(key: string): string {
-    return `${this.#prefix}:cooldown:${key}`;
+    return modelKeys.cooldown(this.#prefix, key);
   }
 
   /** An entry from a Redis key and its HGETALL reply (field, value, field, value …). */

@@ -8,6 +8,8 @@
 /** Redis keys of the bus under a prefix. */
 export const keys = {
   mailbox: (prefix: string, sessionKey: string) => `${prefix}:mailbox:${sessionKey}`,
+  /** Set for a day once an inbound message (by a hash of its id) reached a mailbox (mailbox.ts). */
+  inboundSeen: (prefix: string, idHash: string) => `${prefix}:seen:${idHash}`,
   dead: (prefix: string) => `${prefix}:dead`,
   running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
   cancel: (prefix: string) => `${prefix}:cancel`,
@@ -27,6 +29,30 @@ export const keys = {
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,
 };
+
+/**
+ * Pub/sub names under the prefix that channels use through `bus.publish` /
+ * `bus.subscribe` (which add the prefix).
+ */
+export const channelNames = {
+  /** Every message to a CLI chat, for an open `magpie chat` (reminders, helper results). */
+  cliChat: (chatId: string) => `cli-chat:${chatId}`,
+  /** Live snapshots for one waiting CLI request. */
+  cliLive: (address: string) => `cli-live:${address}`,
+};
+
+/** Keys of the models' state under a prefix. */
+export const modelKeys = {
+  /** One model's (or endpoint's) cool-down: a hash with a TTL (cooldown-store.ts). */
+  cooldown: (prefix: string, key: string) => `${prefix}:cooldown:${key}`,
+  /** The hash of each chat's `/model` choice. */
+  choices: (prefix: string) => `${prefix}:chat-models`,
+};
+
+/** The start of the keys of BullMQ's outbound queues under a prefix (`<prefix>:outbound-<channel>:…`). */
+export function outboundQueueKeyHead(prefix: string): string {
+  return `${prefix}:outbound-`;
+}
 
 /** Redis keys of helpers under a prefix. */
 export const helperKeys = {

@@ -8,6 +8,18 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
 import { keys } from './keys.js';
 import { type InboundMessage, InboundMessageSchema } from './messages.js';
+import { shortHash } from './queues.js';
+
+/** How long an inbound message id is remembered against a second delivery (seconds). */
+export const SEEN_TTL_S = 24 * 60 * 60;
+
+/** KEYS: seen marker, mailbox; ARGV: entry, ttl. Appends only when the marker was not set. */
+const PUSH_ONCE = `
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  return 1
+end
+return 0`;
 
 /** What a read returned: the valid messages and how many entries were consumed. */
 export interface MailboxRead {
@@ -22,7 +34,7 @@ export class Mailbox {
 
   constructor(
     private readonly redis: Redis,
-    prefix: string,
+    private readonly prefix: string,
     readonly sessionKey: string,
     private readonly logger: Logger,
   ) {
@@ -30,9 +42,19 @@ export class Mailbox {
     this.deadKey = keys.dead(prefix);
   }
 
-  /** Appends an (already validated) message. */
-  async push(message: InboundMessage): Promise<void> {
-    await this.redis.rpush(this.key, JSON.stringify(message));
+  /**
+   * Appends an (already validated) message unless a message with its id was
+   * appended within the last day (`keys.inboundSeen`): a platform that
+   * delivers a message again (Telegram after a restart before its update was
+   * confirmed, a redone scheduled job) does not start a second turn for it —
+   * which would share the first turn's outbound ids and lose the answer to
+   * whatever joined it. The check and the append are one script. Resolves
+   * true when appended.
+   */
+  async push(message: InboundMessage): Promise<boolean> {
+    const seen = keys.inboundSeen(this.prefix, shortHash(message.id, 32));
+    const added = await this.redis.eval(PUSH_ONCE, 2, seen, this.key, JSON.stringify(message), SEEN_TTL_S);
+    return added === 1;
   }
 
   /**

@@ -5,10 +5,11 @@
  */
 import type { Redis } from 'ioredis';
 import type { ModelChoiceStore } from '../agent/ports.js';
+import { modelKeys } from './keys.js';
 
 /** The hash of model choices under a prefix. */
 export function modelChoicesKey(prefix: string): string {
-  return `${prefix}:chat-models`;
+  return modelKeys.choices(prefix);
 }
 
 export class RedisModelChoiceStore implements ModelChoiceStore {

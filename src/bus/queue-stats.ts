@@ -8,6 +8,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { SCHEDULED_QUEUE } from './cron-store.js';
 import { HELPERS_QUEUE } from './helpers-queue.js';
+import { outboundQueueKeyHead } from './keys.js';
 import { INBOUND_QUEUE } from './queues.js';
 
 /** Depths of one queue. */
@@ -31,7 +32,7 @@ export interface QueueFailure {
 /** Names of the bus's queues under `prefix`: inbound, scheduled, helpers and each outbound-<channel> seen. */
 export async function discoverQueues(redis: Redis, prefix: string): Promise<string[]> {
   const names = new Set<string>([INBOUND_QUEUE, SCHEDULED_QUEUE, HELPERS_QUEUE]);
-  const head = `${prefix}:outbound-`;
+  const head = outboundQueueKeyHead(prefix);
   let cursor = '0';
   do {
     const [next, found] = await redis.scan(cursor, 'MATCH', `${head}*:meta`, 'COUNT', 1000);

@@ -10,6 +10,7 @@
  * asked for right then: reminders, helper results.
  */
 import type { Bus } from '../../bus/bus.js';
+import { channelNames } from '../../bus/keys.js';
 import type { LiveUpdate } from '../../bus/live.js';
 import type { OutboundMessage } from '../../bus/messages.js';
 import { describeError } from '../../errors/index.js';
@@ -18,12 +19,12 @@ import type { Channel } from '../types.js';
 
 /** The pub/sub name (under the bus prefix) where every message to a CLI chat is also published. */
 export function cliChatChannel(chatId: string): string {
-  return `cli-chat:${chatId}`;
+  return channelNames.cliChat(chatId);
 }
 
 /** The pub/sub name (under the bus prefix) where a CLI request's live snapshots are published. */
 export function cliLiveChannel(address: string): string {
-  return `cli-live:${address}`;
+  return channelNames.cliLive(address);
 }
 
 /** The reply addresses an outbound message or live snapshot carries (from the inbound metadata). */

@@ -46,4 +46,18 @@ describe('redone and long turns', () => {
     expect(agent.maxConcurrentPerSession).toBe(1);
     expect(harness.channel.sent[0]!.content).toBe('long');
   });
+
+  it('a message delivered again after it was answered is taken once, and the next message is answered', async () => {
+    const agent = new ScriptedAgent();
+    harness = await startHarness({ agent });
+    const first = inbound('d3', 'first');
+    await harness.bus.publishInbound(first);
+    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'first answer');
+    // The platform delivers the first message again (a restart before it was confirmed), then the user writes on.
+    await harness.bus.publishInbound(first);
+    await harness.bus.publishInbound(inbound('d3', 'second'));
+    await waitFor(() => harness!.channel.sent.length === 2, 5_000, 'second answer');
+    expect(harness.channel.sent.map((m) => m.content)).toEqual(['first', 'second']);
+    expect(agent.turns.map((t) => t.contents)).toEqual([['first'], ['second']]);
+  });
 });
