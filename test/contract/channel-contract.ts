@@ -15,10 +15,13 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { waitFor } from '../fakes/wait-for.js';
 import {
   type ChannelCapabilities,
+  type ChannelHarness,
   type ChannelTraits,
+  type ChatRef,
   CODE,
   type ContractRun,
   type HarnessFactory,
+  SLOW_REPLY,
   startContractRun,
 } from './harness.js';
 
@@ -179,6 +182,47 @@ const CASES: ContractCase[] = [
     },
   },
   {
+    name: 'an answer written slowly shows before the model has finished, and ends as one message with the whole text',
+    async run({ harness }) {
+      const chat = { chat: 'slow' };
+      await harness.userSays('slowly please', chat);
+      // Seen while the model is still writing: its first sentence without its last.
+      const early = await waitFor(
+        async () => {
+          const seen = await shownOrPartial(harness, chat);
+          return seen.includes('Sentence 1 ') && !seen.includes('Sentence 12 ') && seen;
+        },
+        TURN_MS,
+        'the answer before it was finished',
+      );
+      expect(SLOW_REPLY.startsWith(early.trim().slice(0, 20))).toBe(true);
+      const replies = await waitFor(
+        async () => {
+          const shown = await harness.replies(chat);
+          return shown.some((r) => r.includes('Sentence 12 of a slow answer.')) && shown;
+        },
+        TURN_MS,
+        'the whole answer',
+      );
+      expect(replies).toEqual([SLOW_REPLY]);
+      if (harness.edits) expect(await harness.edits(chat)).toBeGreaterThanOrEqual(1);
+    },
+  },
+  {
+    name: 'a quick short answer is one message, never edited',
+    needs: ['edits'],
+    async run({ harness }) {
+      const chat = { chat: 'quick' };
+      await harness.userSays('quick one', chat);
+      await harness.waitForReplies(1, chat, TURN_MS);
+      // A marker turn in the same chat: once it is answered, the first has nothing left to do.
+      await harness.userSays('marker', chat);
+      const replies = await harness.waitForReplies(2, chat, TURN_MS);
+      expect(replies).toEqual([expect.stringContaining('quick one'), expect.stringContaining('marker')]);
+      expect(await harness.edits!(chat)).toBe(0);
+    },
+  },
+  {
     name: 'a message delivered twice is answered once',
     needs: ['redelivery'],
     async run({ harness, model, role }) {
@@ -233,6 +277,12 @@ export function describeChannelContract(name: string, makeHarness: HarnessFactor
 function applies(c: ContractCase, traits: ChannelTraits): boolean {
   if (!(c.needs ?? []).every((need) => traits.capabilities[need])) return false;
   return c.limit === undefined || c.limit === (traits.textLimit !== undefined);
+}
+
+/** What the user sees of the chat now, an answer still being written included. */
+async function shownOrPartial(harness: ChannelHarness, where: ChatRef): Promise<string> {
+  if (harness.partial) return harness.partial(where);
+  return (await harness.replies(where)).join('\n');
 }
 
 /** The fence lines of a message (```, ```js), in order. */

@@ -16,6 +16,8 @@ import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
 interface CliChat {
   id: string;
   shown: string[];
+  /** The answer being written, as the client last heard it (live snapshots). */
+  live: string;
   failures: unknown[];
   unsubscribe: () => Promise<void>;
 }
@@ -44,7 +46,7 @@ const cli: HarnessFactory = {
         const shown: string[] = [];
         // Before anything is sent, so no answer to the chat is missed.
         const unsubscribe = await onUnsolicited(bus, id, (m) => shown.push(m.content));
-        chat = { id, shown, failures: [], unsubscribe };
+        chat = { id, shown, live: '', failures: [], unsubscribe };
         chats.set(name, chat);
       }
       return chat;
@@ -78,8 +80,14 @@ const cli: HarnessFactory = {
           chatId: chat.id,
           timeoutMs: 30_000,
           onMessage: (m) => chat.shown.push(m.content),
+          onLive: (update) => {
+            chat.live = update.text;
+          },
         }).then(
-          (reply) => chat.shown.push(reply.content),
+          (reply) => {
+            chat.live = '';
+            chat.shown.push(reply.content);
+          },
           (err: unknown) => chat.failures.push(err),
         );
       },
@@ -99,6 +107,11 @@ const cli: HarnessFactory = {
           `${n} answers in ${chat.id}`,
         );
         return [...chat.shown];
+      },
+      async partial(where) {
+        const chat = await chatOf(where);
+        settled(chat);
+        return [...chat.shown, chat.live].join('\n');
       },
       async typingSeen() {
         return 0;

@@ -16,7 +16,7 @@ import { approvePairing, type PairingRequest } from '../../src/bus/pairing-store
 import { parseConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type RunningRole, startRole } from '../../src/main.js';
-import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
+import { type FakeOpenAI, type FakeReply, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 
 /** What a channel has; a case that needs a missing one is not declared for it. */
 export interface ChannelCapabilities {
@@ -80,6 +80,12 @@ export interface ChannelHarness extends ChannelTraits {
    * grows by edits). Present where `capabilities.edits`.
    */
   edits?(where?: ChatRef): Promise<number>;
+  /**
+   * What the user sees of an answer still being written (live replies), where the chat shows it
+   * apart from finished replies (the CLI's terminal). Absent: {@link replies} shows it (a message
+   * that grows by edits).
+   */
+  partial?(where?: ChatRef): Promise<string>;
   /** Stops the platform's fake (after the role stopped). Idempotent. */
   close(): Promise<void>;
 }
@@ -104,10 +110,18 @@ export const CODE = Array.from(
 /** A model answer over 6,000 characters: prose, a long `js` block, prose. */
 export const LONG_REPLY = `${'Intro **words** here. '.repeat(120)}\n\n\`\`\`js\n${CODE}\n\`\`\`\n\n${'Outro words. '.repeat(100)}`;
 
+/** The answer to `slowly please`: {@link SLOW_PIECES} sentences, written one every {@link SLOW_PIECE_MS}. */
+export const SLOW_REPLY = Array.from({ length: 12 }, (_, i) => `Sentence ${i + 1} of a slow answer.`).join(
+  ' ',
+);
+export const SLOW_PIECES = 12;
+export const SLOW_PIECE_MS = 300;
+
 /**
  * The scripted model. `hold:<key>` in the user's message holds the answer
  * (`held <key> done`) until `release(key)`; `long please` answers
- * {@link LONG_REPLY}; anything else is echoed (`echo: <end of the text>`).
+ * {@link LONG_REPLY}; `slowly please` writes {@link SLOW_REPLY} over about
+ * 3.5 s; anything else is echoed (`echo: <end of the text>`).
  */
 export class ScriptedModel {
   private readonly gates = new Map<string, { held: Deferred; released: Deferred }>();
@@ -135,7 +149,7 @@ export class ScriptedModel {
   }
 
   /** @internal the fake OpenAI's responder. */
-  async answer(text: string): Promise<{ content: string }> {
+  async answer(text: string): Promise<FakeReply> {
     const hold = /hold:([\w-]+)/.exec(text)?.[1];
     if (hold !== undefined) {
       const gate = this.gate(hold);
@@ -144,6 +158,8 @@ export class ScriptedModel {
       return { content: `held ${hold} done` };
     }
     if (text.includes('long please')) return { content: LONG_REPLY };
+    if (text.includes('slowly please'))
+      return { content: SLOW_REPLY, pieces: SLOW_PIECES, pieceDelayMs: SLOW_PIECE_MS };
     return { content: `echo: ${text.slice(-60)}` };
   }
 
