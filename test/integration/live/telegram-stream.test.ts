@@ -141,4 +141,18 @@ describe('live replies on Telegram', () => {
     expect(sent[1]!.text).toContain('Sentence 20 of a');
     expect(sent[2]!.text).toBe('quick: marker');
   });
+
+  it('keeps what was written when the user stops a streaming answer, ending with "Stopped."', async () => {
+    const chat = { ...owner, id: 7006 };
+    fake.pushUpdate(dmUpdate(chat, 'answer slowly then I stop you'));
+    await fake.waitFor(() => fake.sent(chat.id).length === 1, 20_000);
+    fake.pushUpdate(dmUpdate(chat, '/stop'));
+    await fake.waitFor(() => fake.shown(chat.id).some((t) => t.endsWith('Stopped.')), 20_000);
+    const shown = fake.shown(chat.id);
+    const stopped = shown.find((t) => t.endsWith('Stopped.'))!;
+    expect(stopped).toMatch(/^Sentence 1 of a/);
+    expect(stopped).not.toContain('Sentence 20 of a');
+    // The preview became the stopped answer: no second message for it (the stop notice is the channel's own).
+    expect(fake.sent(chat.id).filter((m) => m.text.includes('Sentence 1 of a'))).toHaveLength(1);
+  });
 });
