@@ -24,6 +24,21 @@ import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
 
 const TOKEN = 'contract-web-token';
 
+/**
+ * What the page shows now: its messages, and below them the answer being
+ * written (the newest live snapshot of a turn whose final message has not come).
+ */
+function showing(reader: EventReader): string {
+  const finished = new Set(
+    reader.events.flatMap((e) => (e.event === 'message' ? [(e.data as { live?: string }).live] : [])),
+  );
+  const live = reader.events.filter(
+    (e) => e.event === 'live' && !finished.has((e.data as { turn: string }).turn),
+  );
+  const writing = live.length > 0 ? [(live.at(-1)!.data as { text: string }).text] : [];
+  return [...shown(reader), ...writing].join('\n');
+}
+
 /** The final texts a chat shows: message events, in order. */
 function shown(reader: EventReader): string[] {
   return reader.events.filter((e) => e.event === 'message').map((e) => (e.data as { text: string }).text);
@@ -73,6 +88,9 @@ const web: HarnessFactory = {
       },
       async replies(where) {
         return shown(await readerOf(where));
+      },
+      async partial(where) {
+        return showing(await readerOf(where));
       },
       async waitForReplies(n, where, timeoutMs) {
         const reader = await readerOf(where);
