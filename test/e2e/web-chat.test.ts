@@ -5,7 +5,8 @@
  * message sent with Enter (Shift+Enter a new line) is answered, the answer
  * growing on the page before it is complete and then shown once, rendered;
  * after a reload the conversation is still there, once; `/stop` during a
- * slow answer stops it; an answer or a message holding `<script>` and
+ * slow answer stops it; `…` shows while a turn has written nothing yet;
+ * `/new` starts a new conversation; an answer or a message holding `<script>` and
  * `<img onerror>` is shown as text (no dialog, no such element, nothing run);
  * a reminder sent to the chat appears while the page is open; the page fits a
  * phone's width and never breaks its Content-Security-Policy. Saves a
@@ -49,6 +50,7 @@ describe('web chat in a browser', () => {
         if (text.includes('slow please')) return { content: SLOW, pieces: 30, pieceDelayMs: 400 };
         if (text.includes('hostile please')) return { content: HOSTILE };
         if (text.includes('demo please')) return { content: DEMO, pieces: 4, pieceDelayMs: 100 };
+        if (text.includes('pause please')) return { content: 'after a pause', delayMs: 1_500 };
         return { content: `echo: ${text.slice(-60)}` };
       },
     });
@@ -209,6 +211,31 @@ describe('web chat in a browser', () => {
     expect(violations).toEqual([]);
     await context.close();
   }, 60_000);
+
+  it('shows … while a turn runs and nothing is written yet, gone with the answer', async () => {
+    const { context, page } = await openChat('typing');
+    await say(page, 'pause please');
+    const typing = page.locator('.msg.typing');
+    await typing.waitFor({ timeout: 10_000 });
+    expect(await typing.textContent()).toBe('\u2026');
+    await page.locator('.msg.assistant', { hasText: 'after a pause' }).waitFor({ timeout: 20_000 });
+    await typing.waitFor({ state: 'detached', timeout: 5_000 });
+    await context.close();
+  }, 30_000);
+
+  it('/new starts a new conversation: after a reload the old one is no longer shown', async () => {
+    const { context, page } = await openChat('renewed');
+    await say(page, 'remember the old talk');
+    await page.locator('.msg.assistant', { hasText: 'remember the old talk' }).waitFor({ timeout: 20_000 });
+    await say(page, '/new');
+    await page
+      .locator('.msg.assistant', { hasText: 'Started a new conversation.' })
+      .waitFor({ timeout: 20_000 });
+    await page.reload();
+    await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
+    expect(await page.locator('#log').textContent()).not.toContain('remember the old talk');
+    await context.close();
+  }, 45_000);
 
   it('shows a reminder sent to the chat while the page is open', async () => {
     const { context, page } = await openChat('reminded');
