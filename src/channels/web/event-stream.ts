@@ -3,10 +3,12 @@
  * stream first subscribes (so nothing published from then on is missed), then
  * sends the kept messages after the page's `Last-Event-ID` (or `?after=`),
  * then what was published meanwhile and from then on, each kept message once
- * (by its id). Kept messages carry their stream id as the SSE id, so the
- * browser's EventSource resumes after the last one it received; live
- * snapshots and typing carry none. A `ready` event follows the catch-up. A comment line every `heartbeatMs` keeps
- * proxies and the browser from closing an idle stream.
+ * (by its id), and a `ready` event after the catch-up. Kept messages carry
+ * their stream id as the SSE id, so the browser's EventSource resumes after
+ * the last one it received; live snapshots and typing carry none. A comment
+ * line every `heartbeatMs` keeps proxies and the browser from closing an idle
+ * stream, and the stream is read again then, so a message whose publish was
+ * lost (the subscriber reconnecting) still arrives, one heartbeat late.
  */
 import type { Request, Response } from 'express';
 import { type DeliveredWebEvent, WEB_EVENT_ID, type WebEventBus } from '../../bus/web-events.js';
@@ -38,6 +40,9 @@ export function compareEventIds(a: string, b: string): number {
   return an === bn ? 0 : an < bn ? -1 : 1;
 }
 
+/** Kept-message ids a stream remembers having sent (older ones are forgotten first). */
+const SENT_IDS_KEPT = 1000;
+
 /** The express handler of the event stream. */
 export function eventStream(options: EventStreamOptions) {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
@@ -60,60 +65,73 @@ export function eventStream(options: EventStreamOptions) {
       return;
     }
     open += 1;
-    let last = resumeFrom || undefined;
+    // Kept messages sent, by id: each goes out once, whether it came by pub/sub or a read.
+    const sent = new Set<string>();
+    // Reads of the stream start after this id (the page's, then each read's newest).
+    let readFrom = resumeFrom || undefined;
     let replaying = true;
     const held: DeliveredWebEvent[] = [];
     const write = (delivered: DeliveredWebEvent) => {
       if (delivered.id) {
-        if (last && compareEventIds(delivered.id, last) <= 0) return;
-        last = delivered.id;
+        if (sent.has(delivered.id) || (resumeFrom && compareEventIds(delivered.id, resumeFrom) <= 0)) return;
+        sent.add(delivered.id);
+        if (sent.size > SENT_IDS_KEPT) sent.delete(sent.values().next().value as string);
       }
       res.write(sseFrame(delivered));
+    };
+    /** Sends what the stream holds after `readFrom` and was not sent yet (the page missed it). */
+    const catchUp = async () => {
+      const kept = await options.bus.readWebEvents(chat, readFrom);
+      for (const delivered of kept) write(delivered);
+      readFrom = kept.at(-1)?.id ?? readFrom;
     };
     let unsubscribe: (() => Promise<void>) | undefined;
     let heartbeat: NodeJS.Timeout | undefined;
     let closed = false;
-    const cleanUp = () => {
-      if (closed) return;
+    req.on('close', () => {
       closed = true;
       open -= 1;
       clearInterval(heartbeat);
       unsubscribe?.().catch((err: unknown) =>
         options.logger.debug({ err: describeError(err), chat }, 'web chat unsubscribe failed'),
       );
-    };
-    req.on('close', cleanUp);
+    });
     try {
       unsubscribe = await options.bus.onWebEvents(chat, (delivered) => {
         if (replaying) held.push(delivered);
         else write(delivered);
       });
       if (closed) {
-        cleanUp();
         await unsubscribe();
         return;
       }
-      const missed = await options.bus.readWebEvents(chat, last);
       res.status(200).set({
         'Content-Type': 'text/event-stream; charset=utf-8',
         'X-Accel-Buffering': 'no',
         Connection: 'keep-alive',
       });
       res.flushHeaders();
-      res.write(`retry: 2000\n\n`);
-      for (const delivered of missed) write(delivered);
+      res.write('retry: 2000\n\n');
+      await catchUp();
       for (const delivered of held.splice(0)) write(delivered);
       replaying = false;
       // The page knows from here on that everything it missed was sent.
       res.write('event: ready\ndata: {}\n\n');
-      heartbeat = setInterval(() => res.write(': ping\n\n'), heartbeatMs);
-      heartbeat.unref();
     } catch (err) {
-      cleanUp();
       options.logger.warn({ err: describeError(err), chat }, 'web chat stream failed to start');
       if (!res.headersSent)
         res.status(503).type('text').send('magpie chat: the bus is unavailable; retrying');
       else res.end();
+      return;
     }
+    // Each heartbeat also reads the stream again: a message whose publish this process's
+    // subscriber missed (Redis reconnecting) still reaches the page, one heartbeat late.
+    heartbeat = setInterval(() => {
+      res.write(': ping\n\n');
+      catchUp().catch((err: unknown) =>
+        options.logger.debug({ err: describeError(err), chat }, 'web chat catch-up failed'),
+      );
+    }, heartbeatMs);
+    heartbeat.unref();
   };
 }

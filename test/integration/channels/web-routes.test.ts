@@ -6,8 +6,8 @@
  * refused, each with one line); an accepted one reaches the session's
  * mailbox; /stop is answered at once; the event stream delivers WebChannel's
  * messages, live snapshots and typing, resumes after Last-Event-ID with only
- * what was missed (a message sent while no page was open included) and sends
- * heartbeats; the history holds the session's user and assistant texts only.
+ * what was missed (a message sent while no page was open included), sends
+ * heartbeats and reads the stream again at each (a lost publish arrives late); the history holds the session's user and assistant texts only.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -289,6 +289,24 @@ describe('web chat routes', () => {
       expect(refused.status, bad).toBe(400);
       refused.close();
     }
+  });
+
+  it('delivers at the next heartbeat a kept message whose publish the stream missed, once', async () => {
+    const events = await openEvents(port, '/chat/events?chat=lost', cookie());
+    await events.until((e) => types(e).includes('ready'), 'ready');
+    // Kept but never published, as when the dashboard's subscriber was reconnecting.
+    const event = { type: 'message', id: 'lost-1', text: 'kept only', kind: 'reply', at: '' };
+    const id = await bus.redis.xadd(`${bus.prefix}:web-events:lost`, '*', 'event', JSON.stringify(event));
+    await events.until((e) => e.some((x) => x.event === 'message'), 'the kept message');
+    expect(events.events.find((x) => x.event === 'message')).toMatchObject({
+      id,
+      data: { text: 'kept only' },
+    });
+    // Later heartbeats read the stream again but do not send it twice.
+    const beats = events.comments;
+    await events.until(() => events.comments >= beats + 3, 'three more heartbeats');
+    expect(events.events.filter((x) => x.event === 'message')).toHaveLength(1);
+    events.close();
   });
 
   it('sends heartbeat comments on an idle stream and refuses a bad chat id', async () => {
