@@ -2,6 +2,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { parseDuration } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
+import { WORKSPACE_FLAG } from './startup.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -22,17 +23,29 @@ export function parseCommandArgs<O extends Options>(
   }
 }
 
+/** The flags of the commands that wait for the daemon's reply (`send`, `chat`). */
+export const REPLY_FLAGS = {
+  chat: { type: 'string' },
+  timeout: { type: 'string' },
+  'no-stream': { type: 'boolean' },
+  ...WORKSPACE_FLAG,
+} as const;
+
 /** How long `send` and `chat` wait for a reply when `--timeout` is not given. */
 export const DEFAULT_REPLY_TIMEOUT_MS = 120_000;
 
 /**
- * The `--timeout` of a subcommand in milliseconds (120 s when absent); a value
- * that is not a positive duration becomes a ConfigError naming the command.
+ * The `--timeout` of a subcommand in milliseconds (`defaultMs` when absent); a
+ * value that is not a positive duration becomes a ConfigError naming the command.
  *
  * @example parseTimeoutFlag('send', '30s') // 30_000
  */
-export function parseTimeoutFlag(command: string, value: string | undefined): number {
-  const ms = value === undefined ? DEFAULT_REPLY_TIMEOUT_MS : parseDuration(value);
+export function parseTimeoutFlag(
+  command: string,
+  value: string | undefined,
+  defaultMs = DEFAULT_REPLY_TIMEOUT_MS,
+): number {
+  const ms = value === undefined ? defaultMs : parseDuration(value);
   if (ms === undefined || ms <= 0) {
     throw new ConfigError(`magpie ${command}: --timeout "${value}" is not a duration (e.g. 30s)`);
   }

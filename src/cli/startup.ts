@@ -22,6 +22,9 @@ export interface StartupFlags {
   workspace?: string | undefined;
 }
 
+/** `--workspace DIR`, the flag behind {@link StartupFlags}, for a command's `flags`. */
+export const WORKSPACE_FLAG = { workspace: { type: 'string' } } as const;
+
 /**
  * How loud a command's log is:
  * - `configured`: LOG_LEVEL (servers: start, gateway, worker, dashboard);
@@ -99,4 +102,24 @@ export async function startCommand(flags: StartupFlags, level: CommandLogLevel):
   const { Bus } = await import('../bus/bus.js');
   const bus = await Bus.connect({ config, logger });
   return { config, logger, bus };
+}
+
+/**
+ * Runs `work` with a started command ({@link startCommand}) and closes its bus
+ * afterwards, whether `work` returned or threw.
+ *
+ * @example
+ * return withBus(values, 'silent', async ({ bus }) => report(await collect(bus)));
+ */
+export async function withBus<T>(
+  flags: StartupFlags,
+  level: CommandLogLevel,
+  work: (context: CommandContext) => Promise<T>,
+): Promise<T> {
+  const context = await startCommand(flags, level);
+  try {
+    return await work(context);
+  } finally {
+    await context.bus.close();
+  }
 }

@@ -8,6 +8,7 @@
  * to a file holds the answer only.
  */
 import type { LiveUpdate } from '../../bus/live.js';
+import type { SendOptions } from './client.js';
 import { EMPTY_LIVE_TEXT, endLine, finalStep, type LiveText, liveStep, messageStep } from './live-text.js';
 
 /** Where a TerminalReply writes. */
@@ -54,6 +55,17 @@ export class TerminalReply {
     this.#err = options.err;
     this.#prefix = options.prefix ?? '';
     this.#inPlace = (options.statusInPlace ?? false) && options.out.isTTY === true;
+  }
+
+  /**
+   * The {@link SendOptions} callbacks that print a turn here: its mid-turn
+   * messages, and its live snapshots when `stream` is true.
+   */
+  handlers(stream: boolean): Pick<SendOptions, 'onMessage' | 'onLive'> {
+    return {
+      onMessage: (m) => this.message(m.content),
+      ...(stream ? { onLive: (update: LiveUpdate) => this.live(update) } : {}),
+    };
   }
 
   /** A snapshot of the answer being written: its new text, then its progress line if that changed. */

@@ -14,8 +14,8 @@ import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
-import { parseCommandArgs } from '../args.js';
-import { commandConfig, commandEnv, commandLogger } from '../startup.js';
+import { defineCommand } from '../command.js';
+import { commandConfig, commandEnv, commandLogger, WORKSPACE_FLAG } from '../startup.js';
 import { TerminalStream } from '../terminal-stream.js';
 
 const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
@@ -42,58 +42,53 @@ Without -m the exit code is 1 when any turn failed.`;
 /** Outcomes of a turn that answered but did not finish what was asked. */
 const UNFINISHED: ReadonlySet<TurnOutcome> = new Set(['max_iterations', 'loop', 'context_full']);
 
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs('agent', argv, {
-    message: { type: 'string', short: 'm' },
-    chat: { type: 'string' },
-    workspace: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  if (values.message !== undefined && values.message.trim() === '') {
-    throw new ConfigError('magpie agent: -m needs some text; see "magpie agent --help"');
-  }
-  const chat = values.chat ?? 'default';
-  if (chat.trim() === '') {
-    throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
-  }
-  // --workspace beats MAGPIE_WORKSPACE (also one from .env); only warnings unless LOG_LEVEL is set, so stdout holds replies only.
-  const config = commandConfig(values, { llm: true });
-  const logger = commandLogger(config, 'quiet');
-  const { buildAgent } = await import('../../app/build-agent.js');
-  // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
-  const mcp = await startMcp({
-    config,
-    logger,
-    env: commandEnv(values),
-    vision: config.llm.models.some((m) => visionCapable(m.model, config.vision)),
-  });
-  let code: number;
-  try {
-    const { FileModelChoiceStore } = await import('../../sessions/model-choice-file.js');
-    const { agent } = await buildAgent({
+export const run = defineCommand({
+  name: 'agent',
+  help: HELP,
+  flags: { message: { type: 'string', short: 'm' }, chat: { type: 'string' }, ...WORKSPACE_FLAG },
+  async run({ values }) {
+    if (values.message !== undefined && values.message.trim() === '') {
+      throw new ConfigError('magpie agent: -m needs some text; see "magpie agent --help"');
+    }
+    const chat = values.chat ?? 'default';
+    if (chat.trim() === '') {
+      throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
+    }
+    // --workspace beats MAGPIE_WORKSPACE (also one from .env); only warnings unless LOG_LEVEL is set, so stdout holds replies only.
+    const config = commandConfig(values, { llm: true });
+    const logger = commandLogger(config, 'quiet');
+    const { buildAgent } = await import('../../app/build-agent.js');
+    // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
+    const mcp = await startMcp({
       config,
       logger,
-      outbound: new TerminalSink(chat, logger),
-      // A chat's /model is kept in the state folder, so the next `magpie agent --chat ID` uses it too.
-      modelChoices: new FileModelChoiceStore(config.stateDir, logger),
-      ...(mcp ? { mcp } : {}),
+      env: commandEnv(values),
+      vision: config.llm.models.some((m) => visionCapable(m.model, config.vision)),
     });
-    const sessionKey = `cli:${chat}`;
-    const stream =
-      process.stdout.isTTY && streamsTo(config, 'cli') ? new TerminalStream(process.stdout) : undefined;
-    code = await (values.message === undefined
-      ? interactive(agent, sessionKey, stream)
-      : once(agent, values.message, sessionKey, stream));
-  } finally {
-    await mcp?.close();
-  }
-  exitWhenIdle(code);
-  return code;
-}
+    let code: number;
+    try {
+      const { FileModelChoiceStore } = await import('../../sessions/model-choice-file.js');
+      const { agent } = await buildAgent({
+        config,
+        logger,
+        outbound: new TerminalSink(chat, logger),
+        // A chat's /model is kept in the state folder, so the next `magpie agent --chat ID` uses it too.
+        modelChoices: new FileModelChoiceStore(config.stateDir, logger),
+        ...(mcp ? { mcp } : {}),
+      });
+      const sessionKey = `cli:${chat}`;
+      const stream =
+        process.stdout.isTTY && streamsTo(config, 'cli') ? new TerminalStream(process.stdout) : undefined;
+      code = await (values.message === undefined
+        ? interactive(agent, sessionKey, stream)
+        : once(agent, values.message, sessionKey, stream));
+    } finally {
+      await mcp?.close();
+    }
+    exitWhenIdle(code);
+    return code;
+  },
+});
 
 /**
  * The HTTP client keeps its connection to the endpoint alive, which would hold

@@ -10,8 +10,9 @@ import { onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
 import { TerminalReply } from '../../channels/cli/terminal-reply.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, describeError, ExitCode } from '../../errors/index.js';
-import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
-import { startCommand } from '../startup.js';
+import { parseTimeoutFlag, REPLY_FLAGS } from '../args.js';
+import { defineCommand } from '../command.js';
+import { withBus } from '../startup.js';
 
 const HELP = `usage: magpie chat [options]
 
@@ -28,84 +29,75 @@ options:
   --workspace DIR    overrides MAGPIE_WORKSPACE
   -h, --help         this help`;
 
-const FLAGS = {
-  chat: { type: 'string' },
-  timeout: { type: 'string' },
-  'no-stream': { type: 'boolean' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs('chat', argv, FLAGS);
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const timeoutMs = parseTimeoutFlag('chat', values.timeout);
-  const { config, bus } = await startCommand(values, 'client');
-  const chatId = values.chat ?? 'default';
-  const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
-  // Reminders and helper results arrive on their own, between or during prompts. Subscribed
-  // before readline starts, which would otherwise read piped lines before the loop below.
-  let prompt = () => {};
-  const stopListening = await onUnsolicited(bus, chatId, (m) => {
-    process.stdout.write(`\nmagpie> ${m.content}\n`);
-    prompt();
-  });
-  const rl = createInterface({
-    input: process.stdin,
-    output: process.stdout,
-    terminal: Boolean(process.stdin.isTTY),
-  });
-  let busy = false;
-  rl.on('SIGINT', () => {
-    if (busy) {
-      bus
-        .cancel(`cli:${chatId}`)
-        .catch((err: unknown) => process.stderr.write(`magpie: ${describeError(err)}\n`));
-      return;
-    }
-    if (rl.line === '') rl.close();
-    else rl.write(null, { ctrl: true, name: 'u' });
-  });
-  rl.setPrompt('you> ');
-  prompt = () => rl.prompt(true);
-  try {
-    rl.prompt();
-    // The async iterator buffers lines that arrive while a reply is awaited (pasted or piped input).
-    for await (const line of rl) {
-      if (line.trim() !== '') {
-        busy = true;
-        const terminal = new TerminalReply({
-          out: process.stdout,
-          err: process.stderr,
-          prefix: 'magpie> ',
-          statusInPlace: true,
-        });
-        try {
-          const reply = await sendAndWait(bus, {
-            content: line,
-            chatId,
-            timeoutMs,
-            onMessage: (m) => terminal.message(m.content),
-            ...(stream ? { onLive: (update) => terminal.live(update) } : {}),
-          });
-          terminal.final(reply.content);
-        } catch (err) {
-          terminal.abandon();
-          if (!(err instanceof AppError)) throw err;
-          process.stderr.write(`magpie: ${describeError(err)}\n`);
-        } finally {
-          busy = false;
+export const run = defineCommand({
+  name: 'chat',
+  help: HELP,
+  flags: REPLY_FLAGS,
+  async run({ values }) {
+    const timeoutMs = parseTimeoutFlag('chat', values.timeout);
+    return withBus(values, 'client', async ({ config, bus }) => {
+      const chatId = values.chat ?? 'default';
+      const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
+      // Reminders and helper results arrive on their own, between or during prompts. Subscribed
+      // before readline starts, which would otherwise read piped lines before the loop below.
+      let prompt = () => {};
+      const stopListening = await onUnsolicited(bus, chatId, (m) => {
+        process.stdout.write(`\nmagpie> ${m.content}\n`);
+        prompt();
+      });
+      const rl = createInterface({
+        input: process.stdin,
+        output: process.stdout,
+        terminal: Boolean(process.stdin.isTTY),
+      });
+      let busy = false;
+      rl.on('SIGINT', () => {
+        if (busy) {
+          bus
+            .cancel(`cli:${chatId}`)
+            .catch((err: unknown) => process.stderr.write(`magpie: ${describeError(err)}\n`));
+          return;
         }
+        if (rl.line === '') rl.close();
+        else rl.write(null, { ctrl: true, name: 'u' });
+      });
+      rl.setPrompt('you> ');
+      prompt = () => rl.prompt(true);
+      try {
+        rl.prompt();
+        // The async iterator buffers lines that arrive while a reply is awaited (pasted or piped input).
+        for await (const line of rl) {
+          if (line.trim() !== '') {
+            busy = true;
+            const terminal = new TerminalReply({
+              out: process.stdout,
+              err: process.stderr,
+              prefix: 'magpie> ',
+              statusInPlace: true,
+            });
+            try {
+              const reply = await sendAndWait(bus, {
+                content: line,
+                chatId,
+                timeoutMs,
+                ...terminal.handlers(stream),
+              });
+              terminal.final(reply.content);
+            } catch (err) {
+              terminal.abandon();
+              if (!(err instanceof AppError)) throw err;
+              process.stderr.write(`magpie: ${describeError(err)}\n`);
+            } finally {
+              busy = false;
+            }
+          }
+          rl.prompt();
+        }
+        return ExitCode.ok;
+      } finally {
+        rl.close();
+        await stopListening();
       }
-      rl.prompt();
-    }
-    return ExitCode.ok;
-  } finally {
-    rl.close();
-    await stopListening();
-    await bus.close();
-  }
-}
+    });
+  },
+});

@@ -3,8 +3,8 @@
 import type { ListedTask } from '../../bus/cron-store.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { formatInZone } from '../../scheduler/schedule.js';
-import { parseCommandArgs } from '../args.js';
-import { startCommand } from '../startup.js';
+import { defineCommand } from '../command.js';
+import { WORKSPACE_FLAG, withBus } from '../startup.js';
 
 const HELP = `usage: magpie cron list [--json]
        magpie cron remove <id>
@@ -19,50 +19,45 @@ options:
 
 exit codes: 0 ok, 1 no such task, 2 bad usage or config, 3 Redis unreachable`;
 
-const FLAGS = {
-  json: { type: 'boolean' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs('cron', argv, FLAGS, true);
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const [action, id, ...extra] = positionals;
-  if (action !== 'list' && action !== 'remove') {
-    throw new ConfigError('magpie cron: say "list" or "remove <id>"; see "magpie cron --help"');
-  }
-  if (action === 'remove' && (id === undefined || extra.length > 0)) {
-    throw new ConfigError('magpie cron remove: give exactly one task id (see "magpie cron list")');
-  }
-  if (action === 'list' && id !== undefined) {
-    throw new ConfigError(`magpie cron list: unexpected argument "${id}"`);
-  }
-  const { bus } = await startCommand(values, 'quiet');
-  const store = bus.cronStore();
-  try {
-    if (action === 'list') {
-      const tasks = await store.list();
-      process.stdout.write(
-        values.json ? `${JSON.stringify(tasks.map(toJson), null, 2)}\n` : formatTable(tasks),
-      );
-      return ExitCode.ok;
+export const run = defineCommand({
+  name: 'cron',
+  help: HELP,
+  flags: { json: { type: 'boolean' }, ...WORKSPACE_FLAG },
+  positionals: true,
+  async run({ values, positionals }) {
+    const [action, id, ...extra] = positionals;
+    if (action !== 'list' && action !== 'remove') {
+      throw new ConfigError('magpie cron: say "list" or "remove <id>"; see "magpie cron --help"');
     }
-    const removed = await store.remove(id!);
-    if (!removed) {
-      process.stderr.write(`magpie: no scheduled task "${id}" (see "magpie cron list")\n`);
-      return ExitCode.failure;
+    if (action === 'remove' && (id === undefined || extra.length > 0)) {
+      throw new ConfigError('magpie cron remove: give exactly one task id (see "magpie cron list")');
     }
-    process.stdout.write(`Removed scheduled task ${id}.\n`);
-    return ExitCode.ok;
-  } finally {
-    await store.close();
-    await bus.close();
-  }
-}
+    if (action === 'list' && id !== undefined) {
+      throw new ConfigError(`magpie cron list: unexpected argument "${id}"`);
+    }
+    return withBus(values, 'quiet', async ({ bus }) => {
+      const store = bus.cronStore();
+      try {
+        if (action === 'list') {
+          const tasks = await store.list();
+          process.stdout.write(
+            values.json ? `${JSON.stringify(tasks.map(toJson), null, 2)}\n` : formatTable(tasks),
+          );
+          return ExitCode.ok;
+        }
+        const removed = await store.remove(id!);
+        if (!removed) {
+          process.stderr.write(`magpie: no scheduled task "${id}" (see "magpie cron list")\n`);
+          return ExitCode.failure;
+        }
+        process.stdout.write(`Removed scheduled task ${id}.\n`);
+        return ExitCode.ok;
+      } finally {
+        await store.close();
+      }
+    });
+  },
+});
 
 function nextRunText({ task, nextRun }: ListedTask): string {
   return nextRun === undefined ? 'due now' : formatInZone(nextRun, task.schedule.tz);

@@ -3,8 +3,8 @@ import { Bus } from '../../bus/bus.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { loadDashboardToken } from '../../ops/dashboard-auth.js';
 import { startDashboard } from '../../ops/dashboard-server.js';
-import { parseCommandArgs } from '../args.js';
-import { commandConfig, commandLogger } from '../startup.js';
+import { defineCommand } from '../command.js';
+import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
 
 const HELP = `usage: magpie dashboard [--port N]
 
@@ -20,49 +20,43 @@ options:
   --workspace DIR  overrides MAGPIE_WORKSPACE
   -h, --help       this help`;
 
-const FLAGS = {
-  port: { type: 'string' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
 /** The port used when neither --port nor MAGPIE_DASHBOARD_PORT is given. */
 export const DEFAULT_DASHBOARD_PORT = 8790;
 
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs('dashboard', argv, FLAGS);
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const config = commandConfig(values);
-  let port = config.dashboard.port ?? DEFAULT_DASHBOARD_PORT;
-  if (values.port !== undefined) {
-    port = Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      throw new ConfigError(`magpie dashboard: --port "${values.port}" is not a port number`);
+export const run = defineCommand({
+  name: 'dashboard',
+  help: HELP,
+  flags: { port: { type: 'string' }, ...WORKSPACE_FLAG },
+  async run({ values }) {
+    const config = commandConfig(values);
+    let port = config.dashboard.port ?? DEFAULT_DASHBOARD_PORT;
+    if (values.port !== undefined) {
+      port = Number(values.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) {
+        throw new ConfigError(`magpie dashboard: --port "${values.port}" is not a port number`);
+      }
     }
-  }
-  const logger = commandLogger(config, 'configured');
-  const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
-  const bus = await Bus.connect({ config, logger });
-  const dashboard = await startDashboard({
-    redis: bus.redis,
-    url: bus.url,
-    prefix: bus.prefix,
-    workspace: config.workspace,
-    logger,
-    port,
-    token: access.token,
-    timezone: config.timezone,
-    ...(config.prices ? { prices: config.prices } : {}),
-  });
-  process.stdout.write(`magpie dashboard: ${dashboard.url} (sign in with the token in ${access.source})\n`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-  await dashboard.close();
-  await bus.close();
-  return ExitCode.ok;
-}
+    const logger = commandLogger(config, 'configured');
+    const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
+    const bus = await Bus.connect({ config, logger });
+    const dashboard = await startDashboard({
+      redis: bus.redis,
+      url: bus.url,
+      prefix: bus.prefix,
+      workspace: config.workspace,
+      logger,
+      port,
+      token: access.token,
+      timezone: config.timezone,
+      ...(config.prices ? { prices: config.prices } : {}),
+    });
+    process.stdout.write(`magpie dashboard: ${dashboard.url} (sign in with the token in ${access.source})\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    await dashboard.close();
+    await bus.close();
+    return ExitCode.ok;
+  },
+});

@@ -4,8 +4,8 @@ import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { formatChecks, runChecks } from '../../ops/doctor.js';
 import { buildChecks } from '../../ops/doctor-checks.js';
-import { parseCommandArgs } from '../args.js';
-import { commandConfig, commandEnv } from '../startup.js';
+import { defineCommand } from '../command.js';
+import { commandConfig, commandEnv, WORKSPACE_FLAG } from '../startup.js';
 
 const HELP = `usage: magpie doctor [--live]
 
@@ -21,44 +21,38 @@ options:
 
 exit codes: 0 all checks passed, 1 a check failed`;
 
-const FLAGS = {
-  live: { type: 'boolean' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs('doctor', argv, FLAGS);
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  let config: Config;
-  try {
-    config = commandConfig(values);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stdout.write(
-      formatChecks([
-        { name: 'config', status: 'fail', detail: err.message, fix: 'edit .env (see .env.example)' },
-      ]),
-    );
-    return ExitCode.failure;
-  }
-  const doctor = buildChecks({ config, live: values.live ?? false, env: commandEnv(values) });
-  try {
-    const lines = await runChecks(doctor.checks, {
-      timeoutMs: 3_000,
-      secrets: secretValues(config),
-    });
-    lines.unshift({
-      name: 'config',
-      status: 'ok',
-      detail: `valid (model ${config.llm.model}, prefix ${config.redis.prefix})`,
-    });
-    process.stdout.write(formatChecks(lines));
-    return lines.some((l) => l.status === 'fail') ? ExitCode.failure : ExitCode.ok;
-  } finally {
-    await doctor.close();
-  }
-}
+export const run = defineCommand({
+  name: 'doctor',
+  help: HELP,
+  flags: { live: { type: 'boolean' }, ...WORKSPACE_FLAG },
+  async run({ values }) {
+    let config: Config;
+    try {
+      config = commandConfig(values);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      process.stdout.write(
+        formatChecks([
+          { name: 'config', status: 'fail', detail: err.message, fix: 'edit .env (see .env.example)' },
+        ]),
+      );
+      return ExitCode.failure;
+    }
+    const doctor = buildChecks({ config, live: values.live ?? false, env: commandEnv(values) });
+    try {
+      const lines = await runChecks(doctor.checks, {
+        timeoutMs: 3_000,
+        secrets: secretValues(config),
+      });
+      lines.unshift({
+        name: 'config',
+        status: 'ok',
+        detail: `valid (model ${config.llm.model}, prefix ${config.redis.prefix})`,
+      });
+      process.stdout.write(formatChecks(lines));
+      return lines.some((l) => l.status === 'fail') ? ExitCode.failure : ExitCode.ok;
+    } finally {
+      await doctor.close();
+    }
+  },
+});

@@ -3,11 +3,11 @@
  * whether it connected (or why not) and its tools as the model sees them,
  * then disconnects.
  */
-import { parseDuration } from '../../config/index.js';
-import { ConfigError, ExitCode } from '../../errors/index.js';
+import { ExitCode } from '../../errors/index.js';
 import { type McpProbe, probeMcp } from '../../mcp/probe.js';
-import { parseCommandArgs } from '../args.js';
-import { commandConfig, commandEnv } from '../startup.js';
+import { parseTimeoutFlag } from '../args.js';
+import { defineCommand } from '../command.js';
+import { commandConfig, commandEnv, WORKSPACE_FLAG } from '../startup.js';
 
 const HELP = `usage: magpie mcp [--json] [--timeout D] [--workspace DIR]
 
@@ -24,35 +24,25 @@ options:
 exit codes: 0 every server connected (or there is no mcp.json), 1 a server failed,
 2 the file is malformed or inside the workspace`;
 
-export interface McpCommandIO {
-  out: { write(text: string): unknown };
-}
+/** How long `magpie mcp` waits for the servers when `--timeout` is not given. */
+const DEFAULT_WAIT_MS = 20_000;
 
-export async function run(argv: string[]): Promise<number> {
-  return runMcp(argv, { out: process.stdout });
-}
+/** The command; tests pass their own output. */
+export const runMcp = defineCommand({
+  name: 'mcp',
+  help: HELP,
+  flags: { json: { type: 'boolean' }, timeout: { type: 'string' }, ...WORKSPACE_FLAG },
+  async run({ values }, io) {
+    const waitMs = parseTimeoutFlag('mcp', values.timeout, DEFAULT_WAIT_MS);
+    const config = commandConfig(values);
+    const probe = await probeMcp({ config, env: commandEnv(values), waitMs });
+    io.out.write(values.json ? `${JSON.stringify(probe, null, 2)}\n` : formatProbe(probe));
+    return probe.servers.every((s) => s.state === 'connected') ? ExitCode.ok : ExitCode.failure;
+  },
+});
 
-/** The command with its output stream injected. */
-export async function runMcp(argv: string[], io: McpCommandIO): Promise<number> {
-  const { values } = parseCommandArgs('mcp', argv, {
-    json: { type: 'boolean' },
-    timeout: { type: 'string' },
-    workspace: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
-  if (values.help) {
-    io.out.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const waitMs = values.timeout === undefined ? 20_000 : parseDuration(values.timeout);
-  if (waitMs === undefined || waitMs <= 0) {
-    throw new ConfigError(`magpie mcp: --timeout "${values.timeout}" is not a duration (e.g. 30s)`);
-  }
-  const config = commandConfig(values);
-  const probe = await probeMcp({ config, env: commandEnv(values), waitMs });
-  io.out.write(values.json ? `${JSON.stringify(probe, null, 2)}\n` : formatProbe(probe));
-  return probe.servers.every((s) => s.state === 'connected') ? ExitCode.ok : ExitCode.failure;
-}
+/** The command as `magpie mcp` runs it (output on stdout). */
+export const run = runMcp;
 
 /** The probe for people: one line per server, its tools indented below. */
 export function formatProbe(probe: McpProbe): string {

@@ -10,8 +10,8 @@ import { formatDay, parseDay } from '../../memory/search/dates.js';
 import { formatForPeople, hitJson, type SearchFilters } from '../../memory/search/format.js';
 import { type IndexFigures, MemoryIndex } from '../../memory/search/memory-index.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../memory/search/search.js';
-import { parseCommandArgs } from '../args.js';
-import { commandConfig, commandLogger } from '../startup.js';
+import { type CommandIO, type CommandOut, defineCommand } from '../command.js';
+import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
 
 const HELP = `usage: magpie memory search "words" [--limit N] [--since DATE] [--until DATE] [--json]
        magpie memory reindex [--json]
@@ -39,83 +39,80 @@ options:
 exit codes: 0 ok (also when nothing matched), 1 failed, 2 bad usage or config,
 3 the index is busy in another process for too long`;
 
-const FLAGS = {
-  limit: { type: 'string' },
-  since: { type: 'string' },
-  until: { type: 'string' },
-  json: { type: 'boolean' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
 /** Where the command writes; tests pass their own. */
-export interface MemoryCommandIO {
-  out: { write(text: string): unknown; isTTY?: boolean };
+export interface MemoryCommandIO extends CommandIO {
+  out: CommandOut & { isTTY?: boolean };
 }
 
-export async function run(argv: string[]): Promise<number> {
-  return runMemory(argv, { out: process.stdout });
-}
+/** The command; tests pass their own output. */
+export const runMemory = defineCommand({
+  name: 'memory',
+  help: HELP,
+  flags: {
+    limit: { type: 'string' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    json: { type: 'boolean' },
+    ...WORKSPACE_FLAG,
+  },
+  positionals: true,
+  async run({ values, positionals }, io: MemoryCommandIO) {
+    const [action, ...rest] = positionals;
+    if (action !== 'search' && action !== 'reindex') {
+      throw new ConfigError('magpie memory: say "search <words>" or "reindex"; see "magpie memory --help"');
+    }
+    if (action === 'reindex' && (rest.length > 0 || values.limit || values.since || values.until)) {
+      throw new ConfigError('magpie memory reindex: takes no words and no --limit, --since or --until');
+    }
+    const query = rest.join(' ').trim();
+    if (action === 'search' && query === '') {
+      throw new ConfigError(
+        'magpie memory search: give the words to look for, e.g. magpie memory search "Marta Coimbra"',
+      );
+    }
+    const limit = values.limit === undefined ? DEFAULT_LIMIT : Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+      throw new ConfigError(`magpie memory search: --limit must be a whole number from 1 to ${MAX_LIMIT}`);
+    }
+    const filters = await usageErrors(() => ({
+      ...(values.since ? { since: parseDay(values.since, '--since') } : {}),
+      ...(values.until ? { until: parseDay(values.until, '--until') } : {}),
+    }));
+    const config = commandConfig(values);
+    const logger = commandLogger(config, 'quiet');
+    const index = new MemoryIndex({
+      workspace: config.workspace,
+      stateDir: config.stateDir,
+      timezone: config.timezone,
+      logger,
+      secrets: secretValues(config),
+    });
+    if (action === 'reindex') {
+      const started = performance.now();
+      const figures = await index.reindex();
+      const seconds = (performance.now() - started) / 1000;
+      io.out.write(
+        values.json
+          ? `${JSON.stringify({ ...figures, seconds: round(seconds), index: index.dbPath, bytes: sizeOf(index.dbPath) }, null, 2)}\n`
+          : `${describeReindex(figures, seconds, index.dbPath)}\n`,
+      );
+      return ExitCode.ok;
+    }
+    const result = await searchOrUsage(index, query, limit, filters);
+    if (values.json) {
+      io.out.write(
+        `${JSON.stringify({ query, ...filtersJson(filters), hits: result.hits.map(hitJson), searched: result.searched }, null, 2)}\n`,
+      );
+    } else {
+      const bold = io.out.isTTY ? { open: '\u001b[1m', close: '\u001b[22m' } : undefined;
+      io.out.write(`${formatForPeople(query, result, filters, bold)}\n`);
+    }
+    return ExitCode.ok;
+  },
+});
 
-/** The command with its output stream injected. */
-export async function runMemory(argv: string[], io: MemoryCommandIO): Promise<number> {
-  const { values, positionals } = parseCommandArgs('memory', argv, FLAGS, true);
-  if (values.help) {
-    io.out.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const [action, ...rest] = positionals;
-  if (action !== 'search' && action !== 'reindex') {
-    throw new ConfigError('magpie memory: say "search <words>" or "reindex"; see "magpie memory --help"');
-  }
-  if (action === 'reindex' && (rest.length > 0 || values.limit || values.since || values.until)) {
-    throw new ConfigError('magpie memory reindex: takes no words and no --limit, --since or --until');
-  }
-  const query = rest.join(' ').trim();
-  if (action === 'search' && query === '') {
-    throw new ConfigError(
-      'magpie memory search: give the words to look for, e.g. magpie memory search "Marta Coimbra"',
-    );
-  }
-  const limit = values.limit === undefined ? DEFAULT_LIMIT : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw new ConfigError(`magpie memory search: --limit must be a whole number from 1 to ${MAX_LIMIT}`);
-  }
-  const filters = await usageErrors(() => ({
-    ...(values.since ? { since: parseDay(values.since, '--since') } : {}),
-    ...(values.until ? { until: parseDay(values.until, '--until') } : {}),
-  }));
-  const config = commandConfig(values);
-  const logger = commandLogger(config, 'quiet');
-  const index = new MemoryIndex({
-    workspace: config.workspace,
-    stateDir: config.stateDir,
-    timezone: config.timezone,
-    logger,
-    secrets: secretValues(config),
-  });
-  if (action === 'reindex') {
-    const started = performance.now();
-    const figures = await index.reindex();
-    const seconds = (performance.now() - started) / 1000;
-    io.out.write(
-      values.json
-        ? `${JSON.stringify({ ...figures, seconds: round(seconds), index: index.dbPath, bytes: sizeOf(index.dbPath) }, null, 2)}\n`
-        : `${describeReindex(figures, seconds, index.dbPath)}\n`,
-    );
-    return ExitCode.ok;
-  }
-  const result = await searchOrUsage(index, query, limit, filters);
-  if (values.json) {
-    io.out.write(
-      `${JSON.stringify({ query, ...filtersJson(filters), hits: result.hits.map(hitJson), searched: result.searched }, null, 2)}\n`,
-    );
-  } else {
-    const bold = io.out.isTTY ? { open: '\u001b[1m', close: '\u001b[22m' } : undefined;
-    io.out.write(`${formatForPeople(query, result, filters, bold)}\n`);
-  }
-  return ExitCode.ok;
-}
+/** The command as `magpie memory` runs it (output on stdout). */
+export const run = runMemory;
 
 /** A search whose own checks (a query without words, since after until) are usage errors here. */
 function searchOrUsage(index: MemoryIndex, query: string, limit: number, filters: SearchFilters) {

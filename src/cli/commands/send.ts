@@ -7,8 +7,9 @@ import { sendAndWait } from '../../channels/cli/client.js';
 import { TerminalReply } from '../../channels/cli/terminal-reply.js';
 import { streamsTo } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { parseCommandArgs, parseTimeoutFlag } from '../args.js';
-import { startCommand } from '../startup.js';
+import { parseTimeoutFlag, REPLY_FLAGS } from '../args.js';
+import { defineCommand } from '../command.js';
+import { withBus } from '../startup.js';
 
 const HELP = `usage: magpie send -m "text" [options]
 
@@ -28,48 +29,37 @@ options:
 
 exit codes: 0 replied, 1 the turn failed, 2 bad usage or config, 3 Redis or the daemon unreachable`;
 
-const FLAGS = {
-  message: { type: 'string', short: 'm' },
-  chat: { type: 'string' },
-  timeout: { type: 'string' },
-  'no-stream': { type: 'boolean' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs('send', argv, FLAGS);
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  if (values.message === undefined || values.message.trim() === '') {
-    throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
-  }
-  const timeoutMs = parseTimeoutFlag('send', values.timeout);
-  const { config, bus } = await startCommand(values, 'client');
-  const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
-  try {
-    const chatId = values.chat ?? 'default';
-    const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
-    const reply = await sendAndWait(bus, {
-      content: values.message,
-      chatId,
-      timeoutMs,
-      onMessage: (m) => terminal.message(m.content),
-      ...(stream ? { onLive: (update) => terminal.live(update) } : {}),
-    });
-    if (reply.kind === 'error') {
-      terminal.abandon();
-      process.stderr.write(`magpie: ${reply.content}\n`);
-      return ExitCode.failure;
+export const run = defineCommand({
+  name: 'send',
+  help: HELP,
+  flags: { message: { type: 'string', short: 'm' }, ...REPLY_FLAGS },
+  async run({ values }) {
+    if (values.message === undefined || values.message.trim() === '') {
+      throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
     }
-    terminal.final(reply.content);
-    return ExitCode.ok;
-  } catch (err) {
-    terminal.abandon();
-    throw err;
-  } finally {
-    await bus.close();
-  }
-}
+    const timeoutMs = parseTimeoutFlag('send', values.timeout);
+    const content = values.message;
+    return withBus(values, 'client', async ({ config, bus }) => {
+      const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
+      try {
+        const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
+        const reply = await sendAndWait(bus, {
+          content,
+          chatId: values.chat ?? 'default',
+          timeoutMs,
+          ...terminal.handlers(stream),
+        });
+        if (reply.kind === 'error') {
+          terminal.abandon();
+          process.stderr.write(`magpie: ${reply.content}\n`);
+          return ExitCode.failure;
+        }
+        terminal.final(reply.content);
+        return ExitCode.ok;
+      } catch (err) {
+        terminal.abandon();
+        throw err;
+      }
+    });
+  },
+});

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { loadConfig } from '../../config/index.js';
 import { ExitCode } from '../../errors/index.js';
 import { SkillsLoader } from '../../skills/loader.js';
-import { parseCommandArgs } from '../args.js';
+import { defineCommand } from '../command.js';
 
 const HELP = `usage: magpie skills [--workspace DIR]
 
@@ -15,40 +15,32 @@ options:
   -w, --workspace DIR  use this workspace instead of MAGPIE_WORKSPACE
   -h, --help           show this help`;
 
-export interface SkillsCommandIO {
-  out: { write(text: string): unknown };
-}
-
-export async function run(argv: string[]): Promise<number> {
-  return runSkills(argv, { out: process.stdout });
-}
-
-/** The command with its output stream injected. */
-export async function runSkills(argv: string[], io: SkillsCommandIO): Promise<number> {
-  const { values } = parseCommandArgs('skills', argv, {
-    workspace: { type: 'string', short: 'w' },
-    help: { type: 'boolean', short: 'h' },
-  });
-  if (values.help) {
-    io.out.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const workspace = values.workspace ? path.resolve(values.workspace) : loadConfig().workspace;
-  const dir = path.join(workspace, 'skills');
-  const { skills, errors } = await new SkillsLoader({ dir }).load();
-  const lines: string[] = [];
-  if (skills.length === 0) lines.push(`No skills in ${dir}.`);
-  else {
-    lines.push(`Skills in ${dir}:`);
-    const width = Math.max(...skills.map((s) => s.name.length));
-    for (const s of skills) {
-      lines.push(`  ${s.name.padEnd(width)}  ${s.always ? 'always   ' : 'on-demand'}  ${s.description}`);
+/** The command; tests pass their own output. */
+export const runSkills = defineCommand({
+  name: 'skills',
+  help: HELP,
+  flags: { workspace: { type: 'string', short: 'w' } },
+  async run({ values }, io) {
+    const workspace = values.workspace ? path.resolve(values.workspace) : loadConfig().workspace;
+    const dir = path.join(workspace, 'skills');
+    const { skills, errors } = await new SkillsLoader({ dir }).load();
+    const lines: string[] = [];
+    if (skills.length === 0) lines.push(`No skills in ${dir}.`);
+    else {
+      lines.push(`Skills in ${dir}:`);
+      const width = Math.max(...skills.map((s) => s.name.length));
+      for (const s of skills) {
+        lines.push(`  ${s.name.padEnd(width)}  ${s.always ? 'always   ' : 'on-demand'}  ${s.description}`);
+      }
     }
-  }
-  if (errors.length > 0) {
-    lines.push('', `Malformed (${errors.length}):`);
-    for (const e of errors) lines.push(`  ${path.relative(workspace, e.path)}: ${e.message}`);
-  }
-  io.out.write(`${lines.join('\n')}\n`);
-  return errors.length > 0 ? ExitCode.failure : ExitCode.ok;
-}
+    if (errors.length > 0) {
+      lines.push('', `Malformed (${errors.length}):`);
+      for (const e of errors) lines.push(`  ${path.relative(workspace, e.path)}: ${e.message}`);
+    }
+    io.out.write(`${lines.join('\n')}\n`);
+    return errors.length > 0 ? ExitCode.failure : ExitCode.ok;
+  },
+});
+
+/** The command as `magpie skills` runs it (output on stdout). */
+export const run = runSkills;

@@ -2,8 +2,8 @@
 import { ExitCode } from '../../errors/index.js';
 import { collectStatus } from '../../ops/status.js';
 import { formatStatus } from '../../ops/status-format.js';
-import { parseCommandArgs } from '../args.js';
-import { startCommand } from '../startup.js';
+import { defineCommand } from '../command.js';
+import { WORKSPACE_FLAG, withBus } from '../startup.js';
 
 const HELP = `usage: magpie status [--json]
 
@@ -18,31 +18,22 @@ options:
 
 exit codes: 0 shown, 2 bad config, 3 Redis unreachable`;
 
-const FLAGS = {
-  json: { type: 'boolean' },
-  workspace: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export async function run(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs('status', argv, FLAGS);
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return ExitCode.ok;
-  }
-  const { config, bus } = await startCommand(values, 'silent');
-  try {
-    const report = await collectStatus({
-      redis: bus.redis,
-      url: bus.url,
-      prefix: bus.prefix,
-      workspace: config.workspace,
-      timezone: config.timezone,
-      ...(config.prices ? { prices: config.prices } : {}),
+export const run = defineCommand({
+  name: 'status',
+  help: HELP,
+  flags: { json: { type: 'boolean' }, ...WORKSPACE_FLAG },
+  async run({ values }) {
+    return withBus(values, 'silent', async ({ config, bus }) => {
+      const report = await collectStatus({
+        redis: bus.redis,
+        url: bus.url,
+        prefix: bus.prefix,
+        workspace: config.workspace,
+        timezone: config.timezone,
+        ...(config.prices ? { prices: config.prices } : {}),
+      });
+      process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
+      return ExitCode.ok;
     });
-    process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
-    return ExitCode.ok;
-  } finally {
-    await bus.close();
-  }
-}
+  },
+});
