@@ -131,9 +131,10 @@ describe('live replies on Telegram', () => {
     const chat = { ...owner, id: 7005 };
     fake.pushUpdate(dmUpdate(chat, 'answer slowly, I will delete it'));
     await fake.waitFor(() => fake.sent(chat.id).length === 1, 20_000);
-    fake.failEdits(100, 'not_found');
+    // The next edit of the preview is refused (as if the user deleted it): a preview edit or the
+    // final edit, whichever comes first; the preview is not edited again after that.
+    fake.failEdits(1, 'not_found');
     await fake.waitFor(() => fake.sent(chat.id).length === 2, 20_000);
-    fake.failEdits(0, 'not_found');
     fake.pushUpdate(dmUpdate(chat, 'marker'));
     await fake.waitFor(() => fake.sent(chat.id).length === 3, 20_000);
     const sent = fake.sent(chat.id);
@@ -153,6 +154,49 @@ describe('live replies on Telegram', () => {
     expect(stopped).toMatch(/^Sentence 1 of a/);
     expect(stopped).not.toContain('Sentence 20 of a');
     // The preview became the stopped answer: no second message for it (the stop notice is the channel's own).
-    expect(fake.sent(chat.id).filter((m) => m.text.includes('Sentence 1 of a'))).toHaveLength(1);
+    expect(
+      fake.sent(chat.id).filter((m) => m.text.includes('Sentence 1 of a')),
+      JSON.stringify({ sent: fake.sent(chat.id), edits: editsIn(chat.id) }),
+    ).toHaveLength(1);
   });
+});
+
+describe('TELEGRAM_STREAM=off', () => {
+  it('sends a slow answer whole, as one message, with no preview and no edit', async () => {
+    const telegram = await startFakeTelegram({ token: '778:off-token' });
+    const model = await startFakeOpenAI({
+      responder: () => ({ content: SLOW_TEXT, pieces: 12, pieceDelayMs: 150 }),
+    });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-live-off-'));
+    const off = await startRole({
+      role: 'start',
+      config: parseConfig({
+        REDIS_URL: inject('redisUrl'),
+        MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+        MAGPIE_WORKSPACE: dir,
+        OPENAI_API_KEY: 'test-key',
+        OPENAI_BASE_URL: model.baseURL,
+        MAGPIE_MODEL: 'fake-model',
+        MAGPIE_HEARTBEAT_INTERVAL: '0',
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.apiRoot,
+        TELEGRAM_ALLOW_FROM: `@${owner.username}`,
+        TELEGRAM_STREAM: 'off',
+      }),
+      logger: silentLogger(),
+    });
+    try {
+      const chat = { ...owner, id: 7101 };
+      telegram.pushUpdate(dmUpdate(chat, 'answer slowly'));
+      await telegram.waitFor(() => telegram.sent(chat.id).length === 1, 20_000);
+      expect(telegram.sent(chat.id)[0]!.text).toContain('Sentence 20 of a');
+      expect(telegram.sent(chat.id)[0]!.parse_mode).toBe('HTML');
+      expect(telegram.edits).toEqual([]);
+    } finally {
+      await off.stop();
+      await telegram.close();
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
