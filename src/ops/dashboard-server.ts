@@ -108,6 +108,15 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   refresh.unref();
   app.use('/queues', board.getRouter());
   if (options.chat) app.use('/chat', options.chat);
+  else
+    app.get('/chat', (_req, res) => {
+      res
+        .status(404)
+        .type('text')
+        .send(
+          'magpie dashboard: the web chat is served by the dashboard inside magpie start / magpie gateway (MAGPIE_DASHBOARD_PORT)',
+        );
+    });
 
   app.get('/', (_req, res) => {
     res.type('html').send(overviewPage());

@@ -348,6 +348,26 @@ describe('web chat routes', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('a dashboard without the chat (the standalone magpie dashboard) says where the chat is', async () => {
+    const standalone = await startDashboard({
+      redis: bus.redis,
+      url: bus.url,
+      prefix: bus.prefix,
+      workspace,
+      logger,
+      token: TOKEN,
+    });
+    try {
+      const answer = await webRequest(standalone.port, 'GET', '/chat', {
+        headers: { cookie: signedInCookie(standalone.port, TOKEN) },
+      });
+      expect(answer.status).toBe(404);
+      expect(answer.body).toContain('inside magpie start / magpie gateway');
+    } finally {
+      await standalone.close();
+    }
+  });
+
   it('refuses to deliver to a chat id no page can have (permanent), and keeps at most the cap', async () => {
     const refused = await channel
       .send({

@@ -112,10 +112,10 @@ function onMessage(ev) {
 function onLive(ev) {
   if (done.has(ev.turn)) return;
   let el = lives.get(ev.turn);
+  setTyping(false);
   if (!el) {
     el = bubble('assistant', '', 'live');
     lives.set(ev.turn, el);
-    setTyping(false);
     place(el);
   }
   const follow = nearBottom();
@@ -144,7 +144,7 @@ function listen(chat, cursor) {
   source.addEventListener('message', handle(onMessage));
   source.addEventListener('user', handle(onUser));
   source.addEventListener('live', handle(onLive));
-  source.addEventListener('typing', handle((ev) => (lives.size === 0 || !ev.active) && setTyping(ev.active)));
+  source.addEventListener('typing', handle((ev) => setTyping(ev.active)));
   source.addEventListener('ready', () => {
     dupes = new Set();
     setStatus('connected');
