@@ -5,13 +5,10 @@
  */
 import { z } from 'zod';
 import { AppError } from '../errors/index.js';
-import { WorkspaceFiles } from '../workspace/workspace-files.js';
-import { fileError } from '../workspace/workspace-path.js';
-import { fail, ok, type Tool } from './types.js';
-import type { FileToolOptions } from './write-file.js';
+import { fileTool, pathParameter } from './file-tool.js';
 
 const parameters = z.object({
-  path: z.string().describe('File path, relative to the workspace'),
+  path: pathParameter,
   old_text: z.string().describe('The exact text to replace; it must occur exactly once in the file'),
   new_text: z.string().describe('The replacement text'),
 });
@@ -25,42 +22,34 @@ export function countOccurrences(haystack: string, needle: string): number {
   return count;
 }
 
-/** The edit_file tool, confined to `workspace`. */
-export function createEditFileTool(
-  workspace: string,
-  options: FileToolOptions = {},
-): Tool<typeof parameters> {
-  const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
-  return {
-    name: 'edit_file',
-    description:
-      'Replace old_text with new_text in a workspace file. old_text must match the file exactly ' +
-      '(whitespace included) and occur exactly once; add surrounding lines to make it unique.',
-    parameters,
-    async execute({ path: requested, old_text: oldText, new_text: newText }) {
-      if (oldText === '') return fail('old_text is empty; copy the exact text to replace from the file');
-      try {
-        await files.replace(requested, (text) => {
-          const matches = countOccurrences(text, oldText);
-          if (matches === 0) {
-            throw new AppError(
-              'TOOL_FAILED',
-              `old_text not found in ${requested}; read the file and copy the exact text to replace`,
-            );
-          }
-          if (matches > 1) {
-            throw new AppError(
-              'TOOL_FAILED',
-              `old_text matches ${matches} times in ${requested}, add context so it matches exactly once`,
-            );
-          }
-          const at = text.indexOf(oldText);
-          return text.slice(0, at) + newText + text.slice(at + oldText.length);
-        });
-        return ok(`edited ${requested}`);
-      } catch (err) {
-        return fail(fileError(err, requested).message);
+/** The edit_file tool, confined to the workspace it is given. */
+export const createEditFileTool = fileTool({
+  name: 'edit_file',
+  description:
+    'Replace old_text with new_text in a workspace file. old_text must match the file exactly ' +
+    '(whitespace included) and occur exactly once; add surrounding lines to make it unique.',
+  parameters,
+  async change(files, { path: requested, old_text: oldText, new_text: newText }) {
+    if (oldText === '') {
+      throw new AppError('TOOL_FAILED', 'old_text is empty; copy the exact text to replace from the file');
+    }
+    await files.replace(requested, (text) => {
+      const matches = countOccurrences(text, oldText);
+      if (matches === 0) {
+        throw new AppError(
+          'TOOL_FAILED',
+          `old_text not found in ${requested}; read the file and copy the exact text to replace`,
+        );
       }
-    },
-  };
-}
+      if (matches > 1) {
+        throw new AppError(
+          'TOOL_FAILED',
+          `old_text matches ${matches} times in ${requested}, add context so it matches exactly once`,
+        );
+      }
+      const at = text.indexOf(oldText);
+      return text.slice(0, at) + newText + text.slice(at + oldText.length);
+    });
+    return `edited ${requested}`;
+  },
+});

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { mib, readUpTo, WorkspaceFiles } from '../workspace/workspace-files.js';
 import { FileToolError, fileError } from '../workspace/workspace-path.js';
 import type { Confinement } from '../workspace/workspace-walk.js';
+import { pathParameter } from './file-tool.js';
 import { fail, ok, type Tool } from './types.js';
 
 export interface ReadFileOptions {
@@ -23,7 +24,7 @@ export interface ReadFileOptions {
 const SNIFF_BYTES = 8192;
 
 const parameters = z.object({
-  path: z.string().describe('File path, relative to the workspace'),
+  path: pathParameter,
   offset: z.number().int().min(1).optional().describe('First line to return (1-based); default 1'),
   limit: z.number().int().min(1).optional().describe('How many lines to return; default all that fit'),
 });
