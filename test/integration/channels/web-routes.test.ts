@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
 import { createWebChatRouter } from '../../../src/channels/web/routes.js';
@@ -44,18 +45,22 @@ describe('web chat routes', () => {
     bus = await Bus.connect({ config: testConfig(), logger });
     workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-web-'));
     sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
-    dashboard = await startDashboard({
-      redis: bus.redis,
-      url: bus.url,
-      prefix: bus.prefix,
-      workspace,
-      logger,
-      token: TOKEN,
-      chat: createWebChatRouter({ bus, sessions, logger, heartbeatMs: 100 }),
-    });
+    dashboard = await dashboardOn(bus, createWebChatRouter({ bus, sessions, logger, heartbeatMs: 100 }));
     port = dashboard.port;
     channel = new WebChannel({ bus, logger });
   });
+
+  /** A dashboard on `bus` with the token, the web chat mounted when given. */
+  const dashboardOn = (on: Bus, chat?: Router) =>
+    startDashboard({
+      redis: on.redis,
+      url: on.url,
+      prefix: on.prefix,
+      workspace,
+      logger,
+      token: TOKEN,
+      ...(chat ? { chat } : {}),
+    });
 
   afterAll(async () => {
     await dashboard?.close();
@@ -349,14 +354,7 @@ describe('web chat routes', () => {
   });
 
   it('a dashboard without the chat (the standalone magpie dashboard) says where the chat is', async () => {
-    const standalone = await startDashboard({
-      redis: bus.redis,
-      url: bus.url,
-      prefix: bus.prefix,
-      workspace,
-      logger,
-      token: TOKEN,
-    });
+    const standalone = await dashboardOn(bus);
     try {
       const answer = await webRequest(standalone.port, 'GET', '/chat', {
         headers: { cookie: signedInCookie(standalone.port, TOKEN) },
