@@ -4,8 +4,9 @@
  * `title`, `url` and `description` (matches marked with <strong>).
  */
 import { z } from 'zod';
-import { joinUrl, plainSnippet, requestJson } from './http.js';
-import type { BackendHttpOptions, SearchBackend, SearchHit } from './types.js';
+import { joinUrl } from './http.js';
+import { jsonBackend } from './json-backend.js';
+import type { BackendHttpOptions, SearchBackend } from './types.js';
 
 export interface BraveOptions extends BackendHttpOptions {
   apiKey: string;
@@ -26,27 +27,22 @@ const Answer = z.object({
 /** The Brave Search backend. */
 export function createBraveBackend(options: BraveOptions): SearchBackend {
   const root = options.apiRoot ?? 'https://api.search.brave.com';
-  const timeoutMs = options.timeoutMs ?? 15_000;
-  return {
+  return jsonBackend({
     label: 'Brave Search',
-    async search(query, count, signal): Promise<SearchHit[]> {
+    timeoutMs: options.timeoutMs,
+    request(query, count) {
       const url = joinUrl(root, 'res/v1/web/search');
       url.searchParams.set('q', query);
       url.searchParams.set('count', String(count));
-      const body = await requestJson({
-        label: 'Brave Search',
+      return {
         url,
         init: { headers: { accept: 'application/json', 'x-subscription-token': options.apiKey } },
-        timeoutMs,
-        signal,
         authFix: 'check BRAVE_API_KEY in .env',
-      });
-      const results = Answer.safeParse(body).data?.web?.results ?? [];
-      return results.slice(0, count).map((r) => ({
-        title: plainSnippet(r.title),
-        url: typeof r.url === 'string' ? r.url : '',
-        snippet: plainSnippet(r.description),
-      }));
+      };
     },
-  };
+    hits(body) {
+      const results = Answer.safeParse(body).data?.web?.results ?? [];
+      return results.map((r) => ({ title: r.title, url: r.url, snippet: r.description }));
+    },
+  });
 }
