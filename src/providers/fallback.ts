@@ -18,6 +18,7 @@ import {
   cooldownKeys,
   DEFAULT_COOLDOWN,
 } from './cooldown.js';
+import { DeltaWatch } from './delta-watch.js';
 import { type ModelFailure, ModelsUnavailableError, shortReasonOf, verdictOn } from './fallback-failures.js';
 import { withoutImages } from './fallback-images.js';
 import type { ChatRequest, ChatResponse, LLMProvider, ModelAvailability, ModelInfo } from './types.js';
@@ -91,14 +92,7 @@ export class FallbackProvider implements LLMProvider {
     // One model alone is called as before: no cool-downs, its own errors, images as sent.
     if (order.length === 1) return this.#callOne(order[0]!, request, 0, { later: false, alone: true });
     const failures: ModelFailure[] = [];
-    let streamed = false;
-    const onDelta = request.onDelta;
-    const forward = onDelta
-      ? (text: string) => {
-          streamed = true;
-          onDelta(text);
-        }
-      : undefined;
+    const deltas = new DeltaWatch(request.onDelta);
     for (const [position, candidate] of order.entries()) {
       const keys = [candidate.keys.endpoint, candidate.keys.model];
       const check = await this.#claim(keys);
@@ -108,7 +102,7 @@ export class FallbackProvider implements LLMProvider {
       }
       const later = await this.#anyAvailable(order.slice(position + 1));
       try {
-        const response = await this.#callOne(candidate, { ...request, onDelta: forward }, position, {
+        const response = await this.#callOne(candidate, { ...request, onDelta: deltas.forward }, position, {
           later,
           alone: false,
         });
@@ -126,10 +120,10 @@ export class FallbackProvider implements LLMProvider {
           if (check.state === 'probe') await this.#settle('release', keys);
           throw err;
         }
-        if (streamed || verdict === 'stop' || verdict === 'too-long') {
+        if (deltas.streamed || verdict === 'stop' || verdict === 'too-long') {
           // The endpoint answered: whatever failed before, it is up.
           if (check.state === 'probe') await this.#settle('succeeded', keys);
-          if (streamed || verdict === 'stop') throw err;
+          if (deltas.streamed || verdict === 'stop') throw err;
           failures.push({ model: candidate.info, error: err as AppError });
           continue;
         }

@@ -15,6 +15,7 @@ import {
   ProviderError,
 } from '../../errors/index.js';
 import { type Logger, silentLogger } from '../../log/index.js';
+import { DeltaWatch } from '../delta-watch.js';
 import type { ChatRequest, ChatResponse, LLMProvider } from '../types.js';
 import { cacheHintsFor, type PromptCacheMode, promptCacheKey, withCacheControl } from './cache-hints.js';
 import { type ErrorContext, timeoutError, toProviderError } from './errors.js';
@@ -139,19 +140,12 @@ export class OpenAIProvider implements LLMProvider {
 
   /** One streamed chat completion. Rejects with ProviderError (see the port) or CancelledError. */
   async chat(request: ChatRequest): Promise<ChatResponse> {
-    let streamed = false;
-    const onDelta = request.onDelta;
-    const forward = onDelta
-      ? (text: string) => {
-          streamed = true;
-          onDelta(text);
-        }
-      : undefined;
+    const deltas = new DeltaWatch(request.onDelta);
     const started = Date.now();
     const response = await this.retrying(
       request.signal,
-      (err) => !streamed && !(request.failFast === true && this.betterElsewhere(err)),
-      () => this.chatOnce(request, forward),
+      (err) => !deltas.streamed && !(request.failFast === true && this.betterElsewhere(err)),
+      () => this.chatOnce(request, deltas.forward),
     );
     this.logger.debug(
       {
