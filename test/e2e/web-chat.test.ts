@@ -6,7 +6,8 @@
  * growing on the page before it is complete and then shown once, rendered;
  * after a reload the conversation is still there, once; `/stop` during a
  * slow answer stops it; `…` shows while a turn has written nothing yet;
- * `/new` starts a new conversation; an answer or a message holding `<script>` and
+ * `/new` starts a new conversation; a message over 16 KB is marked not sent
+ * with the reason; an answer or a message holding `<script>` and
  * `<img onerror>` is shown as text (no dialog, no such element, nothing run);
  * a reminder sent to the chat appears while the page is open; the page fits a
  * phone's width and never breaks its Content-Security-Policy. Saves a
@@ -236,6 +237,21 @@ describe('web chat in a browser', () => {
     expect(await page.locator('#log').textContent()).not.toContain('remember the old talk');
     await context.close();
   }, 45_000);
+
+  it('marks a message over the size limit as not sent, with the reason, and sends nothing', async () => {
+    const { context, page } = await openChat('oversized');
+    const requests = fake.requests.length;
+    await page.fill('#input', 'x'.repeat(17 * 1024));
+    await page.locator('#input').press('Enter');
+    const failed = page.locator('.msg.user.failed');
+    await failed.waitFor({ timeout: 10_000 });
+    expect(await failed.locator('.note').textContent()).toBe('not sent: message too large (at most 16 KB)');
+    // The chat goes on: the next message is answered (and was the only one the model saw).
+    await say(page, 'small one');
+    await page.locator('.msg.assistant', { hasText: 'small one' }).waitFor({ timeout: 20_000 });
+    expect(fake.requests.length).toBe(requests + 1);
+    await context.close();
+  }, 30_000);
 
   it('shows a reminder sent to the chat while the page is open', async () => {
     const { context, page } = await openChat('reminded');
