@@ -13,11 +13,11 @@
  */
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { ensurePrivateDir } from '../config/state-dir.js';
 import { AppError, ExitCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { processRuns } from './pid.js';
+import { withQuickConnection } from './redis.js';
 
 export interface MigrateLegacyRedisOptions {
   workspace: string;
@@ -109,32 +109,24 @@ function migrationError(from: string, to: string, cause: unknown): AppError {
 async function stopOrphanedServer(legacy: string, timeoutMs: number): Promise<void> {
   const info = readLegacyInfo(legacy);
   if (!info || !processRuns(info.pid)) return;
-  const redis = new Redis(info.url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => undefined);
   try {
-    await redis.connect();
-    const clients = String(await redis.client('LIST'))
-      .split('\n')
-      .filter((line) => line.trim() !== '');
-    if (clients.length > 1) {
-      throw new AppError(
-        'REDIS_UNAVAILABLE',
-        `an older magpie still uses the redis-server (pid ${info.pid}) in ${legacy}: stop it, then run "magpie start" again (its data then moves out of the workspace)`,
-        { exitCode: ExitCode.unavailable },
-      );
-    }
-    // SHUTDOWN writes the AOF and exits; the connection closes without a reply.
-    await redis.call('SHUTDOWN').catch(() => undefined);
+    await withQuickConnection(info.url, async (redis) => {
+      const clients = String(await redis.client('LIST'))
+        .split('\n')
+        .filter((line) => line.trim() !== '');
+      if (clients.length > 1) {
+        throw new AppError(
+          'REDIS_UNAVAILABLE',
+          `an older magpie still uses the redis-server (pid ${info.pid}) in ${legacy}: stop it, then run "magpie start" again (its data then moves out of the workspace)`,
+          { exitCode: ExitCode.unavailable },
+        );
+      }
+      // SHUTDOWN writes the AOF and exits; the connection closes without a reply.
+      await redis.call('SHUTDOWN').catch(() => undefined);
+    });
   } catch (err) {
     if (err instanceof AppError) throw err;
     return; // not answering (a reused pid, or already going): nothing to stop
-  } finally {
-    redis.disconnect();
   }
   const deadline = Date.now() + timeoutMs;
   while (processRuns(info.pid)) {

@@ -11,7 +11,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Config } from '../config/index.js';
 import { ensurePrivateDir, readOrCreateSecret, writePrivateFile } from '../config/state-dir.js';
@@ -19,7 +18,7 @@ import { AppError, ExitCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { migrateLegacyRedis } from './local-redis-migrate.js';
 import { processRuns } from './pid.js';
-import { displayUrl } from './redis.js';
+import { displayUrl, withQuickConnection } from './redis.js';
 
 const InfoSchema = z.object({ url: z.string().min(1), pid: z.number().int().positive() });
 
@@ -244,20 +243,10 @@ function waitReady(child: ChildProcess): Promise<void> {
 
 /** True when `url` answers PING (an authenticated one when the URL carries a password). */
 export async function pings(url: string): Promise<boolean> {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  redis.on('error', () => undefined);
   try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
+    return (await withQuickConnection(url, (redis) => redis.ping())) === 'PONG';
   } catch {
     return false; // refused, timed out or NOAUTH/WRONGPASS: not a Redis we can use
-  } finally {
-    redis.disconnect();
   }
 }
 

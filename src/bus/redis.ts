@@ -114,3 +114,27 @@ export function createWorkerRedis(url: string): Redis {
   redis.on('error', () => undefined);
   return redis;
 }
+
+/**
+ * Runs `work` on a short-lived connection to `url` that gives up quickly (1 s
+ * to connect, no retries, no reconnecting) and is closed afterwards. A refused
+ * or failed connection rejects; it is not also reported as an 'error' event.
+ *
+ * @example const pong = await withQuickConnection(url, (redis) => redis.ping());
+ */
+export async function withQuickConnection<T>(url: string, work: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 1_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  // Every failure also rejects connect() or the command that met it, which is where it is handled.
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await work(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
