@@ -16,6 +16,7 @@ import {
   type FormattedPart,
   formatForTelegram,
   isParseError,
+  placement,
   TELEGRAM_TEXT_LIMIT,
   type TelegramSender,
 } from './sender.js';
@@ -49,13 +50,7 @@ export class TelegramLiveSurface implements LiveSurface<FormattedPart> {
   /** Sends plain text (no parse mode, link previews off). `key` is unused: the Bot API has no nonce. */
   async post(target: LiveTarget, text: string, _key: string): Promise<string> {
     try {
-      const sent = await this.options.telegram.sendMessage(target.chatId, text, {
-        ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
-        ...(target.replyTo
-          ? { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } }
-          : {}),
-        link_preview_options: { is_disabled: true },
-      });
+      const sent = await this.options.telegram.sendMessage(target.chatId, text, placement(target));
       return String(sent.message_id);
     } catch (err) {
       throw deliveryError(err, `post to chat ${target.chatId}`);

@@ -70,6 +70,21 @@ export interface Target {
   replyTo?: string;
 }
 
+/**
+ * The sendMessage options every new message shares: in the target's thread,
+ * a reply to `replyTo` when there is one (sent even if that message is gone),
+ * link previews off.
+ */
+export function placement(target: Target) {
+  return {
+    ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
+    ...(target.replyTo
+      ? { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } }
+      : {}),
+    link_preview_options: { is_disabled: true },
+  };
+}
+
 /** Sends parts with retries; see the file header for the rules. */
 export class TelegramSender {
   private readonly maxAttempts: number;
@@ -93,11 +108,7 @@ export class TelegramSender {
       try {
         const sent = await this.options.telegram.sendMessage(target.chatId, html ? part.html : part.plain, {
           ...(html ? { parse_mode: 'HTML' as const } : {}),
-          ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
-          ...(target.replyTo
-            ? { reply_parameters: { message_id: Number(target.replyTo), allow_sending_without_reply: true } }
-            : {}),
-          link_preview_options: { is_disabled: true },
+          ...placement(target),
         });
         return String(sent.message_id);
       } catch (err) {
