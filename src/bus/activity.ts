@@ -5,9 +5,8 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { Logger } from '../log/index.js';
+import { channelSubscription } from './json-topic.js';
 import { keys } from './keys.js';
-import type { Subscriber } from './subscriber.js';
 
 export const ActivityEventSchema = z.object({
   chatId: z.string().min(1),
@@ -26,25 +25,7 @@ export async function publishActivity(
 }
 
 /** Subscribes to a channel's activity; malformed events are logged and skipped. */
-export function subscribeActivity(
-  subscriber: Subscriber,
-  prefix: string,
-  channel: string,
-  handler: (event: ActivityEvent) => void,
-  logger: Logger,
-): Promise<() => Promise<void>> {
-  return subscriber.subscribe(keys.activity(prefix, channel), (payload) => {
-    const parsed = ActivityEventSchema.safeParse(safeJson(payload));
-    if (parsed.success) handler(parsed.data);
-    else logger.warn({ channel, payload: payload.slice(0, 200) }, 'malformed activity event skipped');
-  });
-}
+export const subscribeActivity = channelSubscription(keys.activity, ActivityEventSchema, 'activity event');
 
-/** JSON.parse that yields undefined for bad text (the schema check then rejects it). */
-export function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
+// Re-exported for the files that still import it from here; it lives in json-topic.ts.
+export { safeJson } from './json-topic.js';

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { LiveRecord, LiveRecords } from '../channels/live/surface.js';
-import { safeJson } from './activity.js';
+import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 
 /** How long a record is kept (seconds). */

@@ -7,10 +7,8 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { Logger } from '../log/index.js';
-import { safeJson } from './activity.js';
+import { channelSubscription } from './json-topic.js';
 import { keys } from './keys.js';
-import type { Subscriber } from './subscriber.js';
 
 /** Longest text one snapshot carries (longer answers show their first part until the final reply). */
 export const LIVE_TEXT_LIMIT = 64 * 1024;
@@ -40,16 +38,4 @@ export async function publishLive(redis: Redis, prefix: string, update: LiveUpda
 }
 
 /** Subscribes to a channel's live snapshots; malformed ones are logged and skipped. */
-export function subscribeLive(
-  subscriber: Subscriber,
-  prefix: string,
-  channel: string,
-  handler: (update: LiveUpdate) => void,
-  logger: Logger,
-): Promise<() => Promise<void>> {
-  return subscriber.subscribe(keys.live(prefix, channel), (payload) => {
-    const parsed = LiveUpdateSchema.safeParse(safeJson(payload));
-    if (parsed.success) handler(parsed.data);
-    else logger.warn({ channel, payload: payload.slice(0, 200) }, 'malformed live update skipped');
-  });
-}
+export const subscribeLive = channelSubscription(keys.live, LiveUpdateSchema, 'live update');

@@ -2,7 +2,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { StateStore } from '../agent/ports.js';
-import { safeJson } from './activity.js';
+import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 
 const LastChannelSchema = z.object({

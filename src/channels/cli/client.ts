@@ -7,8 +7,8 @@
  * that arrives both ways is taken once, by its id.
  */
 import { randomUUID } from 'node:crypto';
-import { safeJson } from '../../bus/activity.js';
 import type { Bus } from '../../bus/bus.js';
+import { safeJson } from '../../bus/json-topic.js';
 import { type LiveUpdate, LiveUpdateSchema } from '../../bus/live.js';
 import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../bus/messages.js';
 import { stopReply } from '../../commands/list.js';
