@@ -91,7 +91,8 @@ async function voiceText(media: Media, options: UserContentOptions): Promise<str
   const bytes = decodeDataUrl(media.dataUrl);
   if (!bytes) return VOICE_NOT_TRANSCRIBED;
   try {
-    const text = await provider.transcribe(bytes, media.name ?? 'voice.ogg', media.mimeType, signal);
+    const audio = { bytes, fileName: media.name ?? 'voice.ogg', mimeType: media.mimeType };
+    const text = await provider.transcribe(audio, signal);
     return `[voice message] ${text}`;
   } catch (err) {
     logger.warn({ err: describeError(err) }, 'voice transcription failed');

@@ -21,7 +21,14 @@ import {
 import { DeltaWatch } from './delta-watch.js';
 import { type ModelFailure, ModelsUnavailableError, shortReasonOf, verdictOn } from './fallback-failures.js';
 import { withoutImages } from './fallback-images.js';
-import type { ChatRequest, ChatResponse, LLMProvider, ModelAvailability, ModelInfo } from './types.js';
+import type {
+  AudioFile,
+  ChatRequest,
+  ChatResponse,
+  LLMProvider,
+  ModelAvailability,
+  ModelInfo,
+} from './types.js';
 
 /** One configured model and the provider that calls its endpoint. */
 export interface FallbackModel extends ModelInfo {
@@ -173,17 +180,12 @@ export class FallbackProvider implements LLMProvider {
   }
 
   /** Speech to text on the default model's endpoint. */
-  async transcribe(
-    audio: Uint8Array,
-    fileName: string,
-    mimeType: string,
-    signal?: AbortSignal,
-  ): Promise<string> {
+  async transcribe(audio: AudioFile, signal?: AbortSignal): Promise<string> {
     const primary = this.#candidates[0]!.info.provider;
     if (!primary.transcribe) {
       throw new AppError('CONFIG_INVALID', 'the default model endpoint does not transcribe speech');
     }
-    return primary.transcribe(audio, fileName, mimeType, signal);
+    return primary.transcribe(audio, signal);
   }
 
   /**

@@ -28,6 +28,14 @@ export type ChatMessage =
   | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
   | { role: 'tool'; toolCallId: string; name?: string; content: string };
 
+/** A recording to transcribe. */
+export interface AudioFile {
+  bytes: Uint8Array;
+  /** Its file name, e.g. `voice.ogg`: the endpoint may tell the format by the extension. */
+  fileName: string;
+  mimeType: string;
+}
+
 /** A tool offered to the model; `parameters` is a JSON Schema object. */
 export interface ToolDefinition {
   name: string;
@@ -121,7 +129,7 @@ export interface LLMProvider {
   /** Model ids the endpoint lists (GET /models). */
   listModels?(signal?: AbortSignal): Promise<string[]>;
   /** Speech to text through /audio/transcriptions. */
-  transcribe?(audio: Uint8Array, fileName: string, mimeType: string, signal?: AbortSignal): Promise<string>;
+  transcribe?(audio: AudioFile, signal?: AbortSignal): Promise<string>;
   /**
    * The models it chooses among, in fallback order, the default first; `ChatRequest.model` may name
    * any of their ids. Absent: the provider has just `model`.

@@ -16,7 +16,7 @@ import {
 } from '../../errors/index.js';
 import { type Logger, silentLogger } from '../../log/index.js';
 import { DeltaWatch } from '../delta-watch.js';
-import type { ChatRequest, ChatResponse, LLMProvider } from '../types.js';
+import type { AudioFile, ChatRequest, ChatResponse, LLMProvider } from '../types.js';
 import { cacheHintsFor, type PromptCacheMode, promptCacheKey, withCacheControl } from './cache-hints.js';
 import { type ErrorContext, timeoutError, toProviderError } from './errors.js';
 import { toSdkMessage, toSdkTools } from './messages.js';
@@ -171,14 +171,9 @@ export class OpenAIProvider implements LLMProvider {
   }
 
   /** Speech to text through /audio/transcriptions with `transcribeModel`. */
-  async transcribe(
-    audio: Uint8Array,
-    fileName: string,
-    mimeType: string,
-    signal?: AbortSignal,
-  ): Promise<string> {
+  async transcribe(audio: AudioFile, signal?: AbortSignal): Promise<string> {
     return this.retrying(signal, undefined, async () => {
-      const file = await toFile(audio, fileName, { type: mimeType });
+      const file = await toFile(audio.bytes, audio.fileName, { type: audio.mimeType });
       const result = await this.call(signal, (s) =>
         this.client.audio.transcriptions.create({ file, model: this.transcribeModel }, { signal: s }),
       );

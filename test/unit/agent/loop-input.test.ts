@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AgentLoop } from '../../../src/agent/loop.js';
 import { toUserMessage, VOICE_NOT_TRANSCRIBED } from '../../../src/agent/user-content.js';
 import { silentLogger } from '../../../src/log/index.js';
-import type { ContentPart } from '../../../src/providers/types.js';
+import type { AudioFile, ContentPart } from '../../../src/providers/types.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { type Harness, harness, inbound, ScriptedProvider, simpleContext } from './loop-fixtures.js';
 
@@ -139,8 +139,8 @@ describe('user content', () => {
     expect((await toUserMessage(voice, options)).forModel.content).toBe(VOICE_NOT_TRANSCRIBED);
     let got = '';
     const provider = {
-      transcribe: async (audio: Uint8Array, name: string) => {
-        got = `${Buffer.from(audio).toString()}:${name}`;
+      transcribe: async (audio: AudioFile) => {
+        got = `${Buffer.from(audio.bytes).toString()}:${audio.fileName}`;
         return 'buy milk';
       },
     };

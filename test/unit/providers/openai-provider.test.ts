@@ -395,8 +395,9 @@ describe('OpenAIProvider: models and transcription', () => {
   });
 
   it('transcribes audio through /audio/transcriptions', async () => {
-    const audio = new Uint8Array([0x4f, 0x67, 0x67, 0x53, 1, 2, 3]);
-    expect(await provider().transcribe(audio, 'voice.ogg', 'audio/ogg')).toBe('hello from audio');
+    const bytes = new Uint8Array([0x4f, 0x67, 0x67, 0x53, 1, 2, 3]);
+    const audio = { bytes, fileName: 'voice.ogg', mimeType: 'audio/ogg' };
+    expect(await provider().transcribe(audio)).toBe('hello from audio');
   });
 
   it('maps a refused key on listModels to PROVIDER_AUTH', async () => {
