@@ -9,7 +9,8 @@
  * `/new` starts a new conversation; a message over 16 KB is marked not sent
  * with the reason; an answer or a message holding `<script>` and
  * `<img onerror>` is shown as text (no dialog, no such element, nothing run);
- * a reminder sent to the chat appears while the page is open; the page fits a
+ * a reminder sent to the chat appears while the page is open, and one sent
+ * while it was closed is there when it is opened again; the page fits a
  * phone's width and never breaks its Content-Security-Policy. Saves a
  * screenshot to test-artifacts/web-chat.png (and, with
  * MAGPIE_UPDATE_SCREENSHOTS=1, to docs/web-chat.png, which the README shows).
@@ -24,6 +25,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type FakeOpenAI, type FakeReply, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 import { freePort } from '../fakes/redis-server.js';
+import { waitFor } from '../fakes/wait-for.js';
 import { build, daemonEnv, magpie, type Proc, ROOT, stop, tempWorkspace } from './daemon-helpers.js';
 
 const TOKEN = `web-e2e-${randomUUID()}`;
@@ -235,6 +237,37 @@ describe('web chat in a browser', () => {
     await page.reload();
     await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
     expect(await page.locator('#log').textContent()).not.toContain('remember the old talk');
+    await context.close();
+  }, 45_000);
+
+  it('shows a reminder that came while the page was closed when it is opened again, and after reloads', async () => {
+    const context = await (browser as Browser).newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/chat?name=away&token=${TOKEN}`);
+    await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
+    await say(page, 'see you later');
+    await page.locator('.msg.assistant', { hasText: 'see you later' }).waitFor({ timeout: 20_000 });
+    await page.close();
+    await bus?.publishOutbound({
+      id: `reminder-${randomUUID()}`,
+      channel: 'web',
+      chatId: 'away',
+      content: '⏰ Water the plants.',
+      kind: 'message',
+    });
+    await waitFor(async () => ((await bus?.readWebEvents('away', undefined)) ?? []).length === 3, 15_000);
+    const again = await context.newPage();
+    for (let visit = 0; visit < 2; visit++) {
+      if (visit === 0) await again.goto(`${base}/chat?name=away`);
+      else await again.reload();
+      await again.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
+      const texts = await again.locator('.msg').allTextContents();
+      expect(texts).toEqual([
+        'see you later',
+        expect.stringContaining('see you later'),
+        '⏰ Water the plants.',
+      ]);
+    }
     await context.close();
   }, 45_000);
 

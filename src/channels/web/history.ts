@@ -2,10 +2,15 @@
  * A web chat's conversation after a reload: the session `web:<chat>` read
  * through the SessionStore, reduced to what the user saw — their own texts
  * and the bot's answers (tool calls, tool results and the prompt's context
- * notes left out), the most recent ones.
+ * notes left out) — plus the messages that never enter a session (reminders,
+ * heartbeat messages, the message tool's texts, `/stop` and its answer) from the
+ * chat's kept events, each in its place by time; the most recent ones.
  */
+import type { DeliveredWebEvent } from '../../bus/web-events.js';
+import { isStopCommand, parseCommand } from '../../commands/parse.js';
 import type { SessionEntry, SessionStore } from '../../sessions/types.js';
 import { webSessionKey } from './chat-id.js';
+import { compareEventIds } from './event-stream.js';
 
 /** One line of the conversation as the page shows it. */
 export interface ChatLine {
@@ -30,6 +35,42 @@ export async function chatHistory(
     if (line) lines.push(line);
   }
   return lines.slice(-limit);
+}
+
+/**
+ * `lines` with the kept events up to `cursor` that a session never holds (`message`-kind texts,
+ * the user's `/stop`s) put in by time, leaving out those from before the chat's last `/new`;
+ * the last `limit`.
+ */
+export function withKeptMessages(
+  lines: ChatLine[],
+  kept: DeliveredWebEvent[],
+  cursor: string | undefined,
+  limit = HISTORY_LIMIT,
+): ChatLine[] {
+  const upToCursor = kept.filter((k) => k.id && cursor && compareEventIds(k.id, cursor) <= 0);
+  const renewed = upToCursor.findLastIndex(
+    (k) => k.event.type === 'user' && parseCommand(k.event.text)?.name === 'new',
+  );
+  const merged = [...lines];
+  for (const { event } of upToCursor.slice(renewed + 1)) {
+    const line = neverInSession(event);
+    if (!line) continue;
+    const at = line.at;
+    const later = at ? merged.findIndex((l) => l.at !== undefined && l.at > at) : -1;
+    if (later < 0) merged.push(line);
+    else merged.splice(later, 0, line);
+  }
+  return merged.slice(-limit);
+}
+
+/** The line of a kept event no session holds (`message`-kind texts and `/stop`s), else undefined. */
+function neverInSession(event: DeliveredWebEvent['event']): ChatLine | undefined {
+  let role: ChatLine['role'];
+  if (event.type === 'message' && event.kind === 'message') role = 'assistant';
+  else if (event.type === 'user' && isStopCommand(event.text)) role = 'user';
+  else return undefined;
+  return { role, text: event.text, ...(event.at ? { at: event.at } : {}) };
 }
 
 function chatLine(entry: SessionEntry): ChatLine | undefined {

@@ -6,8 +6,9 @@
  * - `POST /chat/messages` `{ chat, text, id? }` (JSON, at most `maxBodyBytes`) → 202 `{ id }`:
  *   published on the bus like any channel's message (`/stop` cancels at once and is answered here);
  * - `GET /chat/events?chat=…` the chat's events (event-stream.ts);
- * - `GET /chat/history?chat=…` the conversation so far (history.ts) and the id of the newest kept
- *   event, after which the page's event stream starts.
+ * - `GET /chat/history?chat=…` the conversation so far (history.ts: the session and the kept
+ *   messages no session holds) and the id of the newest kept event, after which the page's event
+ *   stream starts.
  *
  * A POST must say `Content-Type: application/json` and come from this origin:
  * an `Origin` or `Sec-Fetch-Site` naming another site is refused, and a request
@@ -28,7 +29,7 @@ import { chatPage, PAGE_STYLE } from './assets/page.js';
 import { RENDER_SCRIPT } from './assets/render-script.js';
 import { isChatId, webSessionKey } from './chat-id.js';
 import { eventStream } from './event-stream.js';
-import { chatHistory, HISTORY_LIMIT } from './history.js';
+import { chatHistory, HISTORY_LIMIT, withKeptMessages } from './history.js';
 
 /** What the routes need from the bus. */
 export type WebChatBus = Pick<ChannelBus, 'publishInbound' | 'cancel'> & WebEventBus;
@@ -99,7 +100,8 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
             type: 'message',
             id: `stop-${id}`,
             text: stopReply(stopped),
-            kind: 'reply',
+            // Not the turn's end (that reply follows): typing goes on, and the history keeps it.
+            kind: 'message',
             at: new Date().toISOString(),
           });
         } else {
@@ -127,10 +129,15 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
       return;
     }
     try {
-      // The cursor first: every message kept up to it was written to the session before.
+      // The cursor first: every message kept up to it was written to the session before, and the
+      // page's event stream starts after it.
       const cursor = await bus.lastWebEventId(chat);
-      const messages = await chatHistory(options.sessions, chat, options.historyLimit ?? HISTORY_LIMIT);
-      res.json({ chat, messages, cursor: cursor ?? null });
+      const limit = options.historyLimit ?? HISTORY_LIMIT;
+      const [lines, kept] = await Promise.all([
+        chatHistory(options.sessions, chat, limit),
+        bus.readWebEvents(chat, undefined),
+      ]);
+      res.json({ chat, messages: withKeptMessages(lines, kept, cursor, limit), cursor: cursor ?? null });
     } catch (err) {
       next(err);
     }

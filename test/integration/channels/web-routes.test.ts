@@ -323,7 +323,7 @@ describe('web chat routes', () => {
     bad.close();
   });
 
-  it('returns the session’s user and assistant texts only, the newest kept event as cursor', async () => {
+  it('returns the session’s user and assistant texts and the reminders no session holds, the newest kept event as cursor', async () => {
     await sessions.append(
       'web:hist',
       { role: 'user', content: 'what is 2+2?' },
@@ -349,6 +349,23 @@ describe('web chat routes', () => {
     });
     const withCursor = await webRequest(port, 'GET', '/chat/history?chat=hist', { headers: cookie() });
     expect(JSON.parse(withCursor.body).cursor).toBe(id);
+    // The reply is the session's; a reminder (no session holds it) comes from the kept messages.
+    expect(JSON.parse(withCursor.body).messages).toHaveLength(2);
+    await channel.send({
+      id: 'reminder-1',
+      channel: 'web',
+      chatId: 'hist',
+      content: '⏰ stretch',
+      kind: 'message',
+      createdAt: new Date().toISOString(),
+      metadata: {},
+    });
+    const withReminder = await webRequest(port, 'GET', '/chat/history?chat=hist', { headers: cookie() });
+    expect(JSON.parse(withReminder.body).messages.map((m: { text: string }) => m.text)).toEqual([
+      'what is 2+2?',
+      '**4**',
+      '⏰ stretch',
+    ]);
     const bad = await webRequest(port, 'GET', '/chat/history?chat=..', { headers: cookie() });
     expect(bad.status).toBe(400);
   });

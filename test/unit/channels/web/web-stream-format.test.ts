@@ -3,11 +3,13 @@
  * text holding line breaks and `event:`/`id:` lines cannot forge a second SSE
  * event; stream ids compare as numbers, not strings; the history keeps only
  * user and assistant texts (tool calls and results left out, image parts
- * named), the most recent ones.
+ * named), the most recent ones, with the kept messages no session holds
+ * (reminders, /stop) in their place by time, none from before the last /new.
  */
 import { describe, expect, it } from 'vitest';
+import type { DeliveredWebEvent } from '../../../../src/bus/web-events.js';
 import { compareEventIds, sseFrame } from '../../../../src/channels/web/event-stream.js';
-import { chatHistory } from '../../../../src/channels/web/history.js';
+import { type ChatLine, chatHistory, withKeptMessages } from '../../../../src/channels/web/history.js';
 import type { SessionEntry } from '../../../../src/sessions/types.js';
 
 describe('SSE frames', () => {
@@ -83,5 +85,62 @@ describe('chat history', () => {
     );
     expect((await chatHistory(store(entries), 'c', 3)).map((l) => l.text)).toEqual(['m7', 'm8', 'm9']);
     expect(await chatHistory(store(entries), 'other')).toEqual([]);
+  });
+});
+
+describe('kept messages in the history', () => {
+  const lines: ChatLine[] = [
+    { role: 'user', text: 'remind me at 10', at: '2026-01-01T09:00:00.000Z' },
+    { role: 'assistant', text: 'Will do.', at: '2026-01-01T09:00:01.000Z' },
+    { role: 'user', text: 'thanks', at: '2026-01-01T11:00:00.000Z' },
+    { role: 'assistant', text: 'You are welcome.', at: '2026-01-01T11:00:01.000Z' },
+  ];
+  const kept = (id: string, event: DeliveredWebEvent['event']): DeliveredWebEvent => ({ id, event });
+  const message = (id: string, text: string, kind: 'reply' | 'message', at: string) =>
+    kept(id, { type: 'message', id: `m${id}`, text, kind, at });
+
+  it('puts reminders and /stop (never in a session) in their place by time; replies stay the session’s', () => {
+    const merged = withKeptMessages(
+      lines,
+      [
+        message('1-0', 'Will do.', 'reply', '2026-01-01T09:00:01.000Z'),
+        message('2-0', '⏰ stretch', 'message', '2026-01-01T10:00:00.000Z'),
+        kept('3-0', { type: 'user', id: 'u', text: 'thanks', at: '2026-01-01T11:00:00.000Z' }),
+        kept('4-0', { type: 'user', id: 's', text: '/stop', at: '2026-01-01T12:00:00.000Z' }),
+        message('5-0', 'Nothing to stop.', 'message', '2026-01-01T12:00:00.500Z'),
+      ],
+      '5-0',
+    );
+    expect(merged.map((l) => `${l.role}: ${l.text}`)).toEqual([
+      'user: remind me at 10',
+      'assistant: Will do.',
+      'assistant: ⏰ stretch',
+      'user: thanks',
+      'assistant: You are welcome.',
+      'user: /stop',
+      'assistant: Nothing to stop.',
+    ]);
+  });
+
+  it('leaves out what came after the cursor (the event stream sends it) and what came before the last /new', () => {
+    const events = [
+      message('1-0', 'old reminder', 'message', '2026-01-01T08:00:00.000Z'),
+      kept('2-0', { type: 'user', id: 'n', text: '/NEW', at: '2026-01-01T08:30:00.000Z' }),
+      message('3-0', 'new reminder', 'message', '2026-01-01T10:00:00.000Z'),
+      message('4-0', 'too new', 'message', '2026-01-01T12:00:00.000Z'),
+    ];
+    const texts = withKeptMessages([], events, '3-0').map((l) => l.text);
+    expect(texts).toEqual(['new reminder']);
+    expect(withKeptMessages([], events, undefined)).toEqual([]);
+  });
+
+  it('returns the last `limit` lines', () => {
+    const merged = withKeptMessages(
+      lines,
+      [message('1-0', 'late', 'message', '2026-01-02T00:00:00.000Z')],
+      '1-0',
+      2,
+    );
+    expect(merged.map((l) => l.text)).toEqual(['You are welcome.', 'late']);
   });
 });
