@@ -118,20 +118,21 @@ function renderTable(table: Tokens.Table): string {
   return `<pre>${escapeHtml(rows.map((r) => r.join(' | ')).join('\n'))}</pre>`;
 }
 
+/** Telegram's tag for each emphasis token. */
+const EMPHASIS_TAGS = { strong: 'b', em: 'i', del: 's' } as const;
+
 function renderInline(tokens: Token[]): string {
   let out = '';
   for (const raw of tokens) {
     const token = raw as MarkedToken;
     switch (token.type) {
       case 'strong':
-        out += `<b>${renderInline(token.tokens)}</b>`;
-        break;
       case 'em':
-        out += `<i>${renderInline(token.tokens)}</i>`;
+      case 'del': {
+        const tag = EMPHASIS_TAGS[token.type];
+        out += `<${tag}>${renderInline(token.tokens)}</${tag}>`;
         break;
-      case 'del':
-        out += `<s>${renderInline(token.tokens)}</s>`;
-        break;
+      }
       case 'codespan':
         out += `<code>${escapeHtml(token.text)}</code>`;
         break;
