@@ -11,7 +11,8 @@
  * `<img onerror>` is shown as text (no dialog, no such element, nothing run);
  * a reminder sent to the chat appears while the page is open, and one sent
  * while it was closed is there when it is opened again; the page fits a
- * phone's width and never breaks its Content-Security-Policy. Saves a
+ * phone's width, is linked from the dashboard, and never breaks its
+ * Content-Security-Policy. Saves a
  * screenshot to test-artifacts/web-chat.png (and, with
  * MAGPIE_UPDATE_SCREENSHOTS=1, to docs/web-chat.png, which the README shows).
  */
@@ -139,6 +140,18 @@ describe('web chat in a browser', () => {
     expect(posted.status()).toBe(401);
     await context.close();
   });
+
+  it("is linked from the dashboard's header, and links back to it", async () => {
+    const context = await (browser as Browser).newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/?token=${TOKEN}`);
+    await page.getByRole('link', { name: 'Chat', exact: true }).click();
+    await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
+    expect(new URL(page.url()).pathname).toBe('/chat');
+    await page.getByRole('link', { name: 'Dashboard', exact: true }).click();
+    await page.locator('#workers').waitFor({ timeout: 10_000 });
+    await context.close();
+  }, 30_000);
 
   it('sends with Enter (Shift+Enter a new line) and shows the answer growing, then whole and rendered', async () => {
     const { context, page, violations } = await openChat('e2e');
