@@ -94,6 +94,8 @@ function fromStatus(err: APIError, context: ErrorContext): ProviderError {
   const detail = oneLine(bodyMessage(err.error) ?? err.message, context);
   const retryAfterMs = retryAfterOf(err);
   const options = { cause: err, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+  /** For the answers worth retrying (429, 408, 409, 5xx, a broken stream). */
+  const transient = { ...options, transient: true };
   if (isContextLengthError(err)) {
     return new ProviderError(
       'CONTEXT_LENGTH_EXCEEDED',
@@ -111,31 +113,16 @@ function fromStatus(err: APIError, context: ErrorContext): ProviderError {
     );
   }
   if (status === 429) {
-    return new ProviderError(
-      'PROVIDER_RATE_LIMITED',
-      `the model endpoint is rate limiting requests (429): ${detail}`,
-      {
-        ...options,
-        transient: true,
-      },
-    );
+    const message = `the model endpoint is rate limiting requests (429): ${detail}`;
+    return new ProviderError('PROVIDER_RATE_LIMITED', message, transient);
   }
   if (status === 408) {
-    return new ProviderError(
-      'PROVIDER_UNREACHABLE',
-      `the model endpoint timed out the request (408): ${detail}`,
-      {
-        ...options,
-        transient: true,
-      },
-    );
+    const message = `the model endpoint timed out the request (408): ${detail}`;
+    return new ProviderError('PROVIDER_UNREACHABLE', message, transient);
   }
   if (status === undefined || status === 409 || status >= 500) {
     const label = status === undefined ? 'mid-stream error' : String(status);
-    return new ProviderError('PROVIDER_SERVER', `the model endpoint failed (${label}): ${detail}`, {
-      ...options,
-      transient: true,
-    });
+    return new ProviderError('PROVIDER_SERVER', `the model endpoint failed (${label}): ${detail}`, transient);
   }
   return new ProviderError(
     'PROVIDER_BAD_REQUEST',
