@@ -124,22 +124,22 @@ export function directMessage(content: string, sessionKey: string): InboundMessa
 
 /** Where a reply to `message` goes. */
 export function targetOf(message: InboundMessage): TurnResult['target'] {
-  return {
-    channel: message.channel,
-    chatId: message.chatId,
-    ...(message.threadId ? { threadId: message.threadId } : {}),
-    ...(message.platformMessageId ? { replyTo: message.platformMessageId } : {}),
-  };
+  return replyTarget(message.channel, message.chatId, message.threadId, message.platformMessageId);
 }
 
 /** Where the reply of a turn goes. */
 export function targetOfRequest(req: TurnRequest): TurnResult['target'] {
-  return {
-    channel: req.channel,
-    chatId: req.chatId,
-    ...(req.threadId ? { threadId: req.threadId } : {}),
-    ...(req.replyTo ? { replyTo: req.replyTo } : {}),
-  };
+  return replyTarget(req.channel, req.chatId, req.threadId, req.replyTo);
+}
+
+/** A reply's target: the chat, with the thread and the message replied to when there are. */
+function replyTarget(
+  channel: string,
+  chatId: string,
+  threadId: string | undefined,
+  replyTo: string | undefined,
+): TurnResult['target'] {
+  return { channel, chatId, ...(threadId ? { threadId } : {}), ...(replyTo ? { replyTo } : {}) };
 }
 
 /** The inbound message id a stored user message was tagged with. */
