@@ -182,7 +182,7 @@ describe('web chat in a browser', () => {
 
   it('shows the conversation again after a reload, each message once', async () => {
     const { context, page, violations } = await openChat('e2e');
-    await page.locator('.msg.assistant', { hasText: 'Done: see' }).waitFor({ timeout: 10_000 });
+    await page.locator('.msg.assistant:not(.live)', { hasText: 'Done: see' }).waitFor({ timeout: 10_000 });
     await page.reload();
     await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
     expect(await page.locator('.msg.user').allTextContents()).toEqual(['first line\nstream please']);
@@ -199,11 +199,11 @@ describe('web chat in a browser', () => {
     await say(page, 'slow please');
     await page.locator('.msg.assistant.live').waitFor({ timeout: 20_000 });
     await say(page, '/stop');
-    await page.locator('.msg.assistant', { hasText: 'Stopping.' }).waitFor({ timeout: 10_000 });
-    await page.locator('.msg.assistant', { hasText: 'Stopped.' }).waitFor({ timeout: 20_000 });
+    await page.locator('.msg.assistant:not(.live)', { hasText: 'Stopping.' }).waitFor({ timeout: 10_000 });
+    await page.locator('.msg.assistant:not(.live)', { hasText: 'Stopped.' }).waitFor({ timeout: 20_000 });
     // The turn is over: a next message is answered, and the slow answer never finished.
     await say(page, 'are you there');
-    await page.locator('.msg.assistant', { hasText: 'echo: ' }).waitFor({ timeout: 20_000 });
+    await page.locator('.msg.assistant:not(.live)', { hasText: 'echo: ' }).waitFor({ timeout: 20_000 });
     expect((await assistantTexts(page)).join('\n')).not.toContain('Slow sentence 30.');
     await context.close();
   }, 60_000);
@@ -213,7 +213,7 @@ describe('web chat in a browser', () => {
     const mine = '<img src=x onerror="window.__pwned=2"><script>alert(2)</script>';
     await say(page, mine);
     await say(page, 'hostile please');
-    const answer = page.locator('.msg.assistant', { hasText: 'Careful:' });
+    const answer = page.locator('.msg.assistant:not(.live)', { hasText: 'Careful:' });
     await answer.waitFor({ timeout: 20_000 });
     expect(await answer.textContent()).toBe(HOSTILE);
     expect(await page.locator('.msg.user').first().textContent()).toBe(mine);
@@ -221,7 +221,9 @@ describe('web chat in a browser', () => {
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
     await page.reload();
     await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
-    expect(await page.locator('.msg.assistant', { hasText: 'Careful:' }).textContent()).toBe(HOSTILE);
+    expect(await page.locator('.msg.assistant:not(.live)', { hasText: 'Careful:' }).textContent()).toBe(
+      HOSTILE,
+    );
     expect(await page.locator('#log script, #log img, #log [onerror]').count()).toBe(0);
     expect(await page.evaluate('window.__pwned')).toBeUndefined();
     expect(dialogs).toEqual([]);
@@ -235,7 +237,9 @@ describe('web chat in a browser', () => {
     const typing = page.locator('.msg.typing');
     await typing.waitFor({ timeout: 10_000 });
     expect(await typing.textContent()).toBe('\u2026');
-    await page.locator('.msg.assistant', { hasText: 'after a pause' }).waitFor({ timeout: 20_000 });
+    await page
+      .locator('.msg.assistant:not(.live)', { hasText: 'after a pause' })
+      .waitFor({ timeout: 20_000 });
     await typing.waitFor({ state: 'detached', timeout: 5_000 });
     await context.close();
   }, 30_000);
@@ -243,10 +247,12 @@ describe('web chat in a browser', () => {
   it('/new starts a new conversation: after a reload the old one is no longer shown', async () => {
     const { context, page } = await openChat('renewed');
     await say(page, 'remember the old talk');
-    await page.locator('.msg.assistant', { hasText: 'remember the old talk' }).waitFor({ timeout: 20_000 });
+    await page
+      .locator('.msg.assistant:not(.live)', { hasText: 'remember the old talk' })
+      .waitFor({ timeout: 20_000 });
     await say(page, '/new');
     await page
-      .locator('.msg.assistant', { hasText: 'Started a new conversation.' })
+      .locator('.msg.assistant:not(.live)', { hasText: 'Started a new conversation.' })
       .waitFor({ timeout: 20_000 });
     await page.reload();
     await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
@@ -260,7 +266,9 @@ describe('web chat in a browser', () => {
     await page.goto(`${base}/chat?name=away&token=${TOKEN}`);
     await page.getByText('connected', { exact: true }).waitFor({ timeout: 10_000 });
     await say(page, 'see you later');
-    await page.locator('.msg.assistant', { hasText: 'see you later' }).waitFor({ timeout: 20_000 });
+    await page
+      .locator('.msg.assistant:not(.live)', { hasText: 'see you later' })
+      .waitFor({ timeout: 20_000 });
     await page.close();
     await bus?.publishOutbound({
       id: `reminder-${randomUUID()}`,
@@ -295,7 +303,7 @@ describe('web chat in a browser', () => {
     expect(await failed.locator('.note').textContent()).toBe('not sent: message too large (at most 16 KB)');
     // The chat goes on: the next message is answered (and was the only one the model saw).
     await say(page, 'small one');
-    await page.locator('.msg.assistant', { hasText: 'small one' }).waitFor({ timeout: 20_000 });
+    await page.locator('.msg.assistant:not(.live)', { hasText: 'small one' }).waitFor({ timeout: 20_000 });
     expect(fake.requests.length).toBe(requests + 1);
     await context.close();
   }, 30_000);
@@ -309,14 +317,16 @@ describe('web chat in a browser', () => {
       content: 'Reminder: stand up and stretch.',
       kind: 'message',
     });
-    await page.locator('.msg.assistant', { hasText: 'Reminder: stand up' }).waitFor({ timeout: 15_000 });
+    await page
+      .locator('.msg.assistant:not(.live)', { hasText: 'Reminder: stand up' })
+      .waitFor({ timeout: 15_000 });
     await context.close();
   }, 30_000);
 
   it("fits a phone's width; screenshot saved", async () => {
     const phone = await openChat('phone', { width: 390, height: 760 });
     await say(phone.page, 'hello from a phone');
-    await phone.page.locator('.msg.assistant', { hasText: 'echo:' }).waitFor({ timeout: 20_000 });
+    await phone.page.locator('.msg.assistant:not(.live)', { hasText: 'echo:' }).waitFor({ timeout: 20_000 });
     const widths = await phone.page.evaluate<number[]>(
       '[document.documentElement.scrollWidth, window.innerWidth]',
     );
@@ -325,7 +335,7 @@ describe('web chat in a browser', () => {
 
     const { context, page, violations } = await openChat('demo', { width: 820, height: 560 });
     await say(page, 'Write me a tiny Python greeting function, demo please');
-    await page.locator('.msg.assistant', { hasText: 'More in the' }).waitFor({ timeout: 20_000 });
+    await page.locator('.msg.assistant:not(.live)', { hasText: 'More in the' }).waitFor({ timeout: 20_000 });
     // test-artifacts/ every run; the README's copy in docs/ only when asked (MAGPIE_UPDATE_SCREENSHOTS=1).
     mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });
     await page.screenshot({ path: path.join(ROOT, 'test-artifacts', 'web-chat.png') });
