@@ -61,16 +61,8 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   async getHistory(key: string): Promise<SessionEntry[]> {
-    const file = this.logPath(key);
-    await this.settled(key);
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      if (isMissing(err)) return [];
-      throw err;
-    }
-    return this.parseLines(key, text);
+    const text = await this.readSettled(key, this.logPath(key));
+    return text === undefined ? [] : this.parseLines(key, text);
   }
 
   async getContextHistory(key: string): Promise<SessionEntry[]> {
@@ -209,15 +201,8 @@ export class JsonlSessionStore implements SessionStore {
   }
 
   private async readSummaryFile(key: string): Promise<SummaryFile | undefined> {
-    const file = this.summaryPath(key);
-    await this.settled(key);
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw err;
-    }
+    const text = await this.readSettled(key, this.summaryPath(key));
+    if (text === undefined) return undefined;
     try {
       const data = JSON.parse(text) as Partial<SummaryFile>;
       if (typeof data.summary === 'string' && Number.isInteger(data.keepFrom) && (data.keepFrom ?? -1) >= 0) {
@@ -246,6 +231,17 @@ export class JsonlSessionStore implements SessionStore {
       if (this.chains.get(key) === tail) this.chains.delete(key);
     });
     return next;
+  }
+
+  /** A file of the session once its queued writes have finished; undefined when there is none. */
+  private async readSettled(key: string, file: string): Promise<string | undefined> {
+    await this.settled(key);
+    try {
+      return await readFile(file, 'utf8');
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
   }
 
   /** Resolves once writes already queued for the session have finished. */
