@@ -6,6 +6,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
+import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 import { type InboundMessage, InboundMessageSchema } from './messages.js';
 import { shortHash } from './queues.js';
@@ -94,12 +95,6 @@ export class Mailbox {
 }
 
 function parseEntry(entry: string): InboundMessage | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(entry);
-  } catch {
-    return undefined;
-  }
-  const result = InboundMessageSchema.safeParse(value);
+  const result = InboundMessageSchema.safeParse(safeJson(entry));
   return result.success ? result.data : undefined;
 }
