@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../errors/index.js';
+import { pidExists } from '../lifecycle/pid-exists.js';
 
 /** The cgroup made for one command. */
 export interface CommandCgroup {
@@ -118,16 +119,6 @@ function killQuietly(pid: number): void {
   }
 }
 
-/** True while process `pid` exists. */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Removes per-command cgroups (named `<magpie's pid>-<random hex>`) whose magpie is
  * gone (a crash); those of running magpies, this one included, stay.
@@ -136,7 +127,7 @@ async function sweep(parent: string): Promise<void> {
   const entries = await readdir(parent, { withFileTypes: true });
   for (const entry of entries) {
     if (!entry.isDirectory() || !/^\d+-[0-9a-f]+$/.test(entry.name)) continue;
-    if (running(Number(entry.name.split('-')[0]))) continue;
+    if (pidExists(Number(entry.name.split('-')[0]))) continue;
     await rmdir(path.join(parent, entry.name)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EBUSY' && err.code !== 'ENOENT') throw err;
     });

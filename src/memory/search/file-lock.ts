@@ -21,6 +21,7 @@ import {
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, CancelledError, ExitCode } from '../../errors/index.js';
+import { pidExists } from '../../lifecycle/pid-exists.js';
 import { isMissing } from '../../workspace/cached-file.js';
 
 export interface FileLockOptions {
@@ -129,7 +130,7 @@ export class FileLock {
     const owner = parseOwner(text);
     const old = Date.now() - info.mtimeMs > this.staleMs;
     // An owner not written yet (created a moment ago) is only stale by age.
-    const dead = owner !== undefined && owner.host === os.hostname() && !isAlive(owner.pid);
+    const dead = owner !== undefined && owner.host === os.hostname() && !pidExists(owner.pid);
     return { stale: old || dead, id: `${info.ino}:${owner?.token ?? ''}`, pid: owner?.pid };
   }
 
@@ -200,16 +201,6 @@ function parseOwner(text: string): Owner | undefined {
   } catch {
     // Half-written (its owner is between create and write) or garbage: judged by age alone.
     return undefined;
-  }
-}
-
-/** True when a process with this pid exists (EPERM: it exists but belongs to someone else). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
