@@ -10,6 +10,7 @@ import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
 import { parseCommand } from '../commands/parse.js';
 import { AppError, describeError } from '../errors/index.js';
+import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { ChatMessage } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
@@ -56,13 +57,7 @@ export class AgentLoop implements AgentRunner {
   readonly #models: TurnModels;
 
   constructor(options: AgentLoopOptions) {
-    const maxIterations = options.maxIterations ?? 20;
-    if (!Number.isInteger(maxIterations) || maxIterations < 1) {
-      throw new AppError(
-        'CONFIG_INVALID',
-        `maxIterations must be a positive whole number, not ${maxIterations}`,
-      );
-    }
+    const maxIterations = positiveWholeNumber('maxIterations', options.maxIterations ?? 20);
     const contextTokens = contextLimitFor(options.model ?? options.provider.model, options.contextTokens);
     this.#o = {
       ...options,

@@ -7,6 +7,7 @@
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError, describeError } from '../errors/index.js';
+import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { Logger } from '../log/index.js';
 
 /** The job a processor receives. */
@@ -56,13 +57,7 @@ export class Consumer {
   private closing: Promise<void> | undefined;
 
   constructor(options: ConsumerOptions) {
-    const concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new AppError(
-        'CONFIG_INVALID',
-        `consumer concurrency must be a positive integer, got ${concurrency}`,
-      );
-    }
+    const concurrency = positiveWholeNumber('consumer concurrency', options.concurrency ?? 1);
     this.connection = options.connection;
     this.logger = options.logger.child({ queue: options.queue });
     this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? 60_000;
