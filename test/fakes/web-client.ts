@@ -96,6 +96,8 @@ export function openEvents(
     const events: ReceivedEvent[] = [];
     let comments = 0;
     let lastId: string | undefined;
+    let closed = false;
+    let broken: Error | undefined;
     const req = http.request(
       { host: '127.0.0.1', port, path, headers: { host: `127.0.0.1:${port}`, ...headers } },
       (res) => {
@@ -125,7 +127,10 @@ export function openEvents(
             });
           }
         });
-        res.on('error', () => undefined);
+        // A stream that breaks without close() (the server went away) fails the next until().
+        res.on('error', (err) => {
+          if (!closed) broken = err;
+        });
         resolve({
           status: res.statusCode ?? 0,
           events,
@@ -135,8 +140,19 @@ export function openEvents(
           get lastId() {
             return lastId;
           },
-          until: (check, what, timeoutMs = 10_000) => waitFor(() => check(events) && events, timeoutMs, what),
-          close: () => req.destroy(),
+          until: (check, what, timeoutMs = 10_000) =>
+            waitFor(
+              () => {
+                if (broken) throw broken;
+                return check(events) && events;
+              },
+              timeoutMs,
+              what,
+            ),
+          close: () => {
+            closed = true;
+            req.destroy();
+          },
         });
       },
     );
