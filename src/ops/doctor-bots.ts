@@ -9,40 +9,71 @@ import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js
 
 /** The Telegram bot token is accepted (getMe). */
 export function telegramCheck(config: Config): Check {
-  return {
+  return botCheck({
     name: 'telegram',
-    async run(signal) {
-      const token = config.telegram.token;
-      if (!token) return skipped('TELEGRAM_BOT_TOKEN not set (channel off)');
-      const root = config.telegram.apiRoot ?? 'https://api.telegram.org';
-      const res = await reach(`${root}/bot${token}/getMe`, {}, signal);
-      if (!res) return unreachable(root, 'TELEGRAM_API_ROOT');
-      const body = (await res.json().catch(() => ({}))) as { ok?: boolean; result?: { username?: string } };
-      if (res.ok && body.ok) return pass(`bot @${body.result?.username ?? '?'}`);
-      return failed(
-        `getMe answered ${res.status}: the token is ${res.status === 401 || res.status === 404 ? 'invalid' : 'not accepted'}`,
-        'put the token from @BotFather in TELEGRAM_BOT_TOKEN in .env',
-      );
+    token: config.telegram.token,
+    tokenVariable: 'TELEGRAM_BOT_TOKEN',
+    root: config.telegram.apiRoot ?? 'https://api.telegram.org',
+    rootVariable: 'TELEGRAM_API_ROOT',
+    request: (root, token) => ({ url: `${root}/bot${token}/getMe`, headers: {} }),
+    botName(res, body) {
+      const answer = body as { ok?: boolean; result?: { username?: string } };
+      return res.ok && answer.ok ? `@${answer.result?.username ?? '?'}` : undefined;
     },
-  };
+    refusal: (status) =>
+      `getMe answered ${status}: the token is ${status === 401 || status === 404 ? 'invalid' : 'not accepted'}`,
+    fix: 'put the token from @BotFather in TELEGRAM_BOT_TOKEN in .env',
+  });
 }
 
 /** The Discord bot token is accepted (GET /users/@me). */
 export function discordCheck(config: Config): Check {
-  return {
+  return botCheck({
     name: 'discord',
+    token: config.discord.token,
+    tokenVariable: 'DISCORD_BOT_TOKEN',
+    root: config.discord.apiRoot ?? 'https://discord.com/api',
+    rootVariable: 'DISCORD_API_ROOT',
+    request: (root, token) => ({ url: `${root}/v10/users/@me`, headers: { authorization: `Bot ${token}` } }),
+    botName: (res, body) => (res.ok ? ((body as { username?: string }).username ?? '?') : undefined),
+    refusal: (status) =>
+      `GET /users/@me answered ${status}: the token is ${status === 401 ? 'invalid' : 'not accepted'}`,
+    fix: 'put the bot token from the Discord developer portal in DISCORD_BOT_TOKEN in .env',
+  });
+}
+
+/** How one platform's bot token is checked. */
+interface BotCheckSpec {
+  name: string;
+  /** The configured token; none skips the check (the channel is off). */
+  token: string | undefined;
+  tokenVariable: string;
+  /** The platform's API root, and the variable that overrides it. */
+  root: string;
+  rootVariable: string;
+  /** The request that only a valid token passes. */
+  request(root: string, token: string): { url: string; headers: Record<string, string> };
+  /** The bot's name shown when the answer accepts the token; undefined when it does not. */
+  botName(res: Response, body: unknown): string | undefined;
+  /** Why an answer with `status` refused the token. */
+  refusal(status: number): string;
+  /** What to do about a refused token. */
+  fix: string;
+}
+
+/** A check that asks the platform who the bot is, never printing the token or the URL that carries it. */
+function botCheck(spec: BotCheckSpec): Check {
+  return {
+    name: spec.name,
     async run(signal) {
-      const token = config.discord.token;
-      if (!token) return skipped('DISCORD_BOT_TOKEN not set (channel off)');
-      const root = config.discord.apiRoot ?? 'https://discord.com/api';
-      const res = await reach(`${root}/v10/users/@me`, { authorization: `Bot ${token}` }, signal);
-      if (!res) return unreachable(root, 'DISCORD_API_ROOT');
-      const body = (await res.json().catch(() => ({}))) as { username?: string };
-      if (res.ok) return pass(`bot ${body.username ?? '?'}`);
-      return failed(
-        `GET /users/@me answered ${res.status}: the token is ${res.status === 401 ? 'invalid' : 'not accepted'}`,
-        'put the bot token from the Discord developer portal in DISCORD_BOT_TOKEN in .env',
-      );
+      if (!spec.token) return skipped(`${spec.tokenVariable} not set (channel off)`);
+      const { url, headers } = spec.request(spec.root, spec.token);
+      const res = await reach(url, headers, signal);
+      if (!res) return unreachable(spec.root, spec.rootVariable);
+      const body: unknown = await res.json().catch(() => ({}));
+      const bot = spec.botName(res, body);
+      if (bot !== undefined) return pass(`bot ${bot}`);
+      return failed(spec.refusal(res.status), spec.fix);
     },
   };
 }
