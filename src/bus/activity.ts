@@ -28,4 +28,3 @@ export async function publishActivity(
 export const subscribeActivity = channelSubscription(keys.activity, ActivityEventSchema, 'activity event');
 
 // Re-exported for the files that still import it from here; it lives in json-topic.ts.
-export { safeJson } from './json-topic.js';

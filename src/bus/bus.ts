@@ -7,6 +7,7 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { z } from 'zod';
 import type { ChannelBus } from '../channels/types.js';
 import { stopReply } from '../commands/list.js';
 import { isStopCommand } from '../commands/parse.js';
@@ -17,6 +18,9 @@ import type { Logger } from '../log/index.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
+import { RedisCooldownStore } from './cooldown-store.js';
+import { CronStore } from './cron-store.js';
+import { RedisHelperTracker } from './helper-records.js';
 import { type LiveUpdate, publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
 import { resolveRedisUrl } from './local-redis.js';
@@ -31,6 +35,8 @@ import {
   OutboundMessageSchema,
   sessionKeyOf,
 } from './messages.js';
+import { RedisModelChoiceStore } from './model-choice-store.js';
+import { RedisPairingStore } from './pairing-store.js';
 import {
   INBOUND_QUEUE,
   outboundJobOptions,
@@ -42,25 +48,20 @@ import {
 import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js';
 import { pushReply, ReplyWatcher } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
+import { RedisStateStore } from './state.js';
 import { Subscriber } from './subscriber.js';
+import { TurnRecorder, type TurnRecorderOptions } from './turn-recorder.js';
 import {
   type DeliveredWebEvent,
   lastWebEventId,
-  pushWebEvent,
   publishWebSignal,
+  pushWebEvent,
   readWebEvents,
   subscribeWebEvents,
   type WebEventBus,
   type WebMessageEvent,
   type WebSignal,
 } from './web-events.js';
-import { RedisCooldownStore } from './cooldown-store.js';
-import { CronStore } from './cron-store.js';
-import { RedisHelperTracker } from './helper-records.js';
-import { RedisModelChoiceStore } from './model-choice-store.js';
-import { RedisPairingStore } from './pairing-store.js';
-import { RedisStateStore } from './state.js';
-import { TurnRecorder, type TurnRecorderOptions } from './turn-recorder.js';
 import { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-beats.js';
 import { claimWorkspace } from './workspace-record.js';
 
@@ -155,7 +156,8 @@ export class Bus implements ChannelBus, WebEventBus {
     }
     await this.guard(async () => {
       const added = await this.mailbox(sessionKey).push(message);
-      if (!added) this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
+      if (!added)
+        this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
       // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
       const data: TurnJobData = { sessionKey };
       await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
@@ -296,7 +298,11 @@ export class Bus implements ChannelBus, WebEventBus {
   }
 
   /** A web chat's kept messages after `afterId`, oldest first. */
-  async readWebEvents(chat: string, afterId: string | undefined, count?: number): Promise<DeliveredWebEvent[]> {
+  async readWebEvents(
+    chat: string,
+    afterId: string | undefined,
+    count?: number,
+  ): Promise<DeliveredWebEvent[]> {
     return this.guard(() => readWebEvents(this.redis, this.prefix, chat, afterId, count));
   }
 
@@ -403,24 +409,21 @@ export function routingMetadata(messages: InboundMessage[]): Record<string, unkn
 }
 
 function parseInbound(input: InboundMessageInput): InboundMessage {
-  const result = InboundMessageSchema.safeParse(input);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new AppError(
-      'INVALID_MESSAGE',
-      `invalid inbound message: ${issue?.path.join('.')} ${issue?.message}`,
-    );
-  }
-  return result.data;
+  return parseMessage(InboundMessageSchema, 'inbound', input);
 }
 
 function parseOutbound(input: OutboundMessageInput): OutboundMessage {
-  const result = OutboundMessageSchema.safeParse(input);
+  return parseMessage(OutboundMessageSchema, 'outbound', input);
+}
+
+/** Validates a message before it is queued; AppError INVALID_MESSAGE naming the first problem. */
+function parseMessage<T>(schema: z.ZodType<T>, kind: string, input: unknown): T {
+  const result = schema.safeParse(input);
   if (!result.success) {
     const issue = result.error.issues[0];
     throw new AppError(
       'INVALID_MESSAGE',
-      `invalid outbound message: ${issue?.path.join('.')} ${issue?.message}`,
+      `invalid ${kind} message: ${issue?.path.join('.')} ${issue?.message}`,
     );
   }
   return result.data;

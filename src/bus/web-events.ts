@@ -14,7 +14,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../log/index.js';
-import { safeJson } from './activity.js';
+import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 import type { Subscriber } from './subscriber.js';
 
