@@ -30,6 +30,13 @@ beforeAll(async () => {
   openai = await startFakeOpenAI({
     responder: (req) => {
       const text = lastUserText(req);
+      if (text.includes('look around')) {
+        // First a tool call; the answer after the tool's result comes slowly.
+        const afterTool = req.body.messages.at(-1)?.role === 'tool';
+        return afterTool
+          ? { content: 'I looked: the workspace holds your notes.', delayMs: 1500 }
+          : { content: 'Let me look.', toolCalls: [{ name: 'list_dir', arguments: '{"path":"."}' }] };
+      }
       if (text.includes('slowly')) return { content: SLOW_TEXT, pieces: 12, pieceDelayMs: 250 };
       if (text.includes('long')) return { content: LONG_TEXT, pieces: 10, pieceDelayMs: 200 };
       return { content: `quick: ${text.slice(-20)}` };
@@ -125,6 +132,19 @@ describe('live replies on Telegram', () => {
       .filter((line) => line.includes('// line'))
       .map((line) => line.replace(/<[^>]+>/g, ''));
     expect(code).toEqual(CODE.split('\n'));
+  });
+
+  it('shows what a tool is doing in the message being built, then replaces it with the answer', async () => {
+    const chat = { ...owner, id: 7007 };
+    fake.pushUpdate(dmUpdate(chat, 'please look around'));
+    await fake.waitFor(() => fake.shown(chat.id).some((t) => t.includes('⏳ looking in .')), 20_000);
+    // Settled once the final (formatted) edit is in, not when a preview edit already shows the words.
+    await fake.waitFor(
+      () => fake.shownMessages(chat.id).some((m) => m.parse_mode === 'HTML' && m.text.includes('I looked:')),
+      20_000,
+    );
+    expect(fake.shown(chat.id)).toEqual(['I looked: the workspace holds your notes.']);
+    expect(fake.sent(chat.id)).toHaveLength(1);
   });
 
   it('posts the reply once when Telegram refuses to edit the preview (deleted)', async () => {
