@@ -12,7 +12,7 @@
  *
  * Each worker figure also has the worker's idle RSS (started, no turn yet).
  *
- *   npx tsx bench/bus.ts [--samples 200] [--turns 10000] [--worker-node-options "--max-old-space-size=96"]
+ *   npx tsx bench/bus.ts [--samples 200] [--turns 10000] [--worker-node-options="--max-old-space-size=96"]
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
