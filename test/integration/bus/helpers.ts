@@ -202,3 +202,31 @@ export async function startHarness(options: {
 export function inbound(chatId: string, content: string, extra: Partial<InboundMessage> = {}) {
   return { id: `test:${chatId}:${randomUUID()}`, channel: 'test', chatId, senderId: 'u1', content, ...extra };
 }
+
+/** The result a fake agent returns for a finished turn of `head`'s session (no tokens, no tools). */
+export function finishedTurn(
+  head: InboundMessage,
+  reply: string,
+  outcome: TurnResult['metrics']['outcome'] = 'ok',
+  wallMs = 0,
+): TurnResult {
+  const session = sessionKeyOf(head);
+  return {
+    sessionKey: session,
+    reply,
+    target: {
+      channel: head.channel,
+      chatId: head.chatId,
+      ...(head.threadId ? { threadId: head.threadId } : {}),
+    },
+    metrics: {
+      sessionKey: session,
+      llmCalls: 1,
+      promptTokens: 0,
+      completionTokens: 0,
+      toolCalls: [],
+      wallMs,
+      outcome,
+    },
+  };
+}

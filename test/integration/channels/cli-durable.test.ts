@@ -24,7 +24,7 @@ import { silentLogger } from '../../../src/log/index.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { testConfig } from '../bus/helpers.js';
+import { finishedTurn, testConfig } from '../bus/helpers.js';
 
 const logger = silentLogger();
 
@@ -51,21 +51,7 @@ class NotingAgent implements AgentRunner {
     });
     await new Promise((resolve) => setTimeout(resolve, this.turnMs(head.content)));
     this.finished += 1;
-    const session = sessionKeyOf(head);
-    return {
-      sessionKey: session,
-      reply: `answer to ${batch.map((m) => m.content).join('+')}`,
-      target: { channel: head.channel, chatId: head.chatId },
-      metrics: {
-        sessionKey: session,
-        llmCalls: 1,
-        promptTokens: 0,
-        completionTokens: 0,
-        toolCalls: [],
-        wallMs: 0,
-        outcome: 'ok' as const,
-      },
-    } satisfies TurnResult;
+    return finishedTurn(head, `answer to ${batch.map((m) => m.content).join('+')}`);
   }
 
   processDirect(): Promise<TurnResult> {

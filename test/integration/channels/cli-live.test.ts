@@ -11,14 +11,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import type { LiveUpdate } from '../../../src/bus/live.js';
-import { type InboundMessage, type OutboundMessage, sessionKeyOf } from '../../../src/bus/messages.js';
+import type { InboundMessage, OutboundMessage } from '../../../src/bus/messages.js';
 import { CliChannel, cliLiveChannel } from '../../../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
 import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { testConfig } from '../bus/helpers.js';
+import { finishedTurn, testConfig } from '../bus/helpers.js';
 
 const logger = silentLogger();
 
@@ -39,21 +39,7 @@ class SlowWriter implements AgentRunner {
       options.onDelta?.(piece);
       this.written += 1;
     }
-    const session = sessionKeyOf(head);
-    return {
-      sessionKey: session,
-      reply: this.pieces.join(''),
-      target: { channel: head.channel, chatId: head.chatId },
-      metrics: {
-        sessionKey: session,
-        llmCalls: 1,
-        promptTokens: 0,
-        completionTokens: 0,
-        toolCalls: [],
-        wallMs: 0,
-        outcome: 'ok' as const,
-      },
-    } satisfies TurnResult;
+    return finishedTurn(head, this.pieces.join(''));
   }
 
   processDirect(): Promise<TurnResult> {
