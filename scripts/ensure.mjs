@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Installs what is missing before `npm start` / `npm test`: npm packages, a built dist/,
+// Installs what is missing before `npm start` / `npm test` (after checking the Node.js version): npm packages, a built dist/,
 // redis-server (from the system's package manager) when REDIS_URL is not set, and on Linux
 // bubblewrap, exec's sandbox (unless MAGPIE_EXEC_SANDBOX=off). Quick when everything is
 // there; says in one line what it installed.
@@ -7,6 +7,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+// magpie runs on Node.js 22 and newer (24 LTS recommended); an older one stops here with the fix.
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+if (nodeMajor < 22) {
+  console.error(
+    `magpie needs Node.js 22 or newer (24 LTS recommended); this is Node.js ${process.versions.node}: ` +
+      'install Node.js 24, or run ". scripts/use-node.sh" in the checkout',
+  );
+  process.exit(2);
+}
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const purpose = process.argv[2] ?? 'start';

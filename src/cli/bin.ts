@@ -3,8 +3,10 @@
  * The `magpie` command. Parses the subcommand with node:util and lazy-loads
  * only the module it needs, so `magpie agent -m` does not pay for the bus.
  */
+import nodeModule from 'node:module';
 import { debugEnabled } from '../config/debug.js';
 import { AppError, describeError, ExitCode } from '../errors/index.js';
+import { nodeTooOld } from './node-version.js';
 
 interface CommandModule {
   run(argv: string[]): Promise<number>;
@@ -73,6 +75,13 @@ function usage(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  const tooOld = nodeTooOld();
+  if (tooOld) {
+    process.stderr.write(`${tooOld}\n`);
+    return ExitCode.config;
+  }
+  // Compiled code of the chunks and packages is cached on disk (Node 22.1+): later starts skip parsing.
+  nodeModule.enableCompileCache?.();
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${usage()}\n`);

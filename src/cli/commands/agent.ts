@@ -155,6 +155,14 @@ async function interactive(
   let quitArmed = false;
   let failed = false;
   let chain: Promise<void> = Promise.resolve();
+  // Piped input ends (and closes readline) while queued turns still run; Node 22+ throws on a prompt after close.
+  let closed = false;
+  rl.once('close', () => {
+    closed = true;
+  });
+  const prompt = () => {
+    if (!closed) rl.prompt();
+  };
 
   const turn = async (text: string) => {
     running = new AbortController();
@@ -176,7 +184,7 @@ async function interactive(
     } finally {
       running = undefined;
     }
-    rl.prompt();
+    prompt();
   };
 
   rl.on('SIGINT', () => {
@@ -195,20 +203,20 @@ async function interactive(
     }
     quitArmed = true;
     process.stdout.write('\n(press Ctrl-C again or Ctrl-D to quit)\n');
-    rl.prompt();
+    prompt();
   });
   rl.on('line', (line) => {
     quitArmed = false;
     const text = line.trim();
     if (text === '') {
-      rl.prompt();
+      prompt();
       return;
     }
     chain = chain.then(() => turn(text));
   });
   process.stdout.write('magpie: type a message (/help for commands, Ctrl-D to quit)\n');
-  rl.prompt();
-  await new Promise<void>((resolve) => rl.once('close', resolve));
+  prompt();
+  await new Promise<void>((resolve) => (closed ? resolve() : rl.once('close', resolve)));
   await chain;
   await agent.idle();
   if (process.stdout.isTTY) process.stdout.write('\n');

@@ -62,9 +62,17 @@ export const run = defineCommand({
         else rl.write(null, { ctrl: true, name: 'u' });
       });
       rl.setPrompt('you> ');
-      prompt = () => rl.prompt(true);
+      // Piped input closes readline while its last lines are still answered; Node 22+ throws on a prompt after close.
+      let closed = false;
+      rl.once('close', () => {
+        closed = true;
+      });
+      const promptIfOpen = (preserveCursor?: boolean) => {
+        if (!closed) rl.prompt(preserveCursor);
+      };
+      prompt = () => promptIfOpen(true);
       try {
-        rl.prompt();
+        promptIfOpen();
         // The async iterator buffers lines that arrive while a reply is awaited (pasted or piped input).
         for await (const line of rl) {
           if (line.trim() !== '') {
@@ -91,7 +99,7 @@ export const run = defineCommand({
               busy = false;
             }
           }
-          rl.prompt();
+          promptIfOpen();
         }
         return ExitCode.ok;
       } finally {

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { MIN_NODE_MAJOR, nodeTooOld } from '../../../src/cli/node-version.js';
+
+describe('the Node.js version check', () => {
+  it('stops Node 20 with one line naming the version to install and how', () => {
+    const line = nodeTooOld('20.19.2');
+    expect(line).toContain('Node.js 20.19.2');
+    expect(line).toContain('install Node.js 24');
+    expect(line).toContain('scripts/use-node.sh');
+    expect(line).not.toContain('\n');
+  });
+
+  it('accepts Node 22, 24 and newer', () => {
+    expect(MIN_NODE_MAJOR).toBe(22);
+    for (const v of ['22.0.0', '22.12.1', '24.21.0', '26.1.0']) expect(nodeTooOld(v)).toBeUndefined();
+  });
+
+  it('accepts the Node it runs on (the suite runs on a supported one)', () => {
+    expect(nodeTooOld()).toBeUndefined();
+  });
+});
