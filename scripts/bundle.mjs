@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * Bundles the CLI with esbuild after `tsc` has emitted dist/: dist/cli/bin.js becomes one
+ * Bundles the CLI with esbuild after `tsc` has emitted dist/: dist/cli/bin.js, from the entry
+ * src/main.ts (the top of the import graph), becomes one
  * ES module holding the command table, and each command (with the pure-JS packages it uses:
  * zod, openai, pino, yaml…) is in chunks in dist/chunks/, loaded only when that command
  * runs. A few files instead of hundreds of modules is what makes `magpie agent -m` start
@@ -94,7 +95,7 @@ const pinoWorkersFromNodeModules = {
 // `new URL('../../workspace/', import.meta.url)` still finds the workspace templates.
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { 'cli/bin': 'src/cli/bin.ts' },
+  entryPoints: { 'cli/bin': 'src/main.ts' },
   outdir: 'dist',
   chunkNames: 'chunks/[name]-[hash]',
   bundle: true,

@@ -1,6 +1,7 @@
 /**
  * The agent side of the composition root: provider, sessions, memory, skills,
- * tools (load_skill, subagent, spawn when a helper queue is given), context,
+ * tools (from the catalog, src/tools/catalog.ts: spawn when a helper queue is
+ * given, cron when a cron store is), context,
  * the helper runner and the AgentLoop, built from one Config. Used by
  * `magpie agent` and by the bus worker, so both run the same turn.
  */
@@ -27,15 +28,11 @@ import type { LLMProvider } from '../providers/types.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import type { SessionStore } from '../sessions/types.js';
 import { SkillsLoader } from '../skills/loader.js';
-import { createCoreTools, ToolRegistry } from '../tools/index.js';
-import { createLoadSkillTool } from '../tools/load-skill.js';
-import { createMemorySearchTool } from '../tools/memory-search.js';
+import { buildTools } from '../tools/catalog.js';
+import type { CronTaskStore } from '../tools/cron.js';
+import { ToolRegistry } from '../tools/registry.js';
 import { resolveSandbox, type SandboxStatus } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
-import { createSpawnTool } from '../tools/spawn.js';
-import { createSubagentTool } from '../tools/subagent.js';
-import type { Tool } from '../tools/types.js';
-import { createWebSearchTool } from '../tools/web-search.js';
 
 /** Tools that come and go while the agent runs (the MCP servers' tools, see src/mcp/manager.ts). */
 export interface DynamicTools {
@@ -63,8 +60,8 @@ export interface BuildAgentOptions {
   outbound: OutboundSink;
   /** The last active chat, for heartbeat replies (Redis in the daemon; none for `magpie agent`). */
   state?: StateStore;
-  /** Tools beyond the core ones (cron, spawn, load_skill…). */
-  extraTools?: Tool[];
+  /** The scheduled tasks (the bus in the daemon). Without it there is no `cron` tool. */
+  cronStore?: CronTaskStore;
   /** A ready provider (tests); by default every model of `config.llm` behind a FallbackProvider. */
   provider?: LLMProvider;
   /** Cool-downs of failing models (Redis in the daemon, shared by the workers). @defaultValue in memory */
@@ -132,24 +129,27 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     maxDepth: options.maxHelperDepth ?? DEFAULT_MAX_DEPTH,
   });
   const tools: ToolRegistry = new ToolRegistry(
-    [
-      ...createCoreTools({
+    await buildTools({
+      workspace,
+      execTimeoutMs: config.tools.execTimeoutMs,
+      webAllowPrivate: config.tools.webAllowPrivate,
+      secrets,
+      ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
+      execProtectedPaths: [path.resolve('.env'), config.stateDir],
+      ...(searchBackend ? { searchBackend } : {}),
+      memoryIndex: new MemoryIndex({
         workspace,
-        execTimeoutMs: config.tools.execTimeoutMs,
-        webAllowPrivate: config.tools.webAllowPrivate,
+        stateDir: config.stateDir,
+        timezone: config.timezone,
+        logger,
         secrets,
-        ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
-        execProtectedPaths: [path.resolve('.env'), config.stateDir],
       }),
-      ...(searchBackend ? [createWebSearchTool(searchBackend)] : []),
-      createMemorySearchTool(
-        new MemoryIndex({ workspace, stateDir: config.stateDir, timezone: config.timezone, logger, secrets }),
-      ),
-      createLoadSkillTool(skills),
-      createSubagentTool(helpers),
-      ...(options.helperQueue ? [createSpawnTool(options.helperQueue)] : []),
-      ...(options.extraTools ?? []),
-    ],
+      skills,
+      helpers,
+      ...(options.helperQueue ? { helperQueue: options.helperQueue } : {}),
+      ...(options.cronStore ? { cronStore: options.cronStore } : {}),
+      config,
+    }),
     { secrets, defaultTimeLimitMs: config.tools.timeoutMs },
   );
   options.mcp?.attach(tools);

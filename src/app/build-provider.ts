@@ -1,6 +1,6 @@
 /**
- * The model side of the composition root: an OpenAI-compatible provider for
- * every configured model (MAGPIE_MODEL, then MAGPIE_FALLBACK_MODELS), each
+ * The model side of the composition root: a provider for every configured
+ * model, made by its kind's factory (src/providers/registry.ts) (MAGPIE_MODEL, then MAGPIE_FALLBACK_MODELS), each
  * with its own endpoint and key, behind one FallbackProvider whose cool-downs
  * live in the given store (Redis in the daemon, memory for `magpie agent`).
  */
@@ -9,6 +9,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { type CooldownStore, MemoryCooldownStore } from '../providers/cooldown.js';
 import { type FallbackModel, FallbackProvider } from '../providers/fallback.js';
+import { createModelProvider } from '../providers/registry.js';
 import type { LLMProvider } from '../providers/types.js';
 
 /** The cap of any one retry delay of the OpenAI provider (its default). */
@@ -17,8 +18,8 @@ const RETRY_MAX_MS = 8_000;
 const MAX_COOLDOWN_MS = 600_000;
 
 /**
- * Builds the provider turns use. Loaded lazily by callers: the openai SDK is
- * imported only here.
+ * Builds the provider turns use. Loaded lazily by callers; each kind's SDK
+ * (openai) loads only through the registry.
  *
  * @param cooldowns @defaultValue a MemoryCooldownStore (one process)
  * @example const provider = await buildProvider(config, logger, new RedisCooldownStore(redis, prefix));
@@ -28,25 +29,24 @@ export async function buildProvider(
   logger: Logger,
   cooldowns: CooldownStore = new MemoryCooldownStore(),
 ): Promise<LLMProvider> {
-  const { OpenAIProvider } = await import('../providers/openai/provider.js');
   const { llm } = config;
-  const models: FallbackModel[] = llm.models.map((m, i) => ({
-    id: m.id,
-    model: m.model,
-    baseURL: m.baseURL,
-    vision: visionCapable(m.model, config.vision),
-    provider: new OpenAIProvider({
-      apiKey: m.apiKey ?? '',
-      baseURL: m.baseURL,
+  const models: FallbackModel[] = await Promise.all(
+    llm.models.map(async (m, i) => ({
+      id: m.id,
       model: m.model,
-      timeoutMs: llm.timeoutMs,
-      maxRetries: llm.maxRetries,
-      promptCache: llm.promptCache,
-      logger,
-      ...(i === 0 ? {} : { settings: { url: m.setting, key: m.keyVar ?? m.setting } }),
-      ...(i === 0 && llm.transcribeModel ? { transcribeModel: llm.transcribeModel } : {}),
-    }),
-  }));
+      baseURL: m.baseURL,
+      vision: visionCapable(m.model, config.vision),
+      provider: await createModelProvider({
+        endpoint: m,
+        timeoutMs: llm.timeoutMs,
+        maxRetries: llm.maxRetries,
+        promptCache: llm.promptCache,
+        ...(llm.transcribeModel ? { transcribeModel: llm.transcribeModel } : {}),
+        primary: i === 0,
+        logger,
+      }),
+    })),
+  );
   return new FallbackProvider({
     models,
     cooldowns,

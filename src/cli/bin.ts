@@ -1,19 +1,32 @@
-#!/usr/bin/env node
 /**
- * The `magpie` command. Parses the subcommand with node:util and lazy-loads
- * only the module it needs, so `magpie agent -m` does not pay for the bus.
+ * The `magpie` command line, run by the entry (src/main.ts). Parses the
+ * subcommand and lazy-loads only the module it needs, so `magpie agent -m`
+ * does not pay for the bus. The role commands (start, gateway, worker) get
+ * the role runner from the entry ({@link CliDeps}) instead of importing it.
  */
 import nodeModule from 'node:module';
 import { debugEnabled } from '../config/debug.js';
 import { AppError, describeError, ExitCode } from '../errors/index.js';
 import { nodeTooOld } from './node-version.js';
+import type { RunRole } from './role-command.js';
+
+/** What the entry hands the command line. */
+export interface CliDeps {
+  /** Builds a role from its Config and runs it until a signal (src/main.ts). */
+  runRole: RunRole;
+}
 
 interface CommandModule {
   run(argv: string[]): Promise<number>;
 }
 
+/** A role command's module: its `run` takes the role runner. */
+interface RoleCommandModule {
+  run(argv: string[], runRole: RunRole): Promise<number>;
+}
+
 /** Every subcommand: its one-line help and the module that runs it. */
-const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule> }> = {
+const COMMANDS: Record<string, { help: string; load: (deps: CliDeps) => Promise<CommandModule> }> = {
   onboard: {
     help: 'guided set-up: endpoint, key and model (checked live), bots, web search; writes .env',
     load: () => import('./commands/onboard.js'),
@@ -28,13 +41,16 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule
   },
   start: {
     help: 'run everything in one process: channels, worker, schedulers',
-    load: () => import('./commands/start.js'),
+    load: (deps) => withRunner(import('./commands/start.js'), deps),
   },
   gateway: {
     help: 'run channel adapters and outbound delivery only',
-    load: () => import('./commands/gateway.js'),
+    load: (deps) => withRunner(import('./commands/gateway.js'), deps),
   },
-  worker: { help: 'run an agent worker and scheduled jobs', load: () => import('./commands/worker.js') },
+  worker: {
+    help: 'run an agent worker and scheduled jobs',
+    load: (deps) => withRunner(import('./commands/worker.js'), deps),
+  },
   send: {
     help: 'send one message through the bus to the running daemon and print the reply',
     load: () => import('./commands/send.js'),
@@ -68,13 +84,19 @@ const COMMANDS: Record<string, { help: string; load: () => Promise<CommandModule
   dashboard: { help: 'serve the local web dashboard', load: () => import('./commands/dashboard.js') },
 };
 
+/** A role command bound to the entry's role runner. */
+async function withRunner(module: Promise<RoleCommandModule>, deps: CliDeps): Promise<CommandModule> {
+  const { run } = await module;
+  return { run: (argv) => run(argv, deps.runRole) };
+}
+
 function usage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.help}`);
   return `usage: magpie <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun "magpie <command> --help" for a command's options.`;
 }
 
-async function main(argv: string[]): Promise<number> {
+async function main(argv: string[], deps: CliDeps): Promise<number> {
   const tooOld = nodeTooOld();
   if (tooOld) {
     process.stderr.write(`${tooOld}\n`);
@@ -92,17 +114,25 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`magpie: unknown command "${name}"; run "magpie --help" for the list\n`);
     return ExitCode.config;
   }
-  const mod = await command.load();
+  const mod = await command.load(deps);
   return mod.run(rest);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`magpie: ${describeError(err)}\n`);
-    process.exitCode = err instanceof AppError ? err.exitCode : ExitCode.failure;
-    if (!(err instanceof AppError) && debugEnabled()) console.error(err);
-  },
-);
+/**
+ * Runs `magpie <argv>` and sets the process's exit code; an error is one
+ * line on stderr (its stack too with MAGPIE_DEBUG).
+ *
+ * @example runCli(process.argv.slice(2), { runRole });
+ */
+export function runCli(argv: string[], deps: CliDeps): Promise<void> {
+  return main(argv, deps).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`magpie: ${describeError(err)}\n`);
+      process.exitCode = err instanceof AppError ? err.exitCode : ExitCode.failure;
+      if (!(err instanceof AppError) && debugEnabled()) console.error(err);
+    },
+  );
+}

@@ -122,6 +122,11 @@ export class ToolRegistry {
     return this.tools.get(name);
   }
 
+  /** Whether the tool only reads (see `Tool.readOnly`); false for an unknown name. */
+  isReadOnly(name: string): boolean {
+    return this.tools.get(name)?.readOnly === true;
+  }
+
   /** Tool names in registration order. */
   names(): string[] {
     return [...this.tools.keys()];

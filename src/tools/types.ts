@@ -56,6 +56,11 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
    * aborts `ctx.signal` and answers "timed out". Unset: the registry's default.
    */
   readonly timeLimitMs?: number | ((args: z.infer<P>) => number);
+  /**
+   * True when the tool only reads (the catalog's flag; an MCP tool's server
+   * marks it with `readOnlyHint`). Unset: not read-only.
+   */
+  readonly readOnly?: boolean;
   execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>;
 }
 

@@ -1,10 +1,11 @@
 /** `magpie gateway`: runs the channel adapters (Telegram, Discord, the CLI channel) and outbound delivery only. */
-import { runRoleCommand } from '../../main.js';
+import { type RunRole, runRoleCommand } from '../role-command.js';
 
 const HELP = `usage: magpie gateway [options]
 
 Runs the channel adapters (Telegram, Discord, the CLI channel) and outbound delivery only.`;
 
-export async function run(argv: string[]): Promise<number> {
-  return runRoleCommand('gateway', argv, HELP);
+/** Runs the role with the runner the entry (src/main.ts) hands the command line. */
+export async function run(argv: string[], runRole: RunRole): Promise<number> {
+  return runRoleCommand('gateway', argv, HELP, runRole);
 }

@@ -9,13 +9,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startRole } from '../../../src/app/roles.js';
 import { checkWorkspaceIdentity } from '../../../src/app/workspace-check.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { keys } from '../../../src/bus/keys.js';
 import type { Config } from '../../../src/config/index.js';
 import { ConfigError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
-import { startRole } from '../../../src/main.js';
 import { readWorkspaceId, WORKSPACE_ID_FILE } from '../../../src/workspace/identity.js';
 import { testConfig } from '../bus/helpers.js';
 

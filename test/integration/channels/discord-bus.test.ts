@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
-import { type RunningRole, startRole } from '../../../src/main.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 

@@ -11,7 +11,7 @@ import { createCronTool } from '../../../src/tools/cron.js';
 import { connectBus, tempWorkspace, testConfig, toolContext } from './helpers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const BIN = path.join(ROOT, 'src/cli/bin.ts');
+const BIN = path.join(ROOT, 'src/main.ts');
 const TSX = import.meta.resolve('tsx');
 
 describe('magpie cron list / remove (subprocess, real Redis)', () => {

@@ -1,0 +1,309 @@
+/**
+ * The roles' composition, driven by `src/main.ts` (the entry, which runs it
+ * until a signal). Builds every part of one role from the Config:
+ * `start` (private Redis if needed + gateway + worker + scheduler),
+ * `gateway` (channels and outbound delivery) or `worker` (turns and
+ * schedules). Shuts down in order: intake → workers → queues → Redis.
+ */
+import { visionCapable } from '../agent/model-vision.js';
+import type { StateStore } from '../agent/ports.js';
+import type { AgentRunner } from '../agent/types.js';
+import { Bus } from '../bus/bus.js';
+import type { ConsumerTuning } from '../bus/consumer.js';
+import type { CronStore } from '../bus/cron-store.js';
+import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
+import { CliChannel } from '../channels/cli/cli-channel.js';
+import type { Channel, ChannelDeps } from '../channels/types.js';
+import { type Config, streamsTo } from '../config/index.js';
+import { OutboundDelivery } from '../delivery/outbound-delivery.js';
+import { describeError } from '../errors/index.js';
+import type { HelperQueue } from '../helpers/types.js';
+import type { Logger } from '../log/index.js';
+import { startMcp } from '../mcp/start.js';
+import type { SandboxStatus } from '../tools/sandbox.js';
+import { TurnWorker } from '../worker/turn-worker.js';
+import type { AgentParts } from './build-agent.js';
+import { checkWorkspaceIdentity } from './workspace-check.js';
+
+export type Role = 'start' | 'gateway' | 'worker';
+
+export interface RoleOptions {
+  role: Role;
+  config: Config;
+  logger: Logger;
+  /** Turns at once in this worker. @defaultValue config.redis.concurrency */
+  concurrency?: number;
+  /** Lock and stall timing of turn jobs (defaults in ConsumerTuning). */
+  tuning?: ConsumerTuning;
+  /** How long shutdown waits for running turns. @defaultValue 60000 */
+  shutdownTimeoutMs?: number;
+  /** magpie's environment with the flags on top, for `${VAR}` in mcp.json. @defaultValue process.env */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A running role; `stop()` shuts it down in order (same promise every time). */
+export interface RunningRole {
+  bus: Bus;
+  stop(): Promise<void>;
+}
+
+interface Part {
+  name: string;
+  close(): Promise<void>;
+}
+
+/** Builds and starts the parts of a role. */
+export async function startRole(options: RoleOptions): Promise<RunningRole> {
+  const { role, config, logger } = options;
+  const parts: Part[] = [];
+  // Where exec runs is settled before anything starts: MAGPIE_EXEC_SANDBOX=bwrap
+  // without a working bwrap ends here (exit 2); auto without one warns.
+  const execSandbox =
+    role === 'gateway'
+      ? undefined
+      : await (await import('./build-agent.js')).resolveExecSandbox(config, logger);
+  let local: LocalRedis | undefined;
+  if (role === 'start' && !config.redis.url) {
+    local = await startLocalRedis({ workspace: config.workspace, stateDir: config.stateDir, logger });
+  }
+  // Channels publish through a bus that fails fast when Redis is away; the
+  // worker's bus waits for Redis to come back (a restart must not use up turn attempts).
+  const buses: Bus[] = [];
+  const closeBuses = async () => {
+    for (const b of buses) await b.close();
+    await local?.stop();
+  };
+  try {
+    if (role !== 'worker') buses.push(await Bus.connect({ config, logger, url: local?.url }));
+    if (role !== 'gateway') buses.push(await Bus.connect({ config, logger, url: local?.url, patient: true }));
+    // A process whose workspace is not the bus's refuses here, before it takes any message.
+    await checkWorkspaceIdentity({ bus: buses[0] as Bus, workspace: config.workspace, logger });
+    // Gateway first, so closing (in reverse) stops the worker's intake and turns before delivery drains.
+    if (role !== 'worker') parts.push(...(await startGateway(buses[0] as Bus, options)));
+    if (role !== 'gateway')
+      parts.push(...(await startWorker(buses[buses.length - 1] as Bus, { ...options, execSandbox })));
+    if (role !== 'worker' && config.dashboard.port)
+      parts.push(await startDashboardPart(buses[0] as Bus, options));
+  } catch (err) {
+    await closeAll(parts, logger);
+    await closeBuses();
+    throw err;
+  }
+  const bus = buses[0] as Bus;
+  logger.info({ role, redis: local ? 'private' : 'REDIS_URL', prefix: bus.prefix }, 'magpie is running');
+  let stopping: Promise<void> | undefined;
+  return {
+    bus,
+    stop() {
+      stopping ??= (async () => {
+        await closeAll(parts, logger);
+        await closeBuses();
+        logger.info({ role }, 'magpie stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** What the worker's steps share: its bus and the options of the role. */
+type WorkerOptions = RoleOptions & { execSandbox?: SandboxStatus };
+
+/**
+ * The worker's parts, in start order (closed in reverse): MCP servers, the cron
+ * store, the helper queue, the turn worker with its heartbeat, the helper
+ * worker and the scheduler.
+ */
+async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
+  const { config, logger } = options;
+  const parts: Part[] = [];
+  const state: StateStore = bus.stateStore();
+  const scheduler = await import('../scheduler/index.js');
+  const helpersModule = await import('../helpers/index.js');
+  const helperQueue = new helpersModule.HelpersQueue(bus, logger);
+  const mcp = await startMcpServers(options);
+  // Closed last of the worker's parts: after the turns and helpers that may still call their tools.
+  if (mcp) parts.push({ name: 'mcp servers', close: () => mcp.close() });
+  // One store of scheduled tasks for the cron tool and the heartbeat's schedule, closed after the turns using it.
+  const cronStore = bus.cronStore();
+  parts.push({ name: 'cron store', close: () => cronStore.close() });
+  const built = await buildWorkerAgent(bus, options, { state, helperQueue, cronStore, mcp });
+  const agent: AgentRunner = built.agent;
+  const { worker, beat } = await startTurnWorker(bus, agent, options);
+  // Spawned helpers run as jobs of their own queue, beside the chats (and are redone if this process dies).
+  const helperWorker = new helpersModule.HelperWorker({
+    bus,
+    runner: built.helpers,
+    logger,
+    concurrency: options.concurrency ?? config.redis.concurrency,
+    ...definedOnly(options.tuning ?? {}),
+    shutdownTimeoutMs: options.shutdownTimeoutMs,
+  });
+  await helperWorker.start();
+  parts.push({ name: 'helper queue', close: () => helperQueue.close() });
+  // The scheduler plugs in here: heartbeat and cron job schedulers (brief 8).
+  const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger, store: cronStore });
+  // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
+  parts.push({ name: 'worker heartbeat', close: () => beat.close() });
+  parts.push({ name: 'agent', close: () => built.agent.idle() });
+  parts.push({ name: 'turn worker', close: () => worker.close() });
+  parts.push({ name: 'helper worker', close: () => helperWorker.close() });
+  parts.push({ name: 'scheduler', close: () => schedule.close() });
+  return parts;
+}
+
+/**
+ * Starts the MCP servers of mcp.json in parallel before the first turn; without the
+ * file nothing of MCP loads. Their images are kept when any model sees; the
+ * provider puts a note in their place for one that does not.
+ */
+function startMcpServers(options: WorkerOptions): ReturnType<typeof startMcp> {
+  const { config, logger } = options;
+  return startMcp({
+    config,
+    logger,
+    env: options.env ?? process.env,
+    vision: config.llm.models.some((m) => visionCapable(m.model, config.vision)),
+  });
+}
+
+/** The worker's agent: its tools reach the bus (outbound, spawn, cron); closes the cron store and MCP if building fails. */
+async function buildWorkerAgent(
+  bus: Bus,
+  options: WorkerOptions,
+  parts: {
+    state: StateStore;
+    helperQueue: HelperQueue;
+    cronStore: CronStore;
+    mcp: Awaited<ReturnType<typeof startMcp>>;
+  },
+): Promise<AgentParts> {
+  const { config, logger } = options;
+  const { buildAgent } = await import('./build-agent.js');
+  const { cronStore, mcp } = parts;
+  try {
+    return await buildAgent({
+      config,
+      logger,
+      outbound: { publish: (message) => bus.publishOutbound(message) },
+      state: parts.state,
+      cronStore,
+      helperQueue: parts.helperQueue,
+      helperTracker: bus.helperTracker(),
+      // Shared by every worker: a failing model rests for all of them; a chat's /model holds everywhere.
+      cooldowns: bus.cooldownStore(),
+      modelChoices: bus.modelChoiceStore(),
+      ...(mcp ? { mcp } : {}),
+      ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
+    });
+  } catch (err) {
+    await cronStore.close();
+    await mcp?.close();
+    throw err;
+  }
+}
+
+/**
+ * Starts the turn worker and its beat (`<prefix>:workers:<id>` with a TTL: status,
+ * doctor and the dashboard see this worker alive).
+ */
+async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOptions) {
+  const { config, logger } = options;
+  const concurrency = options.concurrency ?? config.redis.concurrency;
+  const worker = new TurnWorker({
+    bus,
+    agent,
+    logger,
+    concurrency,
+    timezone: config.timezone,
+    streams: (channel) => streamsTo(config, channel),
+    ...definedOnly(options.tuning ?? {}),
+    shutdownTimeoutMs: options.shutdownTimeoutMs,
+  });
+  await worker.start();
+  const beat = bus.workerHeartbeat({ id: worker.id, concurrency, logger });
+  await beat.start();
+  return { worker, beat };
+}
+
+async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
+  const { config, logger } = options;
+  const deps: ChannelDeps = { config, bus, logger, pairing: bus.pairingStore() };
+  const channels: Channel[] = [new CliChannel({ bus, logger })];
+  if (config.telegram.token) {
+    const { createTelegramChannel } = await import('../channels/telegram/index.js');
+    channels.push(createTelegramChannel(deps));
+  }
+  if (config.discord.token) {
+    const { createDiscordChannel } = await import('../channels/discord/index.js');
+    channels.push(createDiscordChannel(deps));
+  }
+  // The web chat's pages are served by this process's dashboard (startDashboardPart).
+  if (config.dashboard.port) {
+    const { WebChannel } = await import('../channels/web/web-channel.js');
+    channels.push(new WebChannel({ bus, logger }));
+  }
+  const parts: Part[] = [];
+  for (const channel of channels) {
+    const live = streamsTo(config, channel.name);
+    const delivery = await OutboundDelivery.start({ bus, channel, logger, live });
+    await channel.start();
+    // Closed in reverse: the channel stops after its queue has drained and its consumer closed.
+    parts.push({ name: `${channel.name} channel`, close: () => channel.stop() });
+    parts.push({
+      name: `${channel.name} delivery`,
+      close: async () => {
+        await delivery.drained(10_000);
+        await delivery.close();
+      },
+    });
+  }
+  return parts;
+}
+
+/** The dashboard inside `start`/`gateway` when MAGPIE_DASHBOARD_PORT is set; logs its URL and where its token is. */
+async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part> {
+  const { startDashboard } = await import('../ops/dashboard-server.js');
+  const { loadDashboardToken } = await import('../ops/dashboard-auth.js');
+  const { createWebChatRouter } = await import('../channels/web/routes.js');
+  const { JsonlSessionStore } = await import('../sessions/jsonl-store.js');
+  const sessions = new JsonlSessionStore({
+    dir: `${options.config.workspace}/sessions`,
+    logger: options.logger,
+  });
+  const access = loadDashboardToken({
+    configured: options.config.dashboard.token,
+    stateDir: options.config.stateDir,
+  });
+  const dashboard = await startDashboard({
+    redis: bus.redis,
+    url: bus.url,
+    prefix: bus.prefix,
+    workspace: options.config.workspace,
+    logger: options.logger,
+    port: options.config.dashboard.port,
+    token: access.token,
+    timezone: options.config.timezone,
+    ...(options.config.prices ? { prices: options.config.prices } : {}),
+    chat: createWebChatRouter({ bus, sessions, logger: options.logger }),
+  });
+  options.logger.info(
+    { url: dashboard.url, signInWith: access.source },
+    `dashboard at ${dashboard.url} (sign in with the token in ${access.source})`,
+  );
+  return { name: 'dashboard', close: () => dashboard.close() };
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Closes parts in reverse order of start; one failure does not stop the others. */
+async function closeAll(parts: Part[], logger: Logger): Promise<void> {
+  for (const part of [...parts].reverse()) {
+    try {
+      await part.close();
+    } catch (err) {
+      logger.warn({ part: part.name, err: describeError(err) }, 'closing failed');
+    }
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * The provider kinds: a factory per kind of model endpoint, keyed by name.
+ * A new kind is a new file under src/providers/<kind>/ plus one line in
+ * {@link PROVIDER_KINDS}; the builder (src/app/build-provider.ts) does not change.
+ * Each factory loads its SDK lazily, so only the kinds configured are loaded.
+ */
+import type { Config, ModelEndpointConfig } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import type { LLMProvider } from './types.js';
+
+/** What a factory gets to build one model's provider. */
+export interface ProviderKindOptions {
+  /** The model's endpoint, key and name (MAGPIE_MODEL or one of MAGPIE_FALLBACK_MODELS). */
+  endpoint: ModelEndpointConfig;
+  /** Time limit of one call in ms. */
+  timeoutMs: number;
+  /** Retries of one call (transient failures). */
+  maxRetries: number;
+  /** Prompt-cache hints (MAGPIE_PROMPT_CACHE). */
+  promptCache: Config['llm']['promptCache'];
+  /** The model that transcribes voice (first model only). */
+  transcribeModel?: string;
+  /** True for the first model (MAGPIE_MODEL): its errors name the MAGPIE_ settings. */
+  primary: boolean;
+  logger: Logger;
+}
+
+/** Builds one model's provider. */
+export type ProviderFactory = (options: ProviderKindOptions) => Promise<LLMProvider>;
+
+/** Every provider kind magpie speaks. */
+export const PROVIDER_KINDS = {
+  openai: async (options) => (await import('./openai/kind.js')).createOpenAIKind(options),
+} satisfies Record<string, ProviderFactory>;
+
+export type ProviderKind = keyof typeof PROVIDER_KINDS;
+
+/** The kind of a configured endpoint: every one is OpenAI-compatible today (read a `kind` setting here when the config has one). */
+export function kindOf(_endpoint: ModelEndpointConfig): ProviderKind {
+  return 'openai';
+}
+
+/** Builds the provider of one configured model through its kind's factory. */
+export function createModelProvider(options: ProviderKindOptions): Promise<LLMProvider> {
+  return PROVIDER_KINDS[kindOf(options.endpoint)](options);
+}
