@@ -35,6 +35,9 @@ const TOKEN_KINDS = [
   ['completion', totalsFields.completionTokens],
 ] as const;
 
+/** The totals hash as last read (once per scrape, before the collectors run). */
+type Totals = () => Record<string, string>;
+
 /** Builds a registry whose metrics read `<prefix>:*` on each scrape. */
 export function createMetrics(
   redis: RedisConnection,
@@ -43,11 +46,41 @@ export function createMetrics(
 ): MagpieMetrics {
   const registry = new Registry();
   let totals: Record<string, string> = {};
-  const total = (field: string) => Number(totals[field] ?? 0);
   // Read once per scrape, before the collectors run (see render()).
   const refresh = async () => {
     totals = await readTotals(redis, prefix);
   };
+  const read: Totals = () => totals;
+  registerTurnAndTokenMetrics(registry, read, options.prices);
+  registerModelMetrics(registry, read, redis, prefix);
+  registerToolMetrics(registry, read);
+  registerLiveMetrics(registry, redis, prefix);
+  return {
+    registry,
+    contentType: registry.contentType,
+    async render() {
+      await refresh();
+      return registry.metrics();
+    },
+  };
+}
+
+/** A counter showing one field of the totals hash. */
+function totalsCounter(registry: Registry, totals: Totals, name: string, help: string, field: string) {
+  return new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(Number(totals()[field] ?? 0));
+    },
+  });
+}
+
+/** Turns by outcome, errors, tokens (by kind) and, with prices, their estimated cost. */
+function registerTurnAndTokenMetrics(registry: Registry, totals: Totals, prices: TokenPrices | undefined) {
+  const total = (field: string) => Number(totals()[field] ?? 0);
   new Counter({
     name: 'magpie_turns_total',
     help: 'Finished turns by outcome (ok, error, cancelled, ...)',
@@ -55,22 +88,14 @@ export function createMetrics(
     registers: [registry],
     collect() {
       this.reset();
-      for (const [field, value] of Object.entries(totals)) {
+      for (const [field, value] of Object.entries(totals())) {
         if (field.startsWith('outcome:'))
           this.inc({ outcome: field.slice('outcome:'.length) }, Number(value));
       }
     },
   });
   const counter = (name: string, help: string, field: string) =>
-    new Counter({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(total(field));
-      },
-    });
+    totalsCounter(registry, totals, name, help, field);
   counter('magpie_turn_errors_total', 'Turns that ended in an error', totalsFields.outcome('error'));
   counter(
     'magpie_llm_prompt_tokens_total',
@@ -92,7 +117,6 @@ export function createMetrics(
       for (const [kind, field] of TOKEN_KINDS) this.inc({ kind }, total(field));
     },
   });
-  const prices = options.prices;
   if (prices) {
     new Counter({
       name: 'magpie_llm_cost_total',
@@ -110,8 +134,14 @@ export function createMetrics(
       },
     });
   }
-  counter('magpie_llm_calls_total', 'Calls to the main model', totalsFields.llmCalls);
-  counter(
+}
+
+/** LLM calls, fallbacks, calls by the answering model, and the cool-downs of failed models. */
+function registerModelMetrics(registry: Registry, totals: Totals, redis: RedisConnection, prefix: string) {
+  totalsCounter(registry, totals, 'magpie_llm_calls_total', 'Calls to the main model', totalsFields.llmCalls);
+  totalsCounter(
+    registry,
+    totals,
     'magpie_llm_fallbacks_total',
     "LLM calls answered by a fallback model (not the chat's first choice)",
     totalsFields.fallbacks,
@@ -124,7 +154,7 @@ export function createMetrics(
     collect() {
       this.reset();
       const prefix = totalsFields.modelCalls('');
-      for (const [field, value] of Object.entries(totals)) {
+      for (const [field, value] of Object.entries(totals())) {
         if (field.startsWith(prefix)) this.inc({ model: field.slice(prefix.length) }, Number(value));
       }
     },
@@ -141,9 +171,23 @@ export function createMetrics(
       }
     },
   });
-  counter('magpie_tool_calls_total', 'Tool calls', totalsFields.toolCalls);
-  counter('magpie_tool_failures_total', 'Tool calls that failed', totalsFields.toolFailures);
-  registry.registerMetric(latencyHistogram(() => totals) as unknown as Metric);
+}
+
+/** Tool calls and failures, and the turn latency histogram. */
+function registerToolMetrics(registry: Registry, totals: Totals) {
+  totalsCounter(registry, totals, 'magpie_tool_calls_total', 'Tool calls', totalsFields.toolCalls);
+  totalsCounter(
+    registry,
+    totals,
+    'magpie_tool_failures_total',
+    'Tool calls that failed',
+    totalsFields.toolFailures,
+  );
+  registry.registerMetric(latencyHistogram(totals) as unknown as Metric);
+}
+
+/** What runs now: queue depths, live workers, running turns (read from Redis at each scrape). */
+function registerLiveMetrics(registry: Registry, redis: RedisConnection, prefix: string) {
   new Gauge({
     name: 'magpie_queue_jobs',
     help: 'Jobs per queue and state',
@@ -177,14 +221,6 @@ export function createMetrics(
       this.set(running.filter((r) => alive.has(r.worker)).length);
     },
   });
-  return {
-    registry,
-    contentType: registry.contentType,
-    async render() {
-      await refresh();
-      return registry.metrics();
-    },
-  };
 }
 
 /**

@@ -88,170 +88,226 @@ function matching(text: string, start: number, open: string, close: string): num
  * removes the name).
  */
 export function parseShell(text: string, vars: Map<string, string> = new Map()): ParsedShell {
-  const commands: ShellCommand[] = [];
-  const substitutions: string[] = [];
-  let command: ShellCommand = { words: [], redirects: [], input: [] };
-  let word: ShellWord | undefined;
-  let wordStart = 0;
-  let redirect: string | undefined;
-  const heredocs: Array<{ delimiter: string; stripTabs: boolean; command: ShellCommand }> = [];
+  return new ShellReader(text, vars).read();
+}
 
-  const append = (s: string, dynamic = false) => {
-    word ??= { text: '', raw: '', dynamic: false };
-    word.text += s;
-    if (dynamic) word.dynamic = true;
-  };
-  const endWord = (end: number) => {
+/** A here-document waiting for its body (read after the line that opened it). */
+interface PendingHeredoc {
+  delimiter: string;
+  stripTabs: boolean;
+  command: ShellCommand;
+}
+
+/** One pass over a command line: the word and command being built, and what was read so far. */
+class ShellReader {
+  private readonly commands: ShellCommand[] = [];
+  private readonly substitutions: string[] = [];
+  private command: ShellCommand = { words: [], redirects: [], input: [] };
+  private word: ShellWord | undefined;
+  private wordStart = 0;
+  private redirect: string | undefined;
+  private readonly heredocs: PendingHeredoc[] = [];
+
+  constructor(
+    private readonly text: string,
+    private readonly vars: Map<string, string>,
+  ) {}
+
+  /** Reads the whole line. */
+  read(): ParsedShell {
+    const { text } = this;
+    let i = 0;
+    while (i < text.length) i = this.step(i);
+    this.endWord(text.length);
+    this.endCommand();
+    return { commands: this.commands, substitutions: this.substitutions };
+  }
+
+  /** Reads what starts at `i`; returns the index after it. */
+  private step(i: number): number {
+    const { text } = this;
+    const c = text[i] as string;
+    if (c === ' ' || c === '\t') {
+      this.endWord(i);
+      return i + 1;
+    }
+    if (c === '\n') {
+      this.endWord(i);
+      this.endCommand();
+      return readHeredocs(text, i + 1, this.heredocs);
+    }
+    if (c === '#' && !this.word) {
+      const end = text.indexOf('\n', i);
+      return end < 0 ? text.length : end;
+    }
+    if (c === '\\') return this.escaped(i);
+    if (c === "'") return this.singleQuoted(i);
+    if (c === '"') return this.doubleQuoted(i);
+    if (c === '$') {
+      this.start(i);
+      return this.expand(i);
+    }
+    if (c === '`') {
+      this.start(i);
+      return this.backtick(i);
+    }
+    if ((c === '<' || c === '>') && text[i + 1] === '(') return this.processSubstitution(i);
+    if (c === '<' || c === '>' || (c === '&' && text[i + 1] === '>')) return this.redirection(i);
+    if (c === ';' || c === '&' || c === '|' || c === '(' || c === ')') return this.separator(i);
+    this.start(i);
+    this.append(c);
+    return i + 1;
+  }
+
+  private append(s: string, dynamic = false): void {
+    this.word ??= { text: '', raw: '', dynamic: false };
+    this.word.text += s;
+    if (dynamic) this.word.dynamic = true;
+  }
+
+  private start(i: number): void {
+    if (!this.word) this.wordStart = i;
+  }
+
+  /** Ends the current word: a redirection's target, a here-document's delimiter or the command's next word. */
+  private endWord(end: number): void {
+    const { word, redirect, command } = this;
     if (!word) return;
-    word.raw = text.slice(wordStart, end);
+    word.raw = this.text.slice(this.wordStart, end);
     if (redirect !== undefined) {
       if (redirect === '<<' || redirect === '<<-') {
-        heredocs.push({ delimiter: word.text, stripTabs: redirect === '<<-', command });
+        this.heredocs.push({ delimiter: word.text, stripTabs: redirect === '<<-', command });
       } else if (redirect === '<<<') {
         command.input.push(word.text);
       } else if (!(/[<>]&$/.test(redirect) && /^(\d+|-)$/.test(word.text))) {
         command.redirects.push({ op: redirect, target: word });
       }
-      redirect = undefined;
+      this.redirect = undefined;
     } else {
       command.words.push(word);
     }
-    word = undefined;
-  };
-  const endCommand = () => {
+    this.word = undefined;
+  }
+
+  private endCommand(): void {
+    const { command } = this;
     if (command.words.length === 0 && command.redirects.length === 0 && command.input.length === 0) return;
-    recordAssignments(command, vars);
-    commands.push(command);
-    command = { words: [], redirects: [], input: [] };
-  };
-  const expand = (i: number): number => {
-    // text[i] === '$'
+    recordAssignments(command, this.vars);
+    this.commands.push(command);
+    this.command = { words: [], redirects: [], input: [] };
+  }
+
+  /** A backslash: the next character as itself; a backslash-newline joins lines. */
+  private escaped(i: number): number {
+    this.start(i);
+    if (this.text[i + 1] !== '\n') this.append(this.text[i + 1] ?? '');
+    return i + 2;
+  }
+
+  private singleQuoted(i: number): number {
+    this.start(i);
+    const end = this.text.indexOf("'", i + 1);
+    const stop = end < 0 ? this.text.length : end;
+    this.append(this.text.slice(i + 1, stop));
+    return stop + 1;
+  }
+
+  /** `"…"`: escapes of `$`, backtick, `"`, backslash and newline; expansions inside. */
+  private doubleQuoted(from: number): number {
+    const { text } = this;
+    this.start(from);
+    this.append('');
+    let i = from + 1;
+    while (i < text.length && text[i] !== '"') {
+      const d = text[i] as string;
+      if (d === '\\' && /[$`"\\\n]/.test(text[i + 1] ?? '')) {
+        if (text[i + 1] !== '\n') this.append(text[i + 1] as string);
+        i += 2;
+      } else if (d === '$') i = this.expand(i);
+      else if (d === '`') i = this.backtick(i);
+      else {
+        this.append(d);
+        i++;
+      }
+    }
+    return i + 1;
+  }
+
+  /** `$'…'`, `$(…)`, `${name}`, `$name` (text[i] is `$`). */
+  private expand(i: number): number {
+    const { text, vars } = this;
     const next = text[i + 1];
     if (next === "'") {
       const end = text.indexOf("'", i + 2);
       const stop = end < 0 ? text.length : end;
-      append(ansiC(text.slice(i + 2, stop)));
+      this.append(ansiC(text.slice(i + 2, stop)));
       return stop + 1;
     }
     if (next === '(') {
       const end = matching(text, i + 1, '(', ')');
       const inner = text.slice(i + 2, end - 1);
-      substitutions.push(inner.startsWith('(') ? inner.slice(1, -1) : inner);
-      append(text.slice(i, end), true);
+      this.substitutions.push(inner.startsWith('(') ? inner.slice(1, -1) : inner);
+      this.append(text.slice(i, end), true);
       return end;
     }
     if (next === '{') {
       const end = matching(text, i + 1, '{', '}');
       const name = text.slice(i + 2, end - 1);
-      if (NAME.test(name) && vars.has(name)) append(vars.get(name) ?? '');
-      else append(text.slice(i, end), true);
+      if (NAME.test(name) && vars.has(name)) this.append(vars.get(name) ?? '');
+      else this.append(text.slice(i, end), true);
       return end;
     }
     const name = /^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9?$!@*#-])/.exec(text.slice(i + 1))?.[0];
     if (!name) {
-      append('$');
+      this.append('$');
       return i + 1;
     }
-    if (vars.has(name)) append(vars.get(name) ?? '');
-    else append(`$${name}`, true);
+    if (vars.has(name)) this.append(vars.get(name) ?? '');
+    else this.append(`$${name}`, true);
     return i + 1 + name.length;
-  };
-  const backtick = (i: number): number => {
+  }
+
+  private backtick(i: number): number {
+    const { text } = this;
     let end = i + 1;
     while (end < text.length && text[end] !== '`') end += text[end] === '\\' ? 2 : 1;
-    substitutions.push(text.slice(i + 1, end).replace(/\\([`\\$])/g, '$1'));
-    append(text.slice(i, end + 1), true);
+    this.substitutions.push(text.slice(i + 1, end).replace(/\\([`\\$])/g, '$1'));
+    this.append(text.slice(i, end + 1), true);
     return end + 1;
-  };
-  const start = (i: number) => {
-    if (!word) wordStart = i;
-  };
-
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i] as string;
-    if (c === ' ' || c === '\t') {
-      endWord(i);
-      i++;
-    } else if (c === '\n') {
-      endWord(i);
-      endCommand();
-      i = readHeredocs(text, i + 1, heredocs);
-    } else if (c === '#' && !word) {
-      const end = text.indexOf('\n', i);
-      i = end < 0 ? text.length : end;
-    } else if (c === '\\') {
-      start(i);
-      if (text[i + 1] === '\n') i += 2;
-      else {
-        append(text[i + 1] ?? '');
-        i += 2;
-      }
-    } else if (c === "'") {
-      start(i);
-      const end = text.indexOf("'", i + 1);
-      const stop = end < 0 ? text.length : end;
-      append(text.slice(i + 1, stop));
-      i = stop + 1;
-    } else if (c === '"') {
-      start(i);
-      append('');
-      i++;
-      while (i < text.length && text[i] !== '"') {
-        const d = text[i] as string;
-        if (d === '\\' && /[$`"\\\n]/.test(text[i + 1] ?? '')) {
-          if (text[i + 1] !== '\n') append(text[i + 1] as string);
-          i += 2;
-        } else if (d === '$') i = expand(i);
-        else if (d === '`') i = backtick(i);
-        else {
-          append(d);
-          i++;
-        }
-      }
-      i++;
-    } else if (c === '$') {
-      start(i);
-      i = expand(i);
-    } else if (c === '`') {
-      start(i);
-      i = backtick(i);
-    } else if ((c === '<' || c === '>') && text[i + 1] === '(') {
-      start(i);
-      const end = matching(text, i + 1, '(', ')');
-      substitutions.push(text.slice(i + 2, end - 1));
-      append(text.slice(i, end), true);
-      i = end;
-    } else if (c === '<' || c === '>' || (c === '&' && text[i + 1] === '>')) {
-      // A word of digits right before is the file descriptor (2>), not an argument.
-      if (word && /^\d+$/.test(text.slice(wordStart, i))) word = undefined;
-      else endWord(i);
-      const op = /^(?:&>>|&>|<<<|<<-|<<|<>|<&|>>|>&|>\||[<>])/.exec(text.slice(i))?.[0] ?? c;
-      redirect = op;
-      i += op.length;
-    } else if (c === ';' || c === '&' || c === '|' || c === '(' || c === ')') {
-      endWord(i);
-      endCommand();
-      const op = /^(?:&&|\|\||;;|\|&|[;&|()])/.exec(text.slice(i))?.[0] ?? c;
-      if (op === '|' || op === '|&') command.pipedFrom = commands[commands.length - 1];
-      i += op.length;
-    } else {
-      start(i);
-      append(c);
-      i++;
-    }
   }
-  endWord(text.length);
-  endCommand();
-  return { commands, substitutions };
+
+  /** `<(…)` or `>(…)`. */
+  private processSubstitution(i: number): number {
+    this.start(i);
+    const end = matching(this.text, i + 1, '(', ')');
+    this.substitutions.push(this.text.slice(i + 2, end - 1));
+    this.append(this.text.slice(i, end), true);
+    return end;
+  }
+
+  /** A redirection operator; its target is the next word. */
+  private redirection(i: number): number {
+    const { text } = this;
+    // A word of digits right before is the file descriptor (2>), not an argument.
+    if (this.word && /^\d+$/.test(text.slice(this.wordStart, i))) this.word = undefined;
+    else this.endWord(i);
+    const op = /^(?:&>>|&>|<<<|<<-|<<|<>|<&|>>|>&|>\||[<>])/.exec(text.slice(i))?.[0] ?? (text[i] as string);
+    this.redirect = op;
+    return i + op.length;
+  }
+
+  /** `;`, `&`, `|`, `&&`, `||`, `;;`, `|&`, `(` or `)`: the end of a simple command. */
+  private separator(i: number): number {
+    this.endWord(i);
+    this.endCommand();
+    const op = /^(?:&&|\|\||;;|\|&|[;&|()])/.exec(this.text.slice(i))?.[0] ?? (this.text[i] as string);
+    if (op === '|' || op === '|&') this.command.pipedFrom = this.commands[this.commands.length - 1];
+    return i + op.length;
+  }
 }
 
 /** Reads the bodies of pending here-documents from `from`; returns the index after them. */
-function readHeredocs(
-  text: string,
-  from: number,
-  pending: Array<{ delimiter: string; stripTabs: boolean; command: ShellCommand }>,
-): number {
+function readHeredocs(text: string, from: number, pending: PendingHeredoc[]): number {
   let i = from;
   while (pending.length > 0) {
     const doc = pending.shift() as (typeof pending)[number];

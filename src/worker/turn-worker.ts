@@ -11,6 +11,7 @@ import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
+import type { Mailbox } from '../bus/mailbox.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
 import { errorId, replyId, turnId } from '../bus/outbound-ids.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
@@ -98,7 +99,48 @@ export class TurnWorker {
     return this.closing;
   }
 
+  /** One turn job: takes the session's pending messages, runs them as one turn, answers, then trims what it took. */
   private async process(job: ConsumedJob): Promise<void> {
+    const sessionKey = this.sessionOf(job);
+    const log = this.logger.child({ session: sessionKey, job: job.id });
+    const mailbox = this.bus.mailbox(sessionKey);
+    const first = await mailbox.read(0);
+    if (first.messages.length === 0) {
+      await mailbox.trim(first.count);
+      log.debug({ skipped: first.count }, 'empty mailbox, nothing to do');
+      return;
+    }
+    const batch = [...first.messages];
+    const head = batch[0] as InboundMessage;
+    const turn: TakenTurn = {
+      job,
+      sessionKey,
+      log,
+      mailbox,
+      batch,
+      taken: first.count,
+      head,
+      id: turnId(sessionKey, head.id),
+      origin: chatOf(head),
+      since: new Date(),
+    };
+    const controller = new AbortController();
+    this.running.set(sessionKey, controller);
+    const live = this.livePublisher(head, turn.id, batch, log);
+    await Promise.all([
+      this.activity(turn.origin, true, log),
+      this.recorder.started(turn.id, sessionKey, turn.since),
+    ]);
+    try {
+      await this.runAndAnswer(turn, controller.signal, live);
+      await mailbox.trim(turn.taken);
+    } finally {
+      await this.endTurn(turn, live);
+    }
+  }
+
+  /** The job's session. @throws AppError INVALID_MESSAGE for a malformed job (moved aside, not retried). */
+  private sessionOf(job: ConsumedJob): string {
     const parsed = TurnJobSchema.safeParse(job.data);
     if (!parsed.success) {
       this.logger.warn(
@@ -107,103 +149,105 @@ export class TurnWorker {
       );
       throw new AppError('INVALID_MESSAGE', `malformed turn job ${job.id}`);
     }
-    const { sessionKey } = parsed.data;
-    const log = this.logger.child({ session: sessionKey, job: job.id });
-    const mailbox = this.bus.mailbox(sessionKey);
-    const first = await mailbox.read(0);
-    let taken = first.count;
-    if (first.messages.length === 0) {
-      await mailbox.trim(taken);
-      log.debug({ skipped: taken }, 'empty mailbox, nothing to do');
-      return;
-    }
-    const batch = [...first.messages];
-    const head = batch[0] as InboundMessage;
-    const turn = turnId(sessionKey, head.id);
-    const origin = chatOf(head);
-    const controller = new AbortController();
-    this.running.set(sessionKey, controller);
-    const since = new Date();
-    const live = this.livePublisher(head, turn, batch, log);
-    await Promise.all([this.activity(origin, true, log), this.recorder.started(turn, sessionKey, since)]);
-    try {
-      const recordIteration = this.recorder.onIteration(turn, sessionKey, since.toISOString());
-      const result = await this.runTurn(batch, controller.signal, {
-        onIteration: (n) => {
-          recordIteration(n);
-          live?.iteration(n);
-        },
-        ...(live
-          ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
-          : {}),
-        drain: async () => {
-          const more = await mailbox.read(taken);
-          taken += more.count;
-          batch.push(...more.messages);
-          return more.messages;
-        },
-        // The tool context gave each message its id (bus/outbound-ids.ts); the worker adds the routing.
-        publish: (message) =>
-          this.bus.publishOutbound({
-            ...message,
-            metadata: { ...routingMetadata(batch), ...message.metadata },
-          }),
-      });
-      // Sent first on the shared connection, so Redis records the figures before the reply is queued;
-      // awaited after, so the reply does not wait for a round trip of its own.
-      const recorded = this.recorder.finished(
-        turn,
-        result.ok
-          ? { metrics: result.value.metrics }
-          : { error: describeError(result.error), wallMs: Date.now() - since.getTime(), session: sessionKey },
-      );
-      if (!result.ok) await recorded;
-      // The last snapshot goes out before the reply that completes it. `live` names the preview to
-      // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
-      await live?.close();
-      const completes = live ? { live: turn } : {};
-      if (result.ok) {
-        if (result.value.reply !== undefined) {
-          await this.bus.publishOutbound({
-            ...result.value.target,
-            id: replyId(turn),
-            content: shownReply(result.value, live),
-            kind: 'reply',
-            metadata: routingMetadata(batch),
-            ...completes,
-          });
-        }
-        await recorded;
-      } else {
-        const err = result.error;
-        if (isTransient(err) && job.attemptsMade + 1 < job.maxAttempts) {
-          log.warn({ err: describeError(err), attempt: job.attemptsMade + 1 }, 'turn failed; will retry');
-          throw err;
-        }
-        log.error({ err: describeError(err) }, 'turn failed');
+    return parsed.data.sessionKey;
+  }
+
+  /** Runs the turn, records its figures and queues its reply or its failure. */
+  private async runAndAnswer(turn: TakenTurn, signal: AbortSignal, live: LivePublisher | undefined) {
+    const recordIteration = this.recorder.onIteration(turn.id, turn.sessionKey, turn.since.toISOString());
+    const result = await this.runTurn(turn.batch, signal, this.turnIo(turn, live, recordIteration));
+    // Sent first on the shared connection, so Redis records the figures before the reply is queued;
+    // awaited after, so the reply does not wait for a round trip of its own.
+    const recorded = this.recorder.finished(
+      turn.id,
+      result.ok
+        ? { metrics: result.value.metrics }
+        : {
+            error: describeError(result.error),
+            wallMs: Date.now() - turn.since.getTime(),
+            session: turn.sessionKey,
+          },
+    );
+    if (!result.ok) await recorded;
+    // The last snapshot goes out before the reply that completes it. `live` names the preview to
+    // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
+    await live?.close();
+    const completes = live ? { live: turn.id } : {};
+    if (result.ok) {
+      if (result.value.reply !== undefined) {
         await this.bus.publishOutbound({
-          ...origin,
-          replyTo: head.platformMessageId,
-          id: errorId(turn),
-          content: failureReply(err),
-          kind: 'error',
-          metadata: routingMetadata(batch),
+          ...result.value.target,
+          id: replyId(turn.id),
+          content: shownReply(result.value, live),
+          kind: 'reply',
+          metadata: routingMetadata(turn.batch),
           ...completes,
         });
       }
-      await mailbox.trim(taken);
-    } finally {
-      this.running.delete(sessionKey);
-      await live?.close();
-      await Promise.all([
-        this.recorder
-          .clear(sessionKey)
-          .catch((err: unknown) =>
-            log.warn({ err: describeError(err) }, 'could not clear the running marker'),
-          ),
-        this.activity(origin, false, log),
-      ]);
+      await recorded;
+    } else {
+      await this.answerFailure(turn, result.error, completes);
     }
+  }
+
+  /** What the running turn may do: show progress, take later messages, send messages. */
+  private turnIo(turn: TakenTurn, live: LivePublisher | undefined, recordIteration: (n: number) => void) {
+    return {
+      onIteration: (n: number) => {
+        recordIteration(n);
+        live?.iteration(n);
+      },
+      ...(live
+        ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
+        : {}),
+      drain: async () => {
+        const more = await turn.mailbox.read(turn.taken);
+        turn.taken += more.count;
+        turn.batch.push(...more.messages);
+        return more.messages;
+      },
+      // The tool context gave each message its id (bus/outbound-ids.ts); the worker adds the routing.
+      publish: (message: OutboundMessageInput) =>
+        this.bus.publishOutbound({
+          ...message,
+          metadata: { ...routingMetadata(turn.batch), ...message.metadata },
+        }),
+    };
+  }
+
+  /**
+   * A failed turn: rethrown while a transient failure has attempts left (the job
+   * retries), else the chat gets the failure reply.
+   */
+  private async answerFailure(turn: TakenTurn, err: unknown, completes: { live?: string }): Promise<void> {
+    const { job, log } = turn;
+    if (isTransient(err) && job.attemptsMade + 1 < job.maxAttempts) {
+      log.warn({ err: describeError(err), attempt: job.attemptsMade + 1 }, 'turn failed; will retry');
+      throw err;
+    }
+    log.error({ err: describeError(err) }, 'turn failed');
+    await this.bus.publishOutbound({
+      ...turn.origin,
+      replyTo: turn.head.platformMessageId,
+      id: errorId(turn.id),
+      content: failureReply(err),
+      kind: 'error',
+      metadata: routingMetadata(turn.batch),
+      ...completes,
+    });
+  }
+
+  /** After the turn, whatever happened: frees the session, closes the live preview, clears the marker and typing. */
+  private async endTurn(turn: TakenTurn, live: LivePublisher | undefined): Promise<void> {
+    const { sessionKey, log } = turn;
+    this.running.delete(sessionKey);
+    await live?.close();
+    await Promise.all([
+      this.recorder
+        .clear(sessionKey)
+        .catch((err: unknown) => log.warn({ err: describeError(err) }, 'could not clear the running marker')),
+      this.activity(turn.origin, false, log),
+    ]);
   }
 
   private async runTurn(
@@ -267,6 +311,23 @@ export class TurnWorker {
       log.debug({ err: describeError(err) }, 'activity not published');
     }
   }
+}
+
+/** A turn job while it runs: the messages it took from the session's mailbox and where they came from. */
+interface TakenTurn {
+  job: ConsumedJob;
+  sessionKey: string;
+  log: Logger;
+  mailbox: Pick<Mailbox, 'read' | 'trim'>;
+  /** The messages of the turn: the first read, then what `drainPending` added. */
+  batch: InboundMessage[];
+  /** Mailbox entries read so far (trimmed once the answer is queued). */
+  taken: number;
+  head: InboundMessage;
+  /** The turn id (session + head message id). */
+  id: string;
+  origin: { channel: string; chatId: string; threadId?: string };
+  since: Date;
 }
 
 /**
