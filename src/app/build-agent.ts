@@ -96,7 +96,6 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     options.execSandbox ?? resolveExecSandbox(config, logger),
   ]);
   const secrets = secretValues(config);
-  const searchBackend = searchBackendFor(config.search);
   const sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
   const memory = new MemoryStore({ workspace, timezone: config.timezone });
   const skills = new SkillsLoader({ dir: path.join(workspace, 'skills'), logger });
@@ -128,30 +127,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(options.helperTracker ? { tracker: options.helperTracker } : {}),
     maxDepth: options.maxHelperDepth ?? DEFAULT_MAX_DEPTH,
   });
-  const tools: ToolRegistry = new ToolRegistry(
-    await buildTools({
-      workspace,
-      execTimeoutMs: config.tools.execTimeoutMs,
-      webAllowPrivate: config.tools.webAllowPrivate,
-      secrets,
-      ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
-      execProtectedPaths: [path.resolve('.env'), config.stateDir],
-      ...(searchBackend ? { searchBackend } : {}),
-      memoryIndex: new MemoryIndex({
-        workspace,
-        stateDir: config.stateDir,
-        timezone: config.timezone,
-        logger,
-        secrets,
-      }),
-      skills,
-      helpers,
-      ...(options.helperQueue ? { helperQueue: options.helperQueue } : {}),
-      ...(options.cronStore ? { cronStore: options.cronStore } : {}),
-      config,
-    }),
-    { secrets, defaultTimeLimitMs: config.tools.timeoutMs },
-  );
+  const tools: ToolRegistry = await agentTools(options, { workspace, secrets, execSandbox, skills, helpers });
   options.mcp?.attach(tools);
   const context = contextFor(tools);
   const agent = new AgentLoop({
@@ -172,6 +148,50 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
+}
+
+/**
+ * The agent's tools: every catalog tool whose needs the config and the caller
+ * meet (web_search with a search backend, spawn with a helper queue, cron with
+ * a cron store).
+ */
+async function agentTools(
+  options: BuildAgentOptions,
+  built: {
+    workspace: string;
+    secrets: string[];
+    execSandbox: SandboxStatus;
+    skills: SkillsLoader;
+    helpers: HelperRunner;
+  },
+): Promise<ToolRegistry> {
+  const { config, logger } = options;
+  const { workspace, secrets, execSandbox } = built;
+  const searchBackend = searchBackendFor(config.search);
+  return new ToolRegistry(
+    await buildTools({
+      workspace,
+      execTimeoutMs: config.tools.execTimeoutMs,
+      webAllowPrivate: config.tools.webAllowPrivate,
+      secrets,
+      ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
+      execProtectedPaths: [path.resolve('.env'), config.stateDir],
+      ...(searchBackend ? { searchBackend } : {}),
+      memoryIndex: new MemoryIndex({
+        workspace,
+        stateDir: config.stateDir,
+        timezone: config.timezone,
+        logger,
+        secrets,
+      }),
+      skills: built.skills,
+      helpers: built.helpers,
+      ...(options.helperQueue ? { helperQueue: options.helperQueue } : {}),
+      ...(options.cronStore ? { cronStore: options.cronStore } : {}),
+      config,
+    }),
+    { secrets, defaultTimeLimitMs: config.tools.timeoutMs },
+  );
 }
 
 /**

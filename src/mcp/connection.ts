@@ -26,6 +26,8 @@ export interface McpToolInfo {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /** The server marks the tool as only reading (`annotations.readOnlyHint`). */
+  readOnly?: boolean;
 }
 
 /** What `magpie mcp`, doctor and logs show about a server. */
@@ -265,6 +267,7 @@ export class McpServerConnection {
           name: tool.name,
           description: tool.description ?? tool.title ?? '',
           inputSchema: tool.inputSchema as Record<string, unknown>,
+          ...(tool.annotations?.readOnlyHint === true ? { readOnly: true } : {}),
         });
       }
       cursor = result.nextCursor;

@@ -55,6 +55,8 @@ export function createMcpTool(options: McpToolOptions): Tool<typeof parameters> 
     parameters,
     jsonSchema: modelSchema(info.inputSchema),
     timeLimitMs: options.timeLimitMs,
+    // Not read-only unless its server says so.
+    readOnly: info.readOnly === true,
     async execute(args, ctx) {
       try {
         const result = await options.call(args, ctx.signal);

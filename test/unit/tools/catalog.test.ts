@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/index.js';
+import { createMcpTool } from '../../../src/mcp/tool-adapter.js';
 import { buildTools, TOOL_CATALOG, type ToolDeps } from '../../../src/tools/catalog.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { tempDir } from './helpers.js';
@@ -80,5 +81,22 @@ describe('the tool catalog', () => {
       'web_fetch',
       'message',
     ]);
+  });
+
+  it('counts an MCP tool as read-only only when its server marks it readOnlyHint', () => {
+    const mcpTool = (readOnly?: boolean) =>
+      createMcpTool({
+        server: 'files',
+        info: { name: 'look', description: 'looks', inputSchema: {}, ...(readOnly ? { readOnly } : {}) },
+        name: `files__look${readOnly ? '_ro' : ''}`,
+        call: async () => ({ content: [] }),
+        vision: false,
+        maxChars: 1_000,
+        secrets: [],
+        timeLimitMs: 1_000,
+      });
+    const registry = new ToolRegistry([mcpTool(), mcpTool(true)]);
+    expect(registry.isReadOnly('files__look')).toBe(false);
+    expect(registry.isReadOnly('files__look_ro')).toBe(true);
   });
 });
