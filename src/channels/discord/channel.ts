@@ -51,7 +51,7 @@ interface Received {
   action?: InboundAction;
 }
 
-/** A Channel over discord.js 14. Build with {@link createDiscordChannel}. */
+/** A Channel over discord.js 14. Built by the descriptor (`discordChannel.create`). */
 export class DiscordChannel implements Channel {
   readonly name = 'discord';
   private readonly deps: ChannelDeps;
