@@ -20,6 +20,7 @@ export const duration = (fallback: string, bounds: DurationBounds = {}) =>
       return checked.ms;
     });
 
+/** A whole number of at least 1, `fallback` when unset. */
 export const positiveInt = (fallback: number) =>
   z
     .string()
@@ -33,14 +34,18 @@ export const positiveInt = (fallback: number) =>
       return n;
     });
 
+/** Text, trimmed; unset or blank is undefined. */
 export const optionalText = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/** What a value that is not a URL is told. */
 export const URL_MESSAGE = 'is not a URL (expected e.g. http://127.0.0.1:8080)';
+/** A URL, or undefined when unset or blank. */
 export const optionalUrl = () =>
   optionalText.refine((v) => v === undefined || URL.canParse(v), { message: URL_MESSAGE });
+/** A URL, `fallback` when unset. */
 export const urlWithDefault = (fallback: string) =>
   z
     .string()
@@ -79,6 +84,7 @@ export const redisUrl = () =>
     }
   });
 
+/** A whole number from 1 to `max`, or undefined when unset or blank. */
 export const optionalPositive = (max = Number.MAX_SAFE_INTEGER) =>
   optionalText.transform((v, ctx) => {
     if (v === undefined) return undefined;
@@ -90,6 +96,7 @@ export const optionalPositive = (max = Number.MAX_SAFE_INTEGER) =>
     return n;
   });
 
+/** A comma-separated list (e.g. an allow-list of ids), blanks dropped; unset is empty. */
 export const list = z
   .string()
   .optional()
@@ -100,6 +107,7 @@ export const list = z
       .filter((s) => s !== ''),
   );
 
+/** true/false (1/0, yes/no, on/off), false when unset. */
 export const boolean = z
   .string()
   .default('false')
@@ -123,6 +131,7 @@ export const optionalSwitch = z
     return z.NEVER;
   });
 
+/** A daily window such as 08:00-22:00, or undefined. */
 export const activeHours = optionalText.refine(
   (v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d$/.test(v),
   {
@@ -130,6 +139,7 @@ export const activeHours = optionalText.refine(
   },
 );
 
+/** An IANA time zone, the machine's when unset. */
 export const timeZone = z
   .string()
   .optional()
