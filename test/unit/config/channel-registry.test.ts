@@ -76,6 +76,21 @@ describe('the channel registry', () => {
     ]);
   });
 
+  it.each(CHANNELS.map((d) => [d.name] as const))(
+    '%s: its descriptor module stays light (adapter, SDK, doctor and onboard loaded with import())',
+    (name) => {
+      const source = readFileSync(
+        new URL(`../../../src/channels/${name}/descriptor.ts`, import.meta.url),
+        'utf8',
+      );
+      const valueImports = [...source.matchAll(/^import\s+(?!type\b)[^;]*?from\s+'([^']+)'/gm)].map(
+        (m) => m[1],
+      );
+      expect(valueImports).toContain('../descriptor.js');
+      for (const from of valueImports) expect(from).toMatch(/^\.\.\/(\.\.\/config\/|descriptor\.js$)/);
+    },
+  );
+
   it("gives doctor each channel's check, skipped for a channel that is off", async () => {
     const doctor = buildChecks({ config: parseConfig({}) });
     try {
