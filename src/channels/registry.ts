@@ -10,7 +10,14 @@ import { discordChannel } from './discord/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
 import { webChannel } from './web/descriptor.js';
 
-export const CHANNELS = [cliChannel, telegramChannel, discordChannel, webChannel] as const;
+/** The channels, in the order of the schema, the gateway's start, doctor's checks and onboard's steps. */
+// biome-ignore format: one line per channel, so adding one is a one-line change
+export const CHANNELS = [
+  cliChannel,
+  telegramChannel,
+  discordChannel,
+  webChannel,
+] as const;
 
 /** A registered channel with its settings. */
 export interface ConfiguredChannel {
