@@ -12,8 +12,9 @@ import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
 import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
-import { CliChannel } from '../channels/cli/cli-channel.js';
-import type { Channel, ChannelDeps } from '../channels/types.js';
+import type { ChannelStartDeps } from '../channels/descriptor.js';
+import { enabledChannels } from '../channels/registry.js';
+import type { Channel } from '../channels/types.js';
 import { type Config, streamsTo } from '../config/index.js';
 import { OutboundDelivery } from '../delivery/outbound-delivery.js';
 import { describeError } from '../errors/index.js';
@@ -227,20 +228,11 @@ async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOpti
 
 async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   const { config, logger } = options;
-  const deps: ChannelDeps = { config, bus, logger, pairing: bus.pairingStore() };
-  const channels: Channel[] = [new CliChannel({ bus, logger })];
-  if (config.telegram.token) {
-    const { createTelegramChannel } = await import('../channels/telegram/index.js');
-    channels.push(createTelegramChannel(deps));
-  }
-  if (config.discord.token) {
-    const { createDiscordChannel } = await import('../channels/discord/index.js');
-    channels.push(createDiscordChannel(deps));
-  }
-  // The web chat's pages are served by this process's dashboard (startDashboardPart).
-  if (config.dashboard.port) {
-    const { WebChannel } = await import('../channels/web/web-channel.js');
-    channels.push(new WebChannel({ bus, logger }));
+  const deps: ChannelStartDeps = { config, bus, logger, pairing: bus.pairingStore() };
+  // Every registered channel its settings enable (src/channels/registry.ts), in registry order.
+  const channels: Channel[] = [];
+  for (const { descriptor, settings } of enabledChannels(config)) {
+    channels.push(await descriptor.create(deps, settings));
   }
   const parts: Part[] = [];
   for (const channel of channels) {

@@ -23,7 +23,7 @@ export interface ChannelBus {
 }
 
 export interface Channel {
-  /** `telegram`, `discord`, `cli`: also the suffix of its outbound queue. */
+  /** Its descriptor's name (`cli`, `web`, …): also the suffix of its outbound queue. */
   readonly name: string;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -52,6 +52,3 @@ export interface ChannelDeps {
   /** Pairing codes and approved senders, shared by every gateway. */
   pairing: PairingStore;
 }
-
-/** A channel factory: `createTelegramChannel(deps)`, `createDiscordChannel(deps)`. */
-export type ChannelFactory = (deps: ChannelDeps) => Channel;

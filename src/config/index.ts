@@ -8,149 +8,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { checkDuration, type DurationBounds } from './duration.js';
+import { type ChannelSettings, channelEnvShape, channelSettings, streamSwitches } from './channels.js';
+import {
+  activeHours,
+  boolean,
+  duration,
+  endpointUrl,
+  optionalPositive,
+  optionalSwitch,
+  optionalText,
+  optionalUrl,
+  positiveInt,
+  redisUrl,
+  timeZone,
+} from './env-values.js';
 import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
-
-/** A duration variable: above 0 and at most 24 h unless `bounds` say otherwise (see duration.ts). */
-const duration = (fallback: string, bounds: DurationBounds = {}) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((text, ctx) => {
-      const checked = checkDuration(text, bounds);
-      if (!checked.ok) {
-        ctx.addIssue({ code: 'custom', message: checked.reason });
-        return z.NEVER;
-      }
-      return checked.ms;
-    });
-
-const positiveInt = (fallback: number) =>
-  z
-    .string()
-    .default(String(fallback))
-    .transform((text, ctx) => {
-      const n = Number(text);
-      if (!Number.isInteger(n) || n < 1) {
-        ctx.addIssue({ code: 'custom', message: `"${text}" is not a positive whole number` });
-        return z.NEVER;
-      }
-      return n;
-    });
-
-const optionalText = z
-  .string()
-  .optional()
-  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
-
-const URL_MESSAGE = 'is not a URL (expected e.g. http://127.0.0.1:8080)';
-const optionalUrl = () =>
-  optionalText.refine((v) => v === undefined || URL.canParse(v), { message: URL_MESSAGE });
-const urlWithDefault = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .refine((v) => URL.canParse(v), { message: URL_MESSAGE });
-
-/** The model endpoint: http(s), and no user name or password (the HTTP client refuses to send them). */
-const endpointUrl = (fallback: string) =>
-  urlWithDefault(fallback).superRefine((v, ctx) => {
-    if (!URL.canParse(v)) return;
-    const url = new URL(v);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      ctx.addIssue({
-        code: 'custom',
-        message: `must start with http:// or https:// (not ${url.protocol}//)`,
-      });
-    } else if (url.username || url.password) {
-      ctx.addIssue({
-        code: 'custom',
-        message:
-          'holds a user name or password, which the HTTP client refuses to send; put the key in OPENAI_API_KEY',
-      });
-    }
-  });
-
-/** A Redis server: `redis://` or `rediss://` (TLS) only. The value is never echoed (it may hold a password). */
-const redisUrl = () =>
-  optionalUrl().superRefine((v, ctx) => {
-    if (v === undefined || !URL.canParse(v)) return;
-    const scheme = new URL(v).protocol;
-    if (scheme !== 'redis:' && scheme !== 'rediss:') {
-      ctx.addIssue({
-        code: 'custom',
-        message: `must start with redis:// or rediss:// (not ${scheme}//), e.g. redis://127.0.0.1:6379`,
-      });
-    }
-  });
-
-const optionalPositive = (max = Number.MAX_SAFE_INTEGER) =>
-  optionalText.transform((v, ctx) => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > max) {
-      ctx.addIssue({ code: 'custom', message: `"${v}" must be a whole number from 1 to ${max}` });
-      return z.NEVER;
-    }
-    return n;
-  });
-
-const list = z
-  .string()
-  .optional()
-  .transform((v) =>
-    (v ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== ''),
-  );
-
-const boolean = z
-  .string()
-  .default('false')
-  .transform((v, ctx) => {
-    if (/^(1|true|yes|on)$/i.test(v)) return true;
-    if (/^(0|false|no|off|)$/i.test(v)) return false;
-    ctx.addIssue({ code: 'custom', message: `"${v}" is not true or false` });
-    return z.NEVER;
-  });
-
-/** An on/off switch that may be unset (a per-channel switch then follows MAGPIE_STREAM). */
-const optionalSwitch = z
-  .string()
-  .optional()
-  .transform((v, ctx) => {
-    const text = (v ?? '').trim();
-    if (text === '') return undefined;
-    if (/^(1|true|yes|on)$/i.test(text)) return true;
-    if (/^(0|false|no|off)$/i.test(text)) return false;
-    ctx.addIssue({ code: 'custom', message: `"${v}" must be on or off` });
-    return z.NEVER;
-  });
-
-const activeHours = optionalText.refine(
-  (v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d$/.test(v),
-  {
-    message: 'must look like 08:00-22:00',
-  },
-);
-
-const timeZone = z
-  .string()
-  .optional()
-  .transform((v) => (v && v.trim() !== '' ? v.trim() : Intl.DateTimeFormat().resolvedOptions().timeZone))
-  .refine(
-    (tz) => {
-      try {
-        new Intl.DateTimeFormat('en-US', { timeZone: tz });
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { message: 'is not an IANA time zone (e.g. Europe/Lisbon)' },
-  );
 
 /** The web search backends, in the order one is picked when MAGPIE_WEB_SEARCH is unset. */
 export const SEARCH_BACKENDS = ['brave', 'tavily', 'searxng'] as const;
@@ -206,16 +79,8 @@ export const EnvSchema = z.object({
     .refine((v) => /^[A-Za-z0-9_-]+$/.test(v), { message: 'may hold only letters, digits, _ and -' }),
   MAGPIE_WORKER_CONCURRENCY: positiveInt(16),
   MAGPIE_STREAM: optionalSwitch,
-  TELEGRAM_STREAM: optionalSwitch,
-  DISCORD_STREAM: optionalSwitch,
-  CLI_STREAM: optionalSwitch,
-  WEB_STREAM: optionalSwitch,
-  TELEGRAM_BOT_TOKEN: optionalText,
-  TELEGRAM_API_ROOT: optionalUrl(),
-  TELEGRAM_ALLOW_FROM: list,
-  DISCORD_BOT_TOKEN: optionalText,
-  DISCORD_API_ROOT: optionalUrl(),
-  DISCORD_ALLOW_FROM: list,
+  // Each channel's variables (src/channels/<name>/descriptor.ts), in registry order.
+  ...channelEnvShape(),
   MAGPIE_HEARTBEAT_INTERVAL: duration('30m', { allowZero: true }),
   MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
   MAGPIE_TIMEZONE: timeZone,
@@ -308,8 +173,8 @@ export interface Config {
   };
   media: { maxBytes: number };
   redis: { url: string | undefined; prefix: string; concurrency: number };
-  telegram: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
-  discord: { token: string | undefined; apiRoot: string | undefined; allowFrom: string[] };
+  /** Each registered channel's settings under its name (`config.channels.<name>`, typed by its descriptor). */
+  channels: ChannelSettings;
   heartbeat: { intervalMs: number; activeHours: string | undefined };
   /**
    * Live replies (answers shown while they are written): MAGPIE_STREAM for every channel (on
@@ -336,43 +201,41 @@ export interface ConfigNeeds {
  * variable and the fix.
  */
 export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Config {
+  const e = validateEnv(env);
+  requireNeeds(e, needs);
+  const config = buildConfig(e, env, needs);
+  checkStateDirOutsideWorkspace(config);
+  return deepFreeze(config);
+}
+
+/** The environment through the schema; the first problem as one line naming the variable. */
+function validateEnv(env: NodeJS.ProcessEnv): Env {
   const result = EnvSchema.safeParse(env);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const name = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(
-      `${name} ${issue.message.replace(/^Invalid input: /, '')}: fix it in .env (see .env.example)`,
-    );
-  }
-  const e = result.data;
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const name = String(issue.path[0] ?? 'environment');
+  throw new ConfigError(
+    `${name} ${issue.message.replace(/^Invalid input: /, '')}: fix it in .env (see .env.example)`,
+  );
+}
+
+/** What the command needs beyond the basics: OPENAI_API_KEY for one that calls the LLM. */
+function requireNeeds(e: Env, needs: ConfigNeeds): void {
   if (needs.llm && !e.OPENAI_API_KEY) {
     throw new ConfigError(
       'OPENAI_API_KEY is not set: put your key in .env (for a local server that needs none, any value such as "none")',
     );
   }
-  const config: Config = {
-    llm: {
-      apiKey: e.OPENAI_API_KEY,
-      baseURL: e.OPENAI_BASE_URL,
-      model: e.MAGPIE_MODEL,
-      timeoutMs: e.MAGPIE_LLM_TIMEOUT,
-      maxRetries: e.MAGPIE_LLM_MAX_RETRIES,
-      contextTokens: e.MAGPIE_CONTEXT_TOKENS,
-      transcribeModel: e.MAGPIE_TRANSCRIBE_MODEL,
-      promptCache: e.MAGPIE_PROMPT_CACHE,
-      models: parseModels(
-        e.MAGPIE_FALLBACK_MODELS,
-        { model: e.MAGPIE_MODEL, baseURL: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY },
-        env,
-        needs.llm === true,
-      ),
-      cooldownMs: e.MAGPIE_FALLBACK_COOLDOWN,
-    },
+}
+
+/** The Config from the validated variables (the channels' settings from their descriptors). */
+function buildConfig(e: Env, env: NodeJS.ProcessEnv, needs: ConfigNeeds): Config {
+  const workspace = path.resolve(e.MAGPIE_WORKSPACE);
+  return {
+    llm: llmConfig(e, env, needs),
     prices: pricesFrom(e),
-    workspace: path.resolve(e.MAGPIE_WORKSPACE),
-    stateDir: e.MAGPIE_STATE_DIR
-      ? path.resolve(e.MAGPIE_STATE_DIR)
-      : defaultStateDir(path.resolve(e.MAGPIE_WORKSPACE), env),
+    workspace,
+    stateDir: e.MAGPIE_STATE_DIR ? path.resolve(e.MAGPIE_STATE_DIR) : defaultStateDir(workspace, env),
     agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },
     tools: {
       execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT,
@@ -383,28 +246,12 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
     },
     vision: e.MAGPIE_VISION,
     mcp: { configFile: path.resolve(e.MAGPIE_MCP_CONFIG), timeoutMs: e.MAGPIE_MCP_TIMEOUT },
-    search: {
-      backend: searchBackend(e),
-      brave: { apiKey: e.BRAVE_API_KEY, apiRoot: e.BRAVE_API_ROOT },
-      tavily: { apiKey: e.TAVILY_API_KEY, apiRoot: e.TAVILY_API_ROOT },
-      searxng: { url: e.SEARXNG_URL },
-    },
+    search: searchConfig(e),
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
     redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
-    telegram: { token: e.TELEGRAM_BOT_TOKEN, apiRoot: e.TELEGRAM_API_ROOT, allowFrom: e.TELEGRAM_ALLOW_FROM },
-    discord: { token: e.DISCORD_BOT_TOKEN, apiRoot: e.DISCORD_API_ROOT, allowFrom: e.DISCORD_ALLOW_FROM },
+    channels: channelSettings(e),
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
-    stream: {
-      enabled: e.MAGPIE_STREAM ?? true,
-      channels: Object.fromEntries(
-        Object.entries({
-          telegram: e.TELEGRAM_STREAM,
-          discord: e.DISCORD_STREAM,
-          cli: e.CLI_STREAM,
-          web: e.WEB_STREAM,
-        }).flatMap(([channel, on]) => (on === undefined ? [] : [[channel, on] as const])),
-      ),
-    },
+    stream: { enabled: e.MAGPIE_STREAM ?? true, channels: streamSwitches(e) },
     timezone: e.MAGPIE_TIMEZONE,
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
     log: {
@@ -413,12 +260,46 @@ export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Co
       explicit: Boolean(env.LOG_LEVEL),
     },
   };
+}
+
+/** The model endpoint, the model and its fallbacks. */
+function llmConfig(e: Env, env: NodeJS.ProcessEnv, needs: ConfigNeeds): Config['llm'] {
+  return {
+    apiKey: e.OPENAI_API_KEY,
+    baseURL: e.OPENAI_BASE_URL,
+    model: e.MAGPIE_MODEL,
+    timeoutMs: e.MAGPIE_LLM_TIMEOUT,
+    maxRetries: e.MAGPIE_LLM_MAX_RETRIES,
+    contextTokens: e.MAGPIE_CONTEXT_TOKENS,
+    transcribeModel: e.MAGPIE_TRANSCRIBE_MODEL,
+    promptCache: e.MAGPIE_PROMPT_CACHE,
+    models: parseModels(
+      e.MAGPIE_FALLBACK_MODELS,
+      { model: e.MAGPIE_MODEL, baseURL: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY },
+      env,
+      needs.llm === true,
+    ),
+    cooldownMs: e.MAGPIE_FALLBACK_COOLDOWN,
+  };
+}
+
+/** The web search backend in use and every backend's settings. */
+function searchConfig(e: Env): Config['search'] {
+  return {
+    backend: searchBackend(e),
+    brave: { apiKey: e.BRAVE_API_KEY, apiRoot: e.BRAVE_API_ROOT },
+    tavily: { apiKey: e.TAVILY_API_KEY, apiRoot: e.TAVILY_API_ROOT },
+    searxng: { url: e.SEARXNG_URL },
+  };
+}
+
+/** The state folder holds Redis's password and indexes: never inside the workspace the tools can read. */
+function checkStateDirOutsideWorkspace(config: Config): void {
   if (isWithin(config.workspace, config.stateDir)) {
     throw new ConfigError(
       `MAGPIE_STATE_DIR ${config.stateDir} is inside the workspace, where the assistant's tools could read its secrets: set MAGPIE_STATE_DIR to a folder outside ${config.workspace}`,
     );
   }
-  return deepFreeze(config);
 }
 
 /**

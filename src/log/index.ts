@@ -23,8 +23,7 @@ export const REDACT_PATHS = [
   '*.password',
   '*.authorization',
   'config.llm.apiKey',
-  'config.telegram.token',
-  'config.discord.token',
+  'config.channels.*.token',
   'config.dashboard.token',
 ];
 

@@ -2,7 +2,7 @@
  * Takes credentials out of free text before anyone reads it (log lines, error
  * messages, doctor output): the user info of any URL (`redis://:pw@host`),
  * secret-looking query parameters (`?api_key=…`), bearer tokens, the shapes
- * of OpenAI keys and Telegram and Discord bot tokens, and any configured
+ * of OpenAI keys and the chat platforms' bot tokens, and any configured
  * secret value in the spellings it may take (raw, URL-encoded, JSON-escaped).
  * Imports nothing of magpie's, so errors/ and log/ can both use it.
  */
@@ -21,7 +21,10 @@ const SECRET_QUERY =
 const BEARER = /\b(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 const AUTHORIZATION = /(authorization["']?\s*[:=]\s*["']?)(?:(?:Basic|Bearer|Bot)\s+)?[^\s"',;}]+/gi;
 
-/** Known token shapes: OpenAI-style `sk-…` keys, Telegram bot tokens (also inside `/bot<token>/`), Discord bot tokens. */
+/**
+ * Known token shapes: OpenAI-style `sk-…` keys, `<bot id>:<secret>` bot tokens (also inside `/bot<token>/`),
+ * and three dot-separated base64 parts (`M…`/`N…`/`O…`) bot tokens.
+ */
 const TOKEN_SHAPES = [
   /(?<![\w-])sk-[A-Za-z0-9_-]{16,}/g,
   /(?<!\d)\d{5,12}:[A-Za-z0-9_-]{30,}/g,

@@ -1,7 +1,8 @@
 /**
  * The live checks of `magpie onboard`, each turning a failure into one line
  * with an exit code: the model endpoint's list (GET /models) and a one-token
- * chat call, Telegram's getMe, Discord's /users/@me and one web search query.
+ * chat call and one web search query; and what the channels' own checks share
+ * (a bot's identity, `botApiFetch`; each channel's `onboard.ts` asks its platform).
  * A refused key, an unknown model or a bad token is the user's answer to fix
  * (ConfigError, exit 2); a server that cannot be reached or fails is exit 3.
  * Request URLs and error texts of the bot APIs can carry the token, so they
@@ -82,64 +83,6 @@ export interface BotIdentity {
   username: string;
 }
 
-/** Telegram's token shape: the bot's numeric id, a colon, then letters, digits, _ and -. */
-const TELEGRAM_TOKEN = /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/;
-
-/** The Telegram bot the token belongs to (getMe). */
-export async function telegramBot(
-  token: string,
-  apiRoot: string,
-  signal?: AbortSignal,
-): Promise<BotIdentity> {
-  // The token becomes part of the request path: anything but its usual shape is refused before use.
-  if (!TELEGRAM_TOKEN.test(token)) {
-    throw new ConfigError('the Telegram token does not look like one from @BotFather (123456789:AA…)');
-  }
-  const res = await botApiFetch({
-    service: 'Telegram',
-    apiRoot,
-    url: `${apiRoot}/bot${token}/getMe`,
-    signal,
-  });
-  const body = (await res.json().catch(() => ({}))) as {
-    ok?: boolean;
-    result?: { id?: number; username?: string };
-  };
-  if (res.ok && body.ok && body.result?.id !== undefined) {
-    return { id: String(body.result.id), username: body.result.username ?? '?' };
-  }
-  if (res.status === 401 || res.status === 404) {
-    throw new ConfigError(
-      `Telegram refused the bot token (getMe answered ${res.status}): copy it again from @BotFather`,
-    );
-  }
-  throw unavailable(`Telegram's getMe answered ${res.status}: try again later`);
-}
-
-/** The Discord bot the token belongs to (GET /users/@me). */
-export async function discordBot(token: string, apiRoot: string, signal?: AbortSignal): Promise<BotIdentity> {
-  if (!/^[A-Za-z0-9._-]{1,200}$/.test(token)) {
-    throw new ConfigError(
-      'the Discord token does not look like a bot token (letters, digits, . _ and - only)',
-    );
-  }
-  const res = await botApiFetch({
-    service: 'Discord',
-    apiRoot,
-    url: `${apiRoot}/v10/users/@me`,
-    init: { headers: { authorization: `Bot ${token}` } },
-    signal,
-  });
-  const body = (await res.json().catch(() => ({}))) as { id?: string; username?: string; bot?: boolean };
-  if (res.ok && body.id) return { id: body.id, username: body.username ?? '?' };
-  if (res.status === 401 || res.status === 403) {
-    throw new ConfigError(
-      `Discord refused the bot token (GET /users/@me answered ${res.status}): copy it again from the developer portal (Bot → Reset Token)`,
-    );
-  }
-  throw unavailable(`Discord's GET /users/@me answered ${res.status}: try again later`);
-}
-
 /** A web search backend and what it needs. */
 export interface SearchChoice {
   backend: SearchBackendName;
@@ -205,7 +148,7 @@ function messageOf(err: unknown): string {
 
 /** Where a bot API request goes and how long it may take. */
 export interface BotApiRequest {
-  /** Named in messages: "Telegram" or "Discord". */
+  /** Named in messages: the platform, e.g. "Slack". */
   service: string;
   /** Shown in messages instead of the URL (which may hold the token). */
   apiRoot: string;

@@ -4,6 +4,7 @@
  * progress is printed, and the variables the answers set. Also how a secret is
  * shown (its shape, never its value).
  */
+import { CHANNELS } from '../channels/registry.js';
 import { ConfigError } from '../errors/index.js';
 import { scrubCredentials } from '../log/redact.js';
 import type { Prompter } from './prompts.js';
@@ -13,16 +14,12 @@ export interface OnboardFlags {
   'base-url'?: string | undefined;
   'api-key'?: string | undefined;
   model?: string | undefined;
-  'telegram-token'?: string | undefined;
-  'telegram-allow-from'?: string | undefined;
-  'telegram-api-root'?: string | undefined;
-  'discord-token'?: string | undefined;
-  'discord-allow-from'?: string | undefined;
-  'discord-api-root'?: string | undefined;
   'web-search'?: string | undefined;
   'web-search-key'?: string | undefined;
   'web-search-url'?: string | undefined;
   workspace?: string | undefined;
+  /** The channels' own flags (their descriptors' `onboard.flags`, e.g. `slack-token`). */
+  [channelFlag: string]: string | undefined;
 }
 
 /** The state the steps read and add to. */
@@ -34,17 +31,16 @@ export interface StepContext {
   prompter: Prompter | undefined;
   /** Progress lines ("✓ …") go here. */
   out: { write(text: string): unknown };
-  /** How long to wait for the Telegram message that gives the user's id. */
+  /** How long to wait for the message to a bot that gives the user's id (where a channel captures it). */
   captureTimeoutMs: number;
   /** Variables to write, in the order they were answered. */
   updates: Record<string, string>;
 }
 
 /** Variables whose values are secrets: shown masked, never in full. */
-export const SECRET_VARIABLES = new Set([
+export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
   'OPENAI_API_KEY',
-  'TELEGRAM_BOT_TOKEN',
-  'DISCORD_BOT_TOKEN',
+  ...CHANNELS.flatMap((d) => d.secretVariables),
   'BRAVE_API_KEY',
   'TAVILY_API_KEY',
 ]);

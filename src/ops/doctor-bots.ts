@@ -1,49 +1,13 @@
 /**
- * `magpie doctor`'s checks of the chat platforms: Telegram's getMe and
- * Discord's /users/@me with the configured bot tokens (skipped when a
- * channel has no token). The request URL or its error text can carry the
- * token, so neither is ever printed.
+ * The generic `magpie doctor` check of a chat platform's bot token: one request
+ * only a valid token passes (each channel's `doctor.ts` describes its own, e.g.
+ * getMe), skipped when the channel has no token. The request URL or its error
+ * text can carry the token, so neither is ever printed.
  */
-import type { Config } from '../config/index.js';
 import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
 
-/** The Telegram bot token is accepted (getMe). */
-export function telegramCheck(config: Config): Check {
-  return botCheck({
-    name: 'telegram',
-    token: config.telegram.token,
-    tokenVariable: 'TELEGRAM_BOT_TOKEN',
-    root: config.telegram.apiRoot ?? 'https://api.telegram.org',
-    rootVariable: 'TELEGRAM_API_ROOT',
-    request: (root, token) => ({ url: `${root}/bot${token}/getMe`, headers: {} }),
-    botName(res, body) {
-      const answer = body as { ok?: boolean; result?: { username?: string } };
-      return res.ok && answer.ok ? `@${answer.result?.username ?? '?'}` : undefined;
-    },
-    refusal: (status) =>
-      `getMe answered ${status}: the token is ${status === 401 || status === 404 ? 'invalid' : 'not accepted'}`,
-    fix: 'put the token from @BotFather in TELEGRAM_BOT_TOKEN in .env',
-  });
-}
-
-/** The Discord bot token is accepted (GET /users/@me). */
-export function discordCheck(config: Config): Check {
-  return botCheck({
-    name: 'discord',
-    token: config.discord.token,
-    tokenVariable: 'DISCORD_BOT_TOKEN',
-    root: config.discord.apiRoot ?? 'https://discord.com/api',
-    rootVariable: 'DISCORD_API_ROOT',
-    request: (root, token) => ({ url: `${root}/v10/users/@me`, headers: { authorization: `Bot ${token}` } }),
-    botName: (res, body) => (res.ok ? ((body as { username?: string }).username ?? '?') : undefined),
-    refusal: (status) =>
-      `GET /users/@me answered ${status}: the token is ${status === 401 ? 'invalid' : 'not accepted'}`,
-    fix: 'put the bot token from the Discord developer portal in DISCORD_BOT_TOKEN in .env',
-  });
-}
-
 /** How one platform's bot token is checked. */
-interface BotCheckSpec {
+export interface BotCheckSpec {
   name: string;
   /** The configured token; none skips the check (the channel is off). */
   token: string | undefined;
@@ -62,7 +26,7 @@ interface BotCheckSpec {
 }
 
 /** A check that asks the platform who the bot is, never printing the token or the URL that carries it. */
-function botCheck(spec: BotCheckSpec): Check {
+export function botCheck(spec: BotCheckSpec): Check {
   return {
     name: spec.name,
     async run(signal) {

@@ -4,12 +4,13 @@
  * (doctor-sandbox.ts), Redis (reachable, version, noeviction, persistence)
  * and the workspace's id on the bus (doctor-redis.ts), every configured model
  * (listed by its endpoint, optionally one live token; doctor-models.ts),
- * Telegram getMe and Discord /users/@me (doctor-bots.ts), each MCP server and
+ * each channel's own check (its descriptor's `doctor`, e.g. a bot token
+ * accepted; doctor-bots.ts), each MCP server and
  * the web search backend (doctor-reach.ts), and a worker seen alive.
  */
+import { configuredChannels } from '../channels/registry.js';
 import type { Config } from '../config/index.js';
 import type { Check } from './doctor.js';
-import { discordCheck, telegramCheck } from './doctor-bots.js';
 import { modelChecks } from './doctor-models.js';
 import { mcpCheck, searchCheck } from './doctor-reach.js';
 import { DoctorRedis, daemonCheck, redisCheck, workspaceIdentityCheck } from './doctor-redis.js';
@@ -42,8 +43,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
     workspaceIdentityCheck(config, shared),
     // Every configured model: MAGPIE_MODEL, then each fallback (with --live, one token from each).
     ...modelChecks(config, options.live === true),
-    telegramCheck(config),
-    discordCheck(config),
+    ...channelChecks(config),
     mcpCheck(config, options.env ?? process.env),
     searchCheck(config),
     daemonCheck(config, shared),
@@ -54,4 +54,14 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
       shared.close();
     },
   };
+}
+
+/**
+ * Each channel's own check, in registry order. Every registered channel is
+ * listed (not only the enabled ones): an off channel's check says it is skipped.
+ */
+function channelChecks(config: Config): Check[] {
+  return configuredChannels(config).flatMap(
+    ({ descriptor, settings }) => descriptor.doctor?.(settings) ?? [],
+  );
 }

@@ -1,7 +1,7 @@
 /**
  * `magpie doctor` as data: a list of checks, each bounded in time, each
  * giving ✓ or ✗ with the exact fix. Details pass through redactText, so
- * no token, key or URL credential is ever printed (a Telegram URL carries the token).
+ * no token, key or URL credential is ever printed (a bot API's URL may carry the token).
  */
 import { describeError } from '../errors/index.js';
 import { textRedactor } from '../log/index.js';

@@ -51,7 +51,7 @@ interface Received {
   action?: InboundAction;
 }
 
-/** A Channel over discord.js 14. Build with {@link createDiscordChannel}. */
+/** A Channel over discord.js 14. Built by the descriptor (`discordChannel.create`). */
 export class DiscordChannel implements Channel {
   readonly name = 'discord';
   private readonly deps: ChannelDeps;
@@ -69,7 +69,7 @@ export class DiscordChannel implements Channel {
   private stopping: Promise<void> | undefined;
 
   constructor(deps: ChannelDeps, options: DiscordChannelOptions = {}) {
-    const token = deps.config.discord.token;
+    const token = deps.config.channels.discord.token;
     if (!token) throw new ConfigError('DISCORD_BOT_TOKEN is not set: put the bot token in .env');
     this.deps = deps;
     this.logger = deps.logger.child({ channel: 'discord' });
@@ -82,7 +82,9 @@ export class DiscordChannel implements Channel {
         GatewayIntentBits.MessageContent,
       ],
       partials: [Partials.Channel],
-      ...(deps.config.discord.apiRoot ? { rest: { api: deps.config.discord.apiRoot } } : {}),
+      ...(deps.config.channels.discord.apiRoot
+        ? { rest: { api: deps.config.channels.discord.apiRoot } }
+        : {}),
     };
     this.client = new Client(clientOptions);
     this.client.rest.setToken(token);
@@ -99,7 +101,7 @@ export class DiscordChannel implements Channel {
       : undefined;
     this.access = new AccessControl({
       channel: 'discord',
-      allowFrom: deps.config.discord.allowFrom,
+      allowFrom: deps.config.channels.discord.allowFrom,
       pairing: deps.pairing,
     });
     this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 8000 });
@@ -124,7 +126,10 @@ export class DiscordChannel implements Channel {
       );
     });
     try {
-      await Promise.race([this.client.login(this.deps.config.discord.token).then(() => ready), timeout]);
+      await Promise.race([
+        this.client.login(this.deps.config.channels.discord.token).then(() => ready),
+        timeout,
+      ]);
     } catch (err) {
       await this.client
         .destroy()

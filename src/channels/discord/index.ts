@@ -1,9 +1,3 @@
-/** The Discord channel adapter (discord.js 14). */
-import type { ChannelFactory } from '../types.js';
-import { DiscordChannel } from './channel.js';
-
+/** The Discord channel adapter (discord.js 14); the gateway builds it through its descriptor (`descriptor.ts`). */
 export type { DiscordChannelOptions } from './channel.js';
 export { DiscordChannel } from './channel.js';
-
-/** Builds the Discord channel from the composition root's deps (needs DISCORD_BOT_TOKEN). */
-export const createDiscordChannel: ChannelFactory = (deps) => new DiscordChannel(deps);

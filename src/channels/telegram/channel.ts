@@ -61,14 +61,14 @@ export class TelegramChannel implements Channel {
     private readonly deps: ChannelDeps,
     options: TelegramChannelOptions = {},
   ) {
-    const token = deps.config.telegram.token;
+    const token = deps.config.channels.telegram.token;
     if (!token) throw new ConfigError('TELEGRAM_BOT_TOKEN is not set: put the token from @BotFather in .env');
     this.logger = deps.logger.child({ channel: this.name });
-    const apiRoot = deps.config.telegram.apiRoot;
+    const apiRoot = deps.config.channels.telegram.apiRoot;
     this.telegram = new Telegram(token, apiRoot ? { apiRoot } : {});
     this.access = new AccessControl({
       channel: this.name,
-      allowFrom: deps.config.telegram.allowFrom,
+      allowFrom: deps.config.channels.telegram.allowFrom,
       pairing: deps.pairing,
       ...(options.pairingTtlSeconds ? { codeTtlSeconds: options.pairingTtlSeconds } : {}),
     });

@@ -10,9 +10,10 @@ import { commandConfig, commandEnv, WORKSPACE_FLAG } from '../startup.js';
 const HELP = `usage: magpie doctor [--live]
 
 Checks the configuration, the workspace and its bootstrap files, Redis (version,
-maxmemory-policy noeviction, persistence), the LLM endpoint and model, the
-Telegram and Discord tokens, each MCP server of mcp.json (at most 25 s), the web
-search backend (one test query), and that a worker runs. Other checks take at most 3 s.
+maxmemory-policy noeviction, persistence), the LLM endpoint and model, each
+channel's own check (its bot token), each MCP server of mcp.json (at most 25 s),
+the web search backend (one test query), and that a worker runs. Other checks
+take at most 3 s.
 
 options:
   --live           also ask the model for a one-token completion

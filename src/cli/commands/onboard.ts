@@ -1,15 +1,16 @@
 /**
  * `magpie onboard`: a guided set-up. Asks (or takes from flags) the model
- * endpoint, key and model, optional Telegram and Discord bots with the user's
- * own id, optional web search and the workspace; checks each live; then
+ * endpoint, key and model, each channel's own step (its descriptor's
+ * `onboard`: e.g. a bot with the user's own id), optional web search and the
+ * workspace; checks each live; then
  * writes `.env` (only the answered variables change, the old file is kept as
  * a backup) and creates the workspace. A failed check writes nothing.
  */
 import path from 'node:path';
+import { CHANNELS } from '../../channels/registry.js';
 import { environment, parseDuration } from '../../config/index.js';
 import { CancelledError, ConfigError, ExitCode } from '../../errors/index.js';
-import { discordStep, telegramStep } from '../../onboard/bot-steps.js';
-import { existingValue, type StepContext, shown } from '../../onboard/context.js';
+import { existingValue, type OnboardFlags, type StepContext, shown } from '../../onboard/context.js';
 import { type EnvWriteResult, exampleEnvFile, readEnvFile, writeEnvFile } from '../../onboard/env-file.js';
 import { modelStep } from '../../onboard/model-step.js';
 import { Prompter, type PromptStreams } from '../../onboard/prompts.js';
@@ -18,15 +19,18 @@ import { ensureWorkspaceId } from '../../workspace/identity.js';
 import { initWorkspace, isTemplatesDir } from '../../workspace/init.js';
 import { parseCommandArgs } from '../args.js';
 
+/** The channels with an onboarding step, in registry order. */
+const ONBOARDING = CHANNELS.flatMap((d) => (d.onboard ? [d.onboard] : []));
+
 const HELP = `usage: magpie onboard [options]
 
-Sets magpie up step by step: the model endpoint (OpenAI, OpenRouter, Ollama,
-llama.cpp, vLLM or another URL), its key and the model, each checked live with
-the model list and a one-token call; optionally a Telegram bot (the token is
-checked, then you send the bot a message and your id goes into
-TELEGRAM_ALLOW_FROM), a Discord bot and web search. Then it writes .env (mode
-0600; only the answered variables change, the previous file is kept as
-.env.bak-<time>) and creates the workspace. A check that fails writes nothing.
+${wrap(
+  'Sets magpie up step by step: the model endpoint (OpenAI, OpenRouter, Ollama, ' +
+    'llama.cpp, vLLM or another URL), its key and the model, each checked live with ' +
+    `the model list and a one-token call; optionally ${[...ONBOARDING.map((o) => o.summary), 'web search'].join(', ').replace(/, (?=web search$)/, ' and ')}. ` +
+    'Then it writes .env (mode 0600; only the answered variables change, the previous file is kept as ' +
+    '.env.bak-<time>) and creates the workspace. A check that fails writes nothing.',
+)}
 
 Answers can be given as flags (questions are then skipped); with --yes nothing
 is asked and a missing answer fails. Keys given as flags are visible to other
@@ -36,16 +40,13 @@ options:
   --base-url URL              the model endpoint (default: .env's, else OpenAI)
   --api-key KEY               its key ("none" for a server that needs none)
   --model NAME                the model
-  --telegram-token TOKEN      a Telegram bot token from @BotFather
-  --telegram-allow-from IDS   Telegram user ids allowed to talk to it (comma-separated)
-  --discord-token TOKEN       a Discord bot token
-  --discord-allow-from IDS    Discord user ids allowed to talk to it (comma-separated)
+${ONBOARDING.flatMap((o) => o.help.map((line) => `  ${line}`)).join('\n')}
   --web-search NAME           brave, tavily, searxng or off
   --web-search-key KEY        the Brave or Tavily key
   --web-search-url URL        the SearXNG URL
   -w, --workspace DIR         the workspace (default: .env's, else ./workspace)
   --env-file FILE             the file to write (default ./.env)
-  --capture-timeout TIME      how long to wait for your message to the Telegram bot (default 2m)
+  --capture-timeout TIME      how long to wait for your message to a bot that learns your id (default 2m)
   -y, --yes                   ask nothing; a missing required answer fails (exit 2)
   -h, --help                  this help
 
@@ -56,12 +57,6 @@ const FLAGS = {
   'base-url': { type: 'string' },
   'api-key': { type: 'string' },
   model: { type: 'string' },
-  'telegram-token': { type: 'string' },
-  'telegram-allow-from': { type: 'string' },
-  'telegram-api-root': { type: 'string' },
-  'discord-token': { type: 'string' },
-  'discord-allow-from': { type: 'string' },
-  'discord-api-root': { type: 'string' },
   'web-search': { type: 'string' },
   'web-search-key': { type: 'string' },
   'web-search-url': { type: 'string' },
@@ -71,6 +66,11 @@ const FLAGS = {
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** The channels' own flags (`--<name>-token`, …), each taking a string. */
+const CHANNEL_FLAGS: Readonly<Record<string, { type: 'string' }>> = Object.fromEntries(
+  ONBOARDING.flatMap((o) => o.flags.map((flag) => [flag, { type: 'string' }] as const)),
+);
 
 /** Where the command reads answers and writes; tests pass their own. */
 export interface OnboardIO extends PromptStreams {
@@ -88,7 +88,7 @@ export async function run(argv: string[]): Promise<number> {
 
 /** The command with its streams injected. */
 export async function runOnboard(argv: string[], io: OnboardIO): Promise<number> {
-  const { values } = parseCommandArgs('onboard', argv, FLAGS);
+  const { values } = parseCommandArgs('onboard', argv, { ...CHANNEL_FLAGS, ...FLAGS });
   if (values.help) {
     io.output.write(`${HELP}\n`);
     return ExitCode.ok;
@@ -101,7 +101,7 @@ export async function runOnboard(argv: string[], io: OnboardIO): Promise<number>
   const envState = await readEnvFile(values['env-file'] ?? '.env');
   const prompter = values.yes ? undefined : new Prompter(io);
   const ctx: StepContext = {
-    flags: values,
+    flags: onboardFlags(values),
     existing: envState.values,
     prompter,
     out: io.output,
@@ -112,8 +112,7 @@ export async function runOnboard(argv: string[], io: OnboardIO): Promise<number>
     if (prompter)
       prompter.say(`Setting up magpie: answers go to ${envState.file}. Enter takes the [default].\n\n`);
     await modelStep(ctx);
-    await telegramStep(ctx);
-    await discordStep(ctx);
+    for (const step of ONBOARDING) await step.run(ctx);
     await searchStep(ctx);
     const workspace = await chooseWorkspace(ctx, path.dirname(envState.file));
     if (prompter) {
@@ -178,5 +177,26 @@ function summary(ctx: StepContext, written: EnvWriteResult, workspace: string, c
     '',
     `Start magpie${path.dirname(written.file) === process.cwd() ? '' : ` from ${path.dirname(written.file)}`}:  npm start`,
   ];
+  return lines.join('\n');
+}
+
+/** The answers given as flags (the string-valued ones: `--yes` and `--help` steer the command). */
+function onboardFlags(values: Readonly<Record<string, string | boolean | undefined>>): OnboardFlags {
+  return Object.fromEntries(
+    Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+}
+
+/** `text` as lines of at most `width` characters, broken between words. */
+function wrap(text: string, width = 80): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  if (line !== '') lines.push(line);
   return lines.join('\n');
 }

@@ -132,13 +132,13 @@ describe('the logger', () => {
     const redisUrl = config.redis.url!;
     logger.info(`connecting to ${redisUrl}`);
     logger.info(
-      { url: redisUrl, nested: { endpoint: config.llm.baseURL, list: [config.telegram.apiRoot] } },
+      { url: redisUrl, nested: { endpoint: config.llm.baseURL, list: [config.channels.telegram.apiRoot] } },
       'fields',
     );
     logger.error({ err: new AppError('REDIS_UNAVAILABLE', `Redis at ${redisUrl} is unreachable`) }, 'failed');
     logger.warn(
       new TypeError(
-        `Request cannot be constructed from a URL that includes credentials: ${config.telegram.apiRoot}/bot${TELEGRAM_TOKEN}/getMe`,
+        `Request cannot be constructed from a URL that includes credentials: ${config.channels.telegram.apiRoot}/bot${TELEGRAM_TOKEN}/getMe`,
       ),
     );
     logger.child({ endpoint: redisUrl }).info('child line');
@@ -202,7 +202,7 @@ describe('error lines', () => {
           run: async () =>
             failed(
               `unreachable at ${config.redis.url}`,
-              `check ${config.telegram.apiRoot}/bot${TELEGRAM_TOKEN}`,
+              `check ${config.channels.telegram.apiRoot}/bot${TELEGRAM_TOKEN}`,
             ),
         },
       ],

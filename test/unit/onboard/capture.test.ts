@@ -6,12 +6,10 @@
  * another reader of the updates (409) says so. Also the typed ids' checks.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { checkDiscordUserId } from '../../../src/channels/discord/onboard.js';
+import { captureTelegramSender } from '../../../src/channels/telegram/capture.js';
+import { checkTelegramUserId } from '../../../src/channels/telegram/onboard.js';
 import { AppError, ConfigError } from '../../../src/errors/index.js';
-import {
-  captureTelegramSender,
-  checkDiscordUserId,
-  checkTelegramUserId,
-} from '../../../src/onboard/capture.js';
 import { dmUpdate, type FakeTelegram, groupUpdate, startFakeTelegram } from '../../fakes/telegram-server.js';
 
 let telegram: FakeTelegram;

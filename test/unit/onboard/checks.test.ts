@@ -6,8 +6,10 @@
  * refused before any request) and Discord's /users/@me.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { discordBot } from '../../../src/channels/discord/onboard.js';
+import { telegramBot } from '../../../src/channels/telegram/onboard.js';
 import { AppError, ConfigError } from '../../../src/errors/index.js';
-import { chatOnce, discordBot, listModels, telegramBot } from '../../../src/onboard/checks.js';
+import { chatOnce, listModels } from '../../../src/onboard/checks.js';
 import { closedPort } from '../../e2e/cli-helpers.js';
 import { type FakeDiscord, startFakeDiscord } from '../../fakes/discord-server.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';

@@ -5,12 +5,8 @@
  * of slack for clock skew) and messages from groups or bots are passed over.
  * The captured message itself is not confirmed, so the bot still answers it
  * once magpie runs.
- *
- * Discord has no such REST call (a DM reaches a bot only over the gateway),
- * so for Discord the user types the id; see {@link checkDiscordUserId}.
  */
-import { ConfigError } from '../errors/index.js';
-import { botApiFetch, unavailable } from './checks.js';
+import { botApiFetch, unavailable } from '../../onboard/checks.js';
 
 /** Who wrote to the bot. */
 export interface CapturedSender {
@@ -54,29 +50,6 @@ export async function captureTelegramSender(options: CaptureOptions): Promise<Ca
     }
   }
   return undefined;
-}
-
-/**
- * A Discord allow-list entry as typed: a user id (a snowflake of 17 to 20
- * digits), `@username`, or `*` (everyone). Returns it, or throws a
- * ConfigError saying where to find the id.
- */
-export function checkDiscordUserId(text: string): string {
-  const id = text.trim();
-  if (/^\d{17,20}$/.test(id) || /^@[a-z0-9_.]{2,32}$/.test(id) || id === '*') return id;
-  throw new ConfigError(
-    `"${id}" is not a Discord user id (17 to 20 digits: Settings → Advanced → Developer Mode, then right-click your name → Copy User ID)`,
-  );
-}
-
-/**
- * A Telegram allow-list entry as typed: a positive whole number (a person's
- * id), `@username`, or `*` (everyone). Returns it, or throws a ConfigError.
- */
-export function checkTelegramUserId(text: string): string {
-  const id = text.trim();
-  if (/^\d{1,15}$/.test(id) || /^@[A-Za-z0-9_]{5,32}$/.test(id) || id === '*') return id;
-  throw new ConfigError(`"${id}" is not a Telegram user id (digits, e.g. 123456789), @username or *`);
 }
 
 interface TelegramUpdate {

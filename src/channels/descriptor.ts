@@ -1,0 +1,102 @@
+/**
+ * What magpie knows about one channel, in one object its folder exports: its
+ * environment variables (a zod slice of the config schema) and their typed
+ * settings, which values are secrets, its live-reply switch, when it runs, how
+ * it is built, and its `magpie doctor` check and `magpie onboard` step. The
+ * registry (registry.ts) lists the descriptors; config, secrets, the gateway,
+ * doctor and onboard loop over it.
+ *
+ * A descriptor module stays light: the adapter (and its platform SDK), the
+ * doctor check and the onboarding step are loaded with `import()` only when
+ * used, so `magpie agent` never loads a platform SDK.
+ */
+import type { z } from 'zod';
+import type { Bus } from '../bus/bus.js';
+import type { StepContext } from '../onboard/context.js';
+import type { Check } from '../ops/doctor.js';
+import type { Channel, ChannelDeps } from './types.js';
+
+/** What a channel's factory receives: the shared deps, with the whole bus (the CLI channel's reply lists). */
+export interface ChannelStartDeps extends ChannelDeps {
+  bus: Bus;
+}
+
+/** The parts of the configuration beyond its own settings a channel's `enabled` may read. */
+export interface ChannelEnableContext {
+  /** MAGPIE_DASHBOARD_PORT: the web chat is served by the dashboard. */
+  dashboard: { port: number | undefined };
+}
+
+/** A channel's part of `magpie onboard`. */
+export interface ChannelOnboarding {
+  /** Its flags (`telegram-token` → `--telegram-token`), all taking a string. */
+  flags: readonly string[];
+  /** What the command's help says the step sets up, e.g. "a Discord bot". */
+  summary: string;
+  /** Its lines under the help's "options:", without the leading indentation. */
+  help: readonly string[];
+  /** Runs the step (loaded when called): reads `ctx.flags`, asks, checks live, adds to `ctx.updates`. */
+  run(ctx: StepContext): Promise<void>;
+}
+
+/**
+ * One channel, as the registry lists it.
+ *
+ * @example
+ * export const discordChannel = defineChannel({
+ *   name: 'discord',
+ *   env: { DISCORD_BOT_TOKEN: optionalText, DISCORD_STREAM: optionalSwitch },
+ *   settings: (e) => ({ token: e.DISCORD_BOT_TOKEN }),
+ *   stream: 'DISCORD_STREAM',
+ *   secretVariables: ['DISCORD_BOT_TOKEN'],
+ *   secrets: (s) => [s.token],
+ *   enabled: (s) => s.token !== undefined,
+ *   create: async (deps) => new (await import('./channel.js')).DiscordChannel(deps),
+ * });
+ */
+export interface ChannelDescriptor<
+  Name extends string = string,
+  Shape extends z.ZodRawShape = z.ZodRawShape,
+  Settings = unknown,
+> {
+  /** The channel's name: InboundMessage.channel, `outbound-<name>`, `config.channels.<name>`. */
+  readonly name: Name;
+  /** Its environment variables; each is listed with its default in `.env.example`. */
+  readonly env: Shape;
+  /** The typed settings (`config.channels.<name>`) from its parsed variables. */
+  settings(env: z.output<z.ZodObject<Shape>>): Settings;
+  /** Its live-reply switch (`<NAME>_STREAM`, over MAGPIE_STREAM), one of `env`'s variables. */
+  readonly stream?: keyof Shape & string;
+  /** Its variables holding secrets (masked by onboard, never printed). */
+  readonly secretVariables: readonly (keyof Shape & string)[];
+  /** The secret values of its settings (tokens, passwords, credentials inside URLs), redacted everywhere. */
+  secrets(settings: Settings): readonly (string | undefined)[];
+  /** Whether the gateway runs it (e.g. its token is set). */
+  enabled(settings: Settings, config: ChannelEnableContext): boolean;
+  /** Builds the adapter; loads its module (and SDK) only now. */
+  create(deps: ChannelStartDeps, settings: Settings): Promise<Channel>;
+  /** Its `magpie doctor` check (e.g. the platform accepts the token), skipped when it is off. */
+  doctor?(settings: Settings): Check;
+  /** Its `magpie onboard` step, when it has one. */
+  readonly onboard?: ChannelOnboarding;
+}
+
+/** Checks a descriptor's types (settings inferred from the mapping) and returns it as is. */
+export function defineChannel<Name extends string, Shape extends z.ZodRawShape, Settings>(
+  descriptor: ChannelDescriptor<Name, Shape, Settings>,
+): ChannelDescriptor<Name, Shape, Settings> {
+  return descriptor;
+}
+
+/** A doctor check whose module is loaded when it runs (keeps the descriptor light). */
+export function lazyCheck(name: string, load: () => Promise<Check>): Check {
+  return {
+    name,
+    async run(signal) {
+      return (await load()).run(signal);
+    },
+  };
+}
+
+/** The settings type of a descriptor. */
+export type SettingsOf<D> = D extends ChannelDescriptor<string, z.ZodRawShape, infer S> ? S : never;

@@ -1,0 +1,47 @@
+/**
+ * Every channel magpie has, one line each: config, secrets, the gateway,
+ * doctor and onboard loop over this list (in this order). Adding a channel:
+ * its folder with a `descriptor.ts`, one line here, and a contract harness
+ * (docs/ARCHITECTURE.md, "Adding a channel").
+ */
+import { cliChannel } from './cli/descriptor.js';
+import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
+import { discordChannel } from './discord/descriptor.js';
+import { telegramChannel } from './telegram/descriptor.js';
+import { webChannel } from './web/descriptor.js';
+
+/** The channels, in the order of the schema, the gateway's start, doctor's checks and onboard's steps. */
+// biome-ignore format: one line per channel, so adding one is a one-line change
+export const CHANNELS = [
+  cliChannel,
+  telegramChannel,
+  discordChannel,
+  webChannel,
+] as const;
+
+/** A registered channel with its settings. */
+export interface ConfiguredChannel {
+  // biome-ignore lint/suspicious/noExplicitAny: the settings belong to the descriptor beside them
+  descriptor: ChannelDescriptor<string, any, any>;
+  settings: unknown;
+}
+
+/** Every registered channel beside its settings (`config.channels.<name>`), in registry order. */
+export function configuredChannels(config: {
+  channels: Readonly<Record<string, unknown>>;
+}): ConfiguredChannel[] {
+  return CHANNELS.map((descriptor) => ({ descriptor, settings: config.channels[descriptor.name] }));
+}
+
+/**
+ * The channels the gateway starts, in registry order: those whose `enabled` says so.
+ *
+ * @example for (const { descriptor, settings } of enabledChannels(config)) await descriptor.create(deps, settings)
+ */
+export function enabledChannels(
+  config: ChannelEnableContext & { channels: Readonly<Record<string, unknown>> },
+): ConfiguredChannel[] {
+  return configuredChannels(config).filter(({ descriptor, settings }) =>
+    descriptor.enabled(settings, config),
+  );
+}

@@ -1,0 +1,157 @@
+/**
+ * The value types of environment variables as zod schemas: durations, whole numbers,
+ * optional text and URLs, comma-separated lists, on/off switches. Shared by the
+ * core schema (config/index.ts) and each channel's slice (src/channels/<name>/descriptor.ts).
+ */
+import { z } from 'zod';
+import { checkDuration, type DurationBounds } from './duration.js';
+
+/** A duration variable: above 0 and at most 24 h unless `bounds` say otherwise (see duration.ts). */
+export const duration = (fallback: string, bounds: DurationBounds = {}) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const checked = checkDuration(text, bounds);
+      if (!checked.ok) {
+        ctx.addIssue({ code: 'custom', message: checked.reason });
+        return z.NEVER;
+      }
+      return checked.ms;
+    });
+
+/** A whole number of at least 1, `fallback` when unset. */
+export const positiveInt = (fallback: number) =>
+  z
+    .string()
+    .default(String(fallback))
+    .transform((text, ctx) => {
+      const n = Number(text);
+      if (!Number.isInteger(n) || n < 1) {
+        ctx.addIssue({ code: 'custom', message: `"${text}" is not a positive whole number` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+/** Text, trimmed; unset or blank is undefined. */
+export const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/** What a value that is not a URL is told. */
+export const URL_MESSAGE = 'is not a URL (expected e.g. http://127.0.0.1:8080)';
+/** A URL, or undefined when unset or blank. */
+export const optionalUrl = () =>
+  optionalText.refine((v) => v === undefined || URL.canParse(v), { message: URL_MESSAGE });
+/** A URL, `fallback` when unset. */
+export const urlWithDefault = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .refine((v) => URL.canParse(v), { message: URL_MESSAGE });
+
+/** The model endpoint: http(s), and no user name or password (the HTTP client refuses to send them). */
+export const endpointUrl = (fallback: string) =>
+  urlWithDefault(fallback).superRefine((v, ctx) => {
+    if (!URL.canParse(v)) return;
+    const url = new URL(v);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must start with http:// or https:// (not ${url.protocol}//)`,
+      });
+    } else if (url.username || url.password) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'holds a user name or password, which the HTTP client refuses to send; put the key in OPENAI_API_KEY',
+      });
+    }
+  });
+
+/** A Redis server: `redis://` or `rediss://` (TLS) only. The value is never echoed (it may hold a password). */
+export const redisUrl = () =>
+  optionalUrl().superRefine((v, ctx) => {
+    if (v === undefined || !URL.canParse(v)) return;
+    const scheme = new URL(v).protocol;
+    if (scheme !== 'redis:' && scheme !== 'rediss:') {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must start with redis:// or rediss:// (not ${scheme}//), e.g. redis://127.0.0.1:6379`,
+      });
+    }
+  });
+
+/** A whole number from 1 to `max`, or undefined when unset or blank. */
+export const optionalPositive = (max = Number.MAX_SAFE_INTEGER) =>
+  optionalText.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      ctx.addIssue({ code: 'custom', message: `"${v}" must be a whole number from 1 to ${max}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+/** A comma-separated list (e.g. an allow-list of ids), blanks dropped; unset is empty. */
+export const list = z
+  .string()
+  .optional()
+  .transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+  );
+
+/** true/false (1/0, yes/no, on/off), false when unset. */
+export const boolean = z
+  .string()
+  .default('false')
+  .transform((v, ctx) => {
+    if (/^(1|true|yes|on)$/i.test(v)) return true;
+    if (/^(0|false|no|off|)$/i.test(v)) return false;
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not true or false` });
+    return z.NEVER;
+  });
+
+/** An on/off switch that may be unset (a per-channel switch then follows MAGPIE_STREAM). */
+export const optionalSwitch = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    const text = (v ?? '').trim();
+    if (text === '') return undefined;
+    if (/^(1|true|yes|on)$/i.test(text)) return true;
+    if (/^(0|false|no|off)$/i.test(text)) return false;
+    ctx.addIssue({ code: 'custom', message: `"${v}" must be on or off` });
+    return z.NEVER;
+  });
+
+/** A daily window such as 08:00-22:00, or undefined. */
+export const activeHours = optionalText.refine(
+  (v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d$/.test(v),
+  {
+    message: 'must look like 08:00-22:00',
+  },
+);
+
+/** An IANA time zone, the machine's when unset. */
+export const timeZone = z
+  .string()
+  .optional()
+  .transform((v) => (v && v.trim() !== '' ? v.trim() : Intl.DateTimeFormat().resolvedOptions().timeZone))
+  .refine(
+    (tz) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'is not an IANA time zone (e.g. Europe/Lisbon)' },
+  );
