@@ -10,11 +10,10 @@
  * damaged, or was built for another schema, workspace or time zone, is
  * deleted and rebuilt.
  */
-import { existsSync, mkdirSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../../errors/index.js';
 import { type Logger, secretSpellings, silentLogger } from '../../log/index.js';
-import { isMissing } from '../../workspace/cached-file.js';
 import {
   bumpVersion,
   closeDatabase,
@@ -130,8 +129,6 @@ export class MemoryIndex {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       const held = await this.lock.acquire(signal);
       try {
-        // Every user of the index holds our lock, so a SQLite lock folder found now was left by a crash.
-        removeSqliteLock(this.dbPath);
         return await this.openSynced(rebuild, use);
       } finally {
         held.release();
@@ -167,7 +164,7 @@ export class MemoryIndex {
     if (rebuild) this.deleteFiles();
     const workspace = realpathSync(this.workspace);
     const identity = { workspace, timezone: this.clock.timezone };
-    let { db, state } = await openIndexDatabase(this.dbPath, identity);
+    let { db, state } = openIndexDatabase(this.dbPath, identity);
     if (state === 'mismatch') {
       closeDatabase(db);
       this.logger.info(
@@ -175,7 +172,7 @@ export class MemoryIndex {
         'memory index was built for another version, workspace or time zone: rebuilding',
       );
       this.deleteFiles();
-      ({ db, state } = await openIndexDatabase(this.dbPath, identity));
+      ({ db, state } = openIndexDatabase(this.dbPath, identity));
     }
     try {
       const fresh = state === 'fresh';
@@ -200,18 +197,6 @@ export class MemoryIndex {
   private deleteFiles(): void {
     this.sources = undefined;
     for (const suffix of DB_SIDE_FILES) rmSync(`${this.dbPath}${suffix}`, { force: true });
-    removeSqliteLock(this.dbPath);
-  }
-}
-
-/** Removes SQLite's lock folder (`<db>.lock`, made by node-sqlite3-wasm while a connection holds the file). */
-function removeSqliteLock(dbPath: string): void {
-  const dir = `${dbPath}.lock`;
-  if (!existsSync(dir)) return; // the usual case, checked without the cost of an ENOENT error
-  try {
-    rmdirSync(dir);
-  } catch (err) {
-    if (!isMissing(err)) throw err;
   }
 }
 
