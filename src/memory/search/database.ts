@@ -278,6 +278,16 @@ export async function inTransaction<T>(db: SqlDatabase, work: () => Promise<T>):
   }
 }
 
+/**
+ * Whether `err` is SQLite's "database is locked" (SQLITE_BUSY, SQLITE_LOCKED):
+ * a program other than magpie (which takes the index lock first) has the file
+ * open, so it is in use, not damaged.
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  const code = (err as { errcode?: unknown } | null)?.errcode;
+  return typeof code === 'number' && ((code & 0xff) === 5 || (code & 0xff) === 6);
+}
+
 /** Closes the database; a failure to close (already broken) is reported as an AppError for the log. */
 export function closeDatabase(db: SqlDatabase): void {
   if (!db.isOpen) return;

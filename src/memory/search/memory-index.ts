@@ -12,7 +12,7 @@
  */
 import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { AppError } from '../../errors/index.js';
+import { AppError, ExitCode } from '../../errors/index.js';
 import { type Logger, secretSpellings, silentLogger } from '../../log/index.js';
 import {
   bumpVersion,
@@ -20,6 +20,7 @@ import {
   createSchema,
   indexVersion,
   inTransaction,
+  isDatabaseBusy,
   openIndexDatabase,
   type SqlDatabase,
 } from './database.js';
@@ -144,11 +145,14 @@ export class MemoryIndex {
       return await this.attempt(rebuild, use);
     } catch (err) {
       if (err instanceof AppError) throw err;
+      // Another program (a sqlite3 shell) has the file open: deleting it under that program would lose its view.
+      if (isDatabaseBusy(err)) throw busy(this.dbPath, err);
       this.logger.warn({ err, index: this.dbPath }, 'memory index unusable: rebuilding it');
       try {
         return await this.attempt(true, use);
       } catch (again) {
         if (again instanceof AppError) throw again;
+        if (isDatabaseBusy(again)) throw busy(this.dbPath, again);
         throw new AppError(
           'INTERNAL',
           `the memory index at ${this.dbPath} cannot be built: ${String(again)}`,
@@ -198,6 +202,14 @@ export class MemoryIndex {
     this.sources = undefined;
     for (const suffix of DB_SIDE_FILES) rmSync(`${this.dbPath}${suffix}`, { force: true });
   }
+}
+
+function busy(dbPath: string, cause: unknown): AppError {
+  return new AppError('TIMEOUT', `the memory index is busy (${dbPath} is locked by another program)`, {
+    cause,
+    transient: true,
+    exitCode: ExitCode.unavailable,
+  });
 }
 
 function figures(db: SqlDatabase, stats: SyncStats, rebuilt: boolean): IndexFigures {
