@@ -124,7 +124,11 @@ export class MemoryIndex {
     return this.withIndex(signal, true, figures);
   }
 
-  /** Runs one operation at a time in this process, each under the cross-process lock. */
+  /**
+   * Runs one operation at a time in this process, each under the cross-process lock. SQLite's own
+   * locks would not do: a sync's write transaction spans awaited file reads, SQLite waits for a lock
+   * by blocking the thread (the event loop), and a rebuild deletes files no other process may have open.
+   */
   private withIndex<T>(signal: AbortSignal | undefined, rebuild: boolean, use: Use<T>): Promise<T> {
     const run = this.chain.then(async () => {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
