@@ -8,11 +8,12 @@ import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'nod
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// magpie runs on Node.js 22 and newer (24 LTS recommended); an older one stops here with the fix.
-const nodeMajor = Number(process.versions.node.split('.')[0]);
-if (nodeMajor < 22) {
+// magpie runs on Node.js 22.16 and newer (24 LTS recommended; 22.16 is the first 22 whose node:sqlite has FTS5,
+// which memory search needs); an older one stops here with the fix (src/cli/node-version.ts says the same).
+const [nodeMajor, nodeMinor] = process.versions.node.split('.').map(Number);
+if (nodeMajor < 22 || (nodeMajor === 22 && nodeMinor < 16)) {
   console.error(
-    `magpie needs Node.js 22 or newer (24 LTS recommended); this is Node.js ${process.versions.node}: ` +
+    `magpie needs Node.js 22.16 or newer (24 LTS recommended); this is Node.js ${process.versions.node}: ` +
       'install Node.js 24, or run ". scripts/use-node.sh" in the checkout',
   );
   process.exit(2);

@@ -8,7 +8,7 @@ import type { SqlDatabase, SqlStatement } from './database.js';
 /**
  * Writes chunks to `chunk` and their text to `chunk_fts`, a file at a time:
  * the full-text rows are copied inside SQLite (one statement per file), so
- * each text crosses into WebAssembly once. Prepared once per sync.
+ * each text crosses from JavaScript into SQLite once. Prepared once per sync.
  */
 export class ChunkWriter {
   private readonly insertChunk: SqlStatement;

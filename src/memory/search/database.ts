@@ -1,10 +1,12 @@
 /**
- * The memory index's SQLite database: SQLite 3.53 with FTS5, compiled to
- * WebAssembly (node-sqlite3-wasm), so it installs without a compiler or a
- * downloaded binary. Opened for one operation at a time under the index
- * lock, in WAL mode with exclusive locking: a crash mid-write is rolled back
- * by the next opener (committed frames replayed, the rest dropped), and no
- * shared memory is needed.
+ * The memory index's SQLite database: Node's built-in `node:sqlite` (SQLite
+ * with FTS5, compiled into Node since 22.16 and 24), so it installs without a
+ * compiler, a downloaded binary or WebAssembly. Opened for one operation at a
+ * time under the index lock (see memory-index.ts), in WAL mode with exclusive
+ * locking: one connection at a time needs no shared-memory index (no `-shm`
+ * file), and a crash mid-write is rolled back by the next opener (committed
+ * frames replayed, the rest dropped; SQLite's POSIX locks die with their
+ * process, so nothing is left to clear).
  *
  * The schema: `source` (one row per indexed file, with what was seen of it),
  * `chunk` (a paragraph of a note or one message of a conversation) and
@@ -13,13 +15,13 @@
  * (per-row triggers would make a first build six times slower).
  */
 import { randomUUID } from 'node:crypto';
-import v8 from 'node:v8';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { AppError } from '../../errors/index.js';
 
-/** The parts of node-sqlite3-wasm's Database this index uses. */
+/** The small database interface this index uses (over node:sqlite's DatabaseSync). */
 export interface SqlDatabase {
   exec(sql: string): void;
-  run(sql: string, values?: SqlValue[]): { changes: number; lastInsertRowid: number | bigint };
+  run(sql: string, values?: SqlValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   all(sql: string, values?: SqlValue[]): Record<string, SqlValue>[];
   get(sql: string, values?: SqlValue[]): Record<string, SqlValue> | null;
   prepare(sql: string): SqlStatement;
@@ -29,9 +31,10 @@ export interface SqlDatabase {
 }
 
 export interface SqlStatement {
-  run(values?: SqlValue[]): { changes: number; lastInsertRowid: number | bigint };
+  run(values?: SqlValue[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   get(values?: SqlValue[]): Record<string, SqlValue> | null;
   all(values?: SqlValue[]): Record<string, SqlValue>[];
+  /** Lets the statement go (node:sqlite finalizes it when collected or when the database closes). */
   finalize(): void;
 }
 
@@ -72,25 +75,112 @@ CREATE VIRTUAL TABLE chunk_fts USING fts5 (
 );
 `;
 
-interface SqliteModule {
-  Database: new (file: string, options?: { fileMustExist?: boolean; readOnly?: boolean }) => SqlDatabase;
-}
+type SqliteModule = typeof import('node:sqlite');
 
-let loading: Promise<SqliteModule> | undefined;
+let sqlite: SqliteModule | undefined;
 
 /**
- * Loads SQLite once per process. V8 compiles its WebAssembly with the
- * baseline compiler only (Liftoff): the optimising tier speeds searches up by
- * a few per cent but keeps ~45 MB more resident in every worker. The flag is
- * process-wide and only concerns WebAssembly compiled from now on.
+ * node:sqlite, loaded once per process. Node 22 marks it experimental and
+ * prints an ExperimentalWarning the first time it loads (Node 24 does not):
+ * exactly that warning is dropped, while the module loads (synchronously),
+ * and every other warning passes through.
  */
-function loadSqlite(): Promise<SqliteModule> {
-  loading ??= (async () => {
-    v8.setFlagsFromString('--liftoff-only');
-    const mod = (await import('node-sqlite3-wasm')).default as unknown as SqliteModule;
-    return mod;
-  })();
-  return loading;
+export function loadSqlite(): SqliteModule {
+  if (sqlite) return sqlite;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function filtered(this: NodeJS.Process, ...args: Parameters<typeof emitWarning>) {
+    if (isSqliteExperimentalWarning(args[0], args[1])) return;
+    return Reflect.apply(emitWarning, this, args);
+  } as typeof emitWarning;
+  try {
+    sqlite = process.getBuiltinModule('node:sqlite');
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return sqlite;
+}
+
+/** Node 22's warning on loading node:sqlite: `ExperimentalWarning: SQLite is an experimental feature…`. */
+export function isSqliteExperimentalWarning(warning: unknown, typeOrOptions: unknown): boolean {
+  const type =
+    typeof typeOrOptions === 'string'
+      ? typeOrOptions
+      : typeof typeOrOptions === 'object' && typeOrOptions !== null
+        ? (typeOrOptions as { type?: unknown }).type
+        : undefined;
+  const message = warning instanceof Error ? warning.message : warning;
+  return (
+    (type === 'ExperimentalWarning' ||
+      (warning instanceof Error && warning.name === 'ExperimentalWarning')) &&
+    typeof message === 'string' &&
+    message.startsWith('SQLite is an experimental feature')
+  );
+}
+
+/**
+ * The values as node:sqlite should bind them: it binds every JavaScript
+ * number as REAL, and FTS5 does not treat `rowid = 2.0` as a lookup of row 2
+ * (snippet() then reads another row's text), so whole numbers go as INTEGER.
+ */
+function bind(values: SqlValue[]): SqlValue[] {
+  return values.map((v) => (typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : v));
+}
+
+/** node:sqlite's DatabaseSync behind the SqlDatabase interface. */
+class NodeSqliteDatabase implements SqlDatabase {
+  constructor(private readonly db: DatabaseSync) {}
+
+  exec(sql: string): void {
+    this.db.exec(sql);
+  }
+
+  run(sql: string, values: SqlValue[] = []) {
+    return this.db.prepare(sql).run(...bind(values));
+  }
+
+  all(sql: string, values: SqlValue[] = []) {
+    return this.db.prepare(sql).all(...bind(values)) as Record<string, SqlValue>[];
+  }
+
+  get(sql: string, values: SqlValue[] = []) {
+    return (this.db.prepare(sql).get(...bind(values)) as Record<string, SqlValue> | undefined) ?? null;
+  }
+
+  prepare(sql: string): SqlStatement {
+    return new NodeSqliteStatement(this.db.prepare(sql));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  get isOpen(): boolean {
+    return this.db.isOpen;
+  }
+
+  get inTransaction(): boolean {
+    return this.db.isTransaction;
+  }
+}
+
+class NodeSqliteStatement implements SqlStatement {
+  constructor(private readonly statement: StatementSync) {}
+
+  run(values: SqlValue[] = []) {
+    return this.statement.run(...bind(values));
+  }
+
+  get(values: SqlValue[] = []) {
+    return (this.statement.get(...bind(values)) as Record<string, SqlValue> | undefined) ?? null;
+  }
+
+  all(values: SqlValue[] = []) {
+    return this.statement.all(...bind(values)) as Record<string, SqlValue>[];
+  }
+
+  finalize(): void {
+    // Nothing to do: node:sqlite has no explicit finalize.
+  }
 }
 
 /** What an opened index records about how it was built; a mismatch means a rebuild. */
@@ -110,14 +200,15 @@ export interface IndexIdentity {
  * (the caller rebuilds). Errors from a damaged file propagate (the caller
  * rebuilds).
  */
-export async function openIndexDatabase(
+export function openIndexDatabase(
   file: string,
   identity: IndexIdentity,
-): Promise<{ db: SqlDatabase; state: 'ready' | 'fresh' | 'mismatch' }> {
-  const { Database } = await loadSqlite();
-  const db = new Database(file);
+): { db: SqlDatabase; state: 'ready' | 'fresh' | 'mismatch' } {
+  const { DatabaseSync } = loadSqlite();
+  const db: SqlDatabase = new NodeSqliteDatabase(new DatabaseSync(file));
   try {
-    // Exclusive locking before WAL: the write-ahead log then needs no shared memory. NORMAL sync
+    // Exclusive locking before WAL: the one connection keeps the write-ahead log's index in its own
+    // memory (no -shm file); the index lock already admits one connection at a time. NORMAL sync
     // keeps the file consistent through a power cut (a lost last change is found again by the next sync).
     db.exec(
       'PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -2000;',
@@ -185,6 +276,16 @@ export async function inTransaction<T>(db: SqlDatabase, work: () => Promise<T>):
     if (db.inTransaction) db.exec('ROLLBACK');
     throw err;
   }
+}
+
+/**
+ * Whether `err` is SQLite's "database is locked" (SQLITE_BUSY, SQLITE_LOCKED):
+ * a program other than magpie (which takes the index lock first) has the file
+ * open, so it is in use, not damaged.
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  const code = (err as { errcode?: unknown } | null)?.errcode;
+  return typeof code === 'number' && ((code & 0xff) === 5 || (code & 0xff) === 6);
 }
 
 /** Closes the database; a failure to close (already broken) is reported as an AppError for the log. */

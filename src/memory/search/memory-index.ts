@@ -10,17 +10,17 @@
  * damaged, or was built for another schema, workspace or time zone, is
  * deleted and rebuilt.
  */
-import { existsSync, mkdirSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { AppError } from '../../errors/index.js';
+import { AppError, ExitCode } from '../../errors/index.js';
 import { type Logger, secretSpellings, silentLogger } from '../../log/index.js';
-import { isMissing } from '../../workspace/cached-file.js';
 import {
   bumpVersion,
   closeDatabase,
   createSchema,
   indexVersion,
   inTransaction,
+  isDatabaseBusy,
   openIndexDatabase,
   type SqlDatabase,
 } from './database.js';
@@ -124,14 +124,16 @@ export class MemoryIndex {
     return this.withIndex(signal, true, figures);
   }
 
-  /** Runs one operation at a time in this process, each under the cross-process lock. */
+  /**
+   * Runs one operation at a time in this process, each under the cross-process lock. SQLite's own
+   * locks would not do: a sync's write transaction spans awaited file reads, SQLite waits for a lock
+   * by blocking the thread (the event loop), and a rebuild deletes files no other process may have open.
+   */
   private withIndex<T>(signal: AbortSignal | undefined, rebuild: boolean, use: Use<T>): Promise<T> {
     const run = this.chain.then(async () => {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       const held = await this.lock.acquire(signal);
       try {
-        // Every user of the index holds our lock, so a SQLite lock folder found now was left by a crash.
-        removeSqliteLock(this.dbPath);
         return await this.openSynced(rebuild, use);
       } finally {
         held.release();
@@ -147,11 +149,14 @@ export class MemoryIndex {
       return await this.attempt(rebuild, use);
     } catch (err) {
       if (err instanceof AppError) throw err;
+      // Another program (a sqlite3 shell) has the file open: deleting it under that program would lose its view.
+      if (isDatabaseBusy(err)) throw busy(this.dbPath, err);
       this.logger.warn({ err, index: this.dbPath }, 'memory index unusable: rebuilding it');
       try {
         return await this.attempt(true, use);
       } catch (again) {
         if (again instanceof AppError) throw again;
+        if (isDatabaseBusy(again)) throw busy(this.dbPath, again);
         throw new AppError(
           'INTERNAL',
           `the memory index at ${this.dbPath} cannot be built: ${String(again)}`,
@@ -167,7 +172,7 @@ export class MemoryIndex {
     if (rebuild) this.deleteFiles();
     const workspace = realpathSync(this.workspace);
     const identity = { workspace, timezone: this.clock.timezone };
-    let { db, state } = await openIndexDatabase(this.dbPath, identity);
+    let { db, state } = openIndexDatabase(this.dbPath, identity);
     if (state === 'mismatch') {
       closeDatabase(db);
       this.logger.info(
@@ -175,7 +180,7 @@ export class MemoryIndex {
         'memory index was built for another version, workspace or time zone: rebuilding',
       );
       this.deleteFiles();
-      ({ db, state } = await openIndexDatabase(this.dbPath, identity));
+      ({ db, state } = openIndexDatabase(this.dbPath, identity));
     }
     try {
       const fresh = state === 'fresh';
@@ -200,19 +205,15 @@ export class MemoryIndex {
   private deleteFiles(): void {
     this.sources = undefined;
     for (const suffix of DB_SIDE_FILES) rmSync(`${this.dbPath}${suffix}`, { force: true });
-    removeSqliteLock(this.dbPath);
   }
 }
 
-/** Removes SQLite's lock folder (`<db>.lock`, made by node-sqlite3-wasm while a connection holds the file). */
-function removeSqliteLock(dbPath: string): void {
-  const dir = `${dbPath}.lock`;
-  if (!existsSync(dir)) return; // the usual case, checked without the cost of an ENOENT error
-  try {
-    rmdirSync(dir);
-  } catch (err) {
-    if (!isMissing(err)) throw err;
-  }
+function busy(dbPath: string, cause: unknown): AppError {
+  return new AppError('TIMEOUT', `the memory index is busy (${dbPath} is locked by another program)`, {
+    cause,
+    transient: true,
+    exitCode: ExitCode.unavailable,
+  });
 }
 
 function figures(db: SqlDatabase, stats: SyncStats, rebuilt: boolean): IndexFigures {

@@ -308,6 +308,22 @@ describe('the index itself', () => {
     expect((await space.index().search('electricity')).hits).toHaveLength(1);
   });
 
+  it('is left alone, not rebuilt, while another program holds the database', async () => {
+    const index = space.index();
+    await index.search('electricity');
+    const { DatabaseSync } = await import('node:sqlite');
+    const other = new DatabaseSync(index.dbPath);
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      await expect(space.index().search('electricity')).rejects.toMatchObject({ code: 'TIMEOUT' });
+      other.exec('ROLLBACK');
+    } finally {
+      other.close();
+    }
+    expect(await space.index().update()).toMatchObject({ rebuilt: false });
+    expect((await space.index().search('electricity')).hits).toHaveLength(1);
+  });
+
   it('serves overlapping calls of one process one at a time', async () => {
     const index = space.index();
     const results = await Promise.all(Array.from({ length: 8 }, () => index.search('electricity')));
