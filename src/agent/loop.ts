@@ -8,7 +8,7 @@
  */
 import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
-import { parseCommand } from '../commands/parse.js';
+import { routeCommand } from '../commands/router.js';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { ChatMessage } from '../providers/types.js';
@@ -137,16 +137,17 @@ export class AgentLoop implements AgentRunner {
     const first = batch[0];
     if (!first) throw new AppError('INVALID_MESSAGE', 'processMessage needs at least one message');
     if (batch.every((m) => isInternalChannel(m.channel))) return this.processSystemMessage(batch, options);
-    const command = first.media.length === 0 ? parseCommand(first.content) : undefined;
-    if (!command || isInternalChannel(first.channel)) {
+    const routed = first.media.length === 0 ? routeCommand(first.content) : undefined;
+    if (!routed || routed.runs === 'text' || isInternalChannel(first.channel)) {
       const user = await this.#userMessages(batch, options.signal);
       return this.runAgentLoop(inboundRequest(batch, user), options);
     }
     const key = sessionKeyOf(first);
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
+    const { command } = routed;
     if (command.name === 'new') await this.#summarizer.settled(key);
-    const reply = await runSlashCommand(command.name, {
+    const reply = await runSlashCommand(routed, {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,

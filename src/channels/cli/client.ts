@@ -10,11 +10,14 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/bus.js';
 import { safeJson } from '../../bus/json-topic.js';
 import { type LiveUpdate, LiveUpdateSchema } from '../../bus/live.js';
-import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../bus/messages.js';
-import { stopReply } from '../../commands/list.js';
-import { isStopCommand } from '../../commands/parse.js';
+import {
+  type InboundMessageInput,
+  type OutboundMessage,
+  OutboundMessageSchema,
+} from '../../bus/messages.js';
 import { AppError, ExitCode } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
+import { intake } from '../intake.js';
 import { cliChatChannel, cliLiveChannel, replyAddresses } from './cli-channel.js';
 
 export interface SendOptions {
@@ -38,22 +41,41 @@ export interface SendOptions {
 /**
  * Sends one message through the bus and resolves with the turn's reply (kind
  * `reply` or `error`). Rejects with TIMEOUT (exit 3) when no daemon answers.
- * A /stop (src/commands' rule) cancels the chat's running turn instead and
- * resolves with "Stopping." or "Nothing to stop.".
+ * The message goes through the intake like any channel's: an at-once command
+ * (/stop) is answered here at once ("Stopping." or "Nothing to stop.") and
+ * waits for no turn.
  */
 export async function sendAndWait(bus: Bus, options: SendOptions): Promise<OutboundMessage> {
   const address = randomUUID();
   const chatId = options.chatId ?? 'default';
-  // /stop needs no turn: cancel here and answer at once, as the chat channels do.
-  if (isStopCommand(options.content)) {
-    const stopped = await bus.cancel(sessionKeyOf({ channel: 'cli', chatId }));
-    return OutboundMessageSchema.parse({
-      id: `cli:${address}`,
-      channel: 'cli',
-      chatId,
-      content: stopReply(stopped),
-    });
-  }
+  const message = {
+    id: `cli:${address}`,
+    channel: 'cli',
+    chatId,
+    senderId: 'cli',
+    content: options.content,
+    metadata: { replyAddress: address },
+  };
+  let reply: OutboundMessage | undefined;
+  await intake(message, {
+    publish: async (m) => {
+      reply = await publishAndWait(bus, m, address, options);
+    },
+    cancel: (sessionKey) => bus.cancel(sessionKey),
+    reply: async (content) => {
+      reply = OutboundMessageSchema.parse({ id: `cli:${address}`, channel: 'cli', chatId, content });
+    },
+  });
+  return reply!;
+}
+
+/** Watches the reply address, publishes the message and waits for the turn's reply. */
+async function publishAndWait(
+  bus: Bus,
+  message: InboundMessageInput,
+  address: string,
+  options: SendOptions,
+): Promise<OutboundMessage> {
   const timeoutMs = options.timeoutMs ?? 120_000;
   let settle: ((m: OutboundMessage) => void) | undefined;
   let fail: ((err: AppError) => void) | undefined;
@@ -107,14 +129,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
         }),
       );
     }
-    await bus.publishInbound({
-      id: `cli:${address}`,
-      channel: 'cli',
-      chatId,
-      senderId: 'cli',
-      content: options.content,
-      metadata: { replyAddress: address },
-    });
+    await bus.publishInbound(message);
     armTimer();
     return await reply;
   } finally {
