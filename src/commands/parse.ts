@@ -38,10 +38,12 @@ export interface ParsedCommand {
 
 /** Every name and alias of the table → the command's name. */
 const BY_WORD: ReadonlyMap<string, CommandName> = new Map(
-  COMMANDS.flatMap((c): Array<[string, CommandName]> => [
-    [c.command, c.command],
-    ...('aliases' in c ? c.aliases.map((a): [string, CommandName] => [a, c.command]) : []),
-  ]),
+  COMMANDS.flatMap(
+    (c): Array<[string, CommandName]> => [
+      [c.command, c.command],
+      ...('aliases' in c ? c.aliases.map((a): [string, CommandName] => [a, c.command]) : []),
+    ],
+  ),
 );
 
 /** `/word`, `@target` (Telegram: 5–32 letters, digits, underscores), then one line. */
