@@ -47,11 +47,6 @@ export interface AtOnceCommand extends EntryBase {
 
 export type CommandEntry = InTurnCommand | AtOnceCommand;
 
-/** What a channel answers to /stop: whether a running turn was cancelled. */
-export function stopReply(stopped: boolean): string {
-  return stopped ? 'Stopping.' : 'Nothing to stop.';
-}
-
 /** The commands, in the order /help and Telegram's menu show them. */
 export const COMMANDS = [
   {
@@ -63,7 +58,8 @@ export const COMMANDS = [
     command: 'stop',
     description: 'stop what I am doing right now',
     runs: 'at-once',
-    run: async ({ cancel, reply }) => reply(stopReply(await cancel())),
+    // Whether a running turn was cancelled; the turn itself then ends with "Stopped.".
+    run: async ({ cancel, reply }) => reply((await cancel()) ? 'Stopping.' : 'Nothing to stop.'),
     inTurnReply: 'Nothing is running right now.',
   },
   { command: 'status', description: 'model, conversation length and tokens used', runs: 'in-turn' },
