@@ -72,46 +72,21 @@ async function publishAndWait(
   address: string,
   options: SendOptions,
 ): Promise<OutboundMessage> {
-  const timeoutMs = options.timeoutMs ?? 120_000;
-  let settle: ((m: OutboundMessage) => void) | undefined;
-  let fail: ((err: AppError) => void) | undefined;
-  const reply = new Promise<OutboundMessage>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
-  });
-  let settled = false;
-  let heard = false;
-  let timer: NodeJS.Timeout | undefined;
-  const armTimer = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      const seconds = Math.round(timeoutMs / 1000);
-      const message = heard
-        ? `the answer stopped arriving: nothing more for ${seconds}s`
-        : `no daemon answered within ${seconds}s: is \`magpie start\` running?`;
-      fail?.(new AppError('TIMEOUT', message, { exitCode: ExitCode.unavailable }));
-    }, timeoutMs);
-  };
-  /** A sign that the turn is running: the wait starts again. */
-  const alive = () => {
-    heard = true;
-    armTimer();
-  };
+  const wait = new ReplyWait(options.timeoutMs ?? 120_000);
   const seen = new Set<string>();
   const stops: Array<() => Promise<void>> = [];
   try {
     stops.push(
       await bus.watchCliReplies(address, (payload) => {
         const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
-        if (settled || !parsed.success || seen.has(parsed.data.id)) return;
+        if (wait.settled || !parsed.success || seen.has(parsed.data.id)) return;
         seen.add(parsed.data.id);
         if (parsed.data.kind === 'message') {
-          alive();
+          wait.alive();
           options.onMessage?.(parsed.data);
           return;
         }
-        settled = true;
-        settle?.(parsed.data);
+        wait.settle(parsed.data);
       }),
     );
     const onLive = options.onLive;
@@ -119,19 +94,69 @@ async function publishAndWait(
       stops.push(
         await bus.subscribe(cliLiveChannel(address), (payload) => {
           const parsed = LiveUpdateSchema.safeParse(safeJson(payload));
-          if (settled || !parsed.success) return;
-          alive();
+          if (wait.settled || !parsed.success) return;
+          wait.alive();
           onLive(parsed.data);
         }),
       );
     }
     await bus.publishInbound(message);
-    armTimer();
-    return await reply;
+    wait.arm();
+    return await wait.reply;
   } finally {
-    settled = true;
-    clearTimeout(timer);
+    wait.end();
     await runAll(stops);
+  }
+}
+
+/**
+ * The reply being waited for: settled once, with the reply or with TIMEOUT
+ * (exit 3) when nothing came for `timeoutMs`, counted again from each sign of the turn.
+ */
+class ReplyWait {
+  readonly reply: Promise<OutboundMessage>;
+  /** True once the reply came or the wait ended; later messages are ignored. */
+  settled = false;
+  readonly #timeoutMs: number;
+  #heard = false;
+  #timer: NodeJS.Timeout | undefined;
+  #resolve: (m: OutboundMessage) => void = () => {};
+  #reject: (err: AppError) => void = () => {};
+
+  constructor(timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+    this.reply = new Promise<OutboundMessage>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  /** Starts the wait, or starts it again. */
+  arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      const seconds = Math.round(this.#timeoutMs / 1000);
+      const message = this.#heard
+        ? `the answer stopped arriving: nothing more for ${seconds}s`
+        : `no daemon answered within ${seconds}s: is \`magpie start\` running?`;
+      this.#reject(new AppError('TIMEOUT', message, { exitCode: ExitCode.unavailable }));
+    }, this.#timeoutMs);
+  }
+
+  /** A sign that the turn is running: the wait starts again. */
+  alive(): void {
+    this.#heard = true;
+    this.arm();
+  }
+
+  settle(reply: OutboundMessage): void {
+    this.settled = true;
+    this.#resolve(reply);
+  }
+
+  end(): void {
+    this.settled = true;
+    clearTimeout(this.#timer);
   }
 }
 
