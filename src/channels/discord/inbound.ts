@@ -72,7 +72,16 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
     });
   }
   if (!allowed) return { kind: 'ignore', reason: 'unknown sender in a server' };
+  return publishOf(message, sender, isGroup, mention);
+}
 
+/** The message to publish (the bot's mention taken out), or ignore when nothing is left. */
+function publishOf(
+  message: Message,
+  sender: { id: string; username: string; displayName: string },
+  isGroup: boolean,
+  mention: string,
+): InboundAction {
   const channel = message.channel;
   const inThread = channel.isThread() && channel.parentId !== null;
   const chatId = inThread ? channel.parentId! : message.channelId;
