@@ -8,7 +8,7 @@
  */
 import type { InboundMessage } from '../bus/messages.js';
 import { CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
-import type { ChatMessage, LLMProvider, ToolCall } from '../providers/types.js';
+import type { ChatMessage, ChatResponse, LLMProvider, ToolCall, ToolDefinition } from '../providers/types.js';
 import type { ToolImage } from '../tools/types.js';
 import type { TurnCompactor } from './compactor.js';
 import type { HookFactory, IterationHook } from './hooks/types.js';
@@ -45,106 +45,56 @@ export interface IterationDeps {
   userMessages: (batch: InboundMessage[], signal?: AbortSignal) => Promise<UserTurnMessage[]>;
 }
 
+/** How the iterations end: the reply text and why. */
+export interface IterationResult {
+  content: string;
+  outcome: TurnOutcome;
+}
+
+/** What the iterations carry from one to the next. */
+interface IterationState {
+  /** The model calls go to (a chat's /model choice, else the configured one). */
+  readonly model: string | undefined;
+  readonly definitions: ToolDefinition[];
+  readonly hooks: IterationHook[];
+  /** The iteration running, from 1. */
+  iteration: number;
+  /** Compactions after a context-length error so far. */
+  compactions: number;
+  /** The last call's reported usage, to measure the next request from (undefined: measure afresh). */
+  last: LastCall | undefined;
+  /** Whether the 80 % warning was logged (once per turn). */
+  warned: boolean;
+}
+
+/** What one iteration leaves: the next one, the same one again (after a compaction), or the end. */
+type Step = { next: 'continue' } | { next: 'retry' } | { next: 'end'; result: IterationResult };
+
+const CANCELLED: IterationResult = { content: '', outcome: 'cancelled' };
+
 /**
  * Up to maxIterations LLM calls; tool calls run and their results go back;
  * pending messages join between iterations; a context-length error compacts
  * and retries (at most twice).
  */
-export async function runIterations(
-  run: TurnRun,
-  deps: IterationDeps,
-): Promise<{ content: string; outcome: TurnOutcome }> {
-  const { req, signal, meter } = run;
-  const model = run.model ?? deps.model;
-  const definitions = inToolOrder(deps.tools.definitions());
-  const hooks: IterationHook[] = deps.hooks();
-  let compactions = 0;
-  let iteration = 0;
-  let last: LastCall | undefined;
-  let warned = false;
-  while (iteration < deps.maxIterations) {
-    if (signal.aborted) return { content: '', outcome: 'cancelled' };
-    if (iteration > 0) await drainPending(run, deps);
-    iteration += 1;
-    run.options.onIteration?.(iteration);
-    // The budget measures what is sent: the request after the hooks (trimmed tool results).
-    const prepare = () => prepareRequest(run, deps.context, hooks, iteration);
-    const [prepared, contextTokens] = await Promise.all([prepare(), deps.windowFor(model)]);
-    let messages = prepared;
-    let tokens = requestTokens(messages, last);
-    if (budgetLevel(tokens, contextTokens) === 'over') {
-      const fitted = await deps.compactor.toBudget(run, messages, tokens, prepare, contextTokens);
-      last = undefined;
-      messages = fitted.messages;
-      tokens = fitted.tokens;
-      if (!fitted.ok) {
-        run.log.warn({ tokens, limit: contextTokens }, 'context still over 95% after compaction');
-        return { content: contextFullReply(tokens, contextTokens), outcome: 'context_full' };
-      }
-    }
-    if (!warned && budgetLevel(tokens, contextTokens) === 'warn') {
-      warned = true;
-      run.log.warn(
-        { tokens, limit: contextTokens, percent: Math.round((tokens / contextTokens) * 100) },
-        'context window over 80% full',
-      );
-    }
-    let response: Awaited<ReturnType<LLMProvider['chat']>>;
-    try {
-      response = await deps.provider.chat({
-        messages,
-        ...(definitions.length > 0 ? { tools: definitions } : {}),
-        ...(model ? { model } : {}),
-        // Nothing to add is a fine ending once the message tool has answered the chat.
-        allowEmpty: run.sentToOrigin(),
-        cacheKey: req.sessionKey,
-        signal,
-        ...(run.options.onDelta ? { onDelta: run.options.onDelta } : {}),
-      });
-    } catch (err) {
-      meter.llmCall(undefined);
-      if (err instanceof CancelledError || signal.aborted) return { content: '', outcome: 'cancelled' };
-      if (hasCode(err, 'CONTEXT_LENGTH_EXCEEDED') && compactions < MAX_COMPACTIONS) {
-        compactions += 1;
-        run.log.warn({ attempt: compactions }, 'context length exceeded; compacting and retrying');
-        if (await deps.compactor.afterContextError(run, compactions)) {
-          iteration -= 1;
-          last = undefined;
-          continue;
-        }
-      }
-      throw err;
-    }
-    meter.llmCall(response.usage, response.answeredBy);
-    last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
-    if (response.toolCalls.length === 0) return { content: finalText(run, response.content), outcome: 'ok' };
-    // Oversized and surplus calls are answered without running; hooks and the session see them cut down.
-    const { calls, refused, cutDown } = boundToolCalls(response.toolCalls, deps.toolCallLimits);
-    // The reported completion tokens count what was cut away: measure the next request afresh.
-    if (cutDown) last = undefined;
-    if (refused.size > 0) {
-      run.log.warn(
-        { calls: calls.length, refused: refused.size },
-        'tool calls refused (too large or too many)',
-      );
-    }
-    const bounded = { ...response, toolCalls: calls };
-    const answered = new Map(refused);
-    for (const hook of hooks) {
-      const decision = hook.afterCall?.({ iteration, response: bounded, log: run.log }) ?? {
-        action: 'continue',
-      };
-      if (decision.action === 'stop') return { content: decision.reply, outcome: 'loop' };
-      if (decision.action !== 'answer') continue;
-      for (const [id, text] of decision.results) if (!refused.has(id)) answered.set(id, text);
-    }
-    await run.record({
-      role: 'assistant',
-      content: response.content || null,
-      toolCalls: calls,
-    });
-    await runTools(run, deps, calls, answered);
-    if (signal.aborted) return { content: '', outcome: 'cancelled' };
+export async function runIterations(run: TurnRun, deps: IterationDeps): Promise<IterationResult> {
+  const state: IterationState = {
+    model: run.model ?? deps.model,
+    definitions: inToolOrder(deps.tools.definitions()),
+    hooks: deps.hooks(),
+    iteration: 0,
+    compactions: 0,
+    last: undefined,
+    warned: false,
+  };
+  while (state.iteration < deps.maxIterations) {
+    if (run.signal.aborted) return { ...CANCELLED };
+    if (state.iteration > 0) await drainPending(run, deps);
+    state.iteration += 1;
+    run.options.onIteration?.(state.iteration);
+    const step = await iterate(run, deps, state);
+    if (step.next === 'end') return step.result;
+    if (step.next === 'retry') state.iteration -= 1;
   }
   return {
     content:
@@ -152,6 +102,150 @@ export async function runIterations(
       'Tell me to continue if you want me to keep going.',
     outcome: 'max_iterations',
   };
+}
+
+/** One iteration: the request within the window, the model's call, then its answer or its tools. */
+async function iterate(run: TurnRun, deps: IterationDeps, state: IterationState): Promise<Step> {
+  const fitted = await fitToWindow(run, deps, state);
+  if ('result' in fitted) return { next: 'end', result: fitted.result };
+  const response = await callModel(run, deps, state, fitted.messages);
+  if (response === 'retry') return { next: 'retry' };
+  if (response === 'cancelled') return { next: 'end', result: { ...CANCELLED } };
+  return answerOrRunTools(run, deps, state, response);
+}
+
+/**
+ * The next request, compacted when it is over the model's window. The budget measures what
+ * is sent: the request after the hooks (trimmed tool results). Ends the turn when even
+ * compaction cannot make it fit.
+ */
+async function fitToWindow(
+  run: TurnRun,
+  deps: IterationDeps,
+  state: IterationState,
+): Promise<{ messages: ChatMessage[] } | { result: IterationResult }> {
+  const prepare = () => prepareRequest(run, deps.context, state.hooks, state.iteration);
+  const [prepared, contextTokens] = await Promise.all([prepare(), deps.windowFor(state.model)]);
+  let messages = prepared;
+  let tokens = requestTokens(messages, state.last);
+  if (budgetLevel(tokens, contextTokens) === 'over') {
+    const fitted = await deps.compactor.toBudget(run, messages, tokens, prepare, contextTokens);
+    state.last = undefined;
+    messages = fitted.messages;
+    tokens = fitted.tokens;
+    if (!fitted.ok) {
+      run.log.warn({ tokens, limit: contextTokens }, 'context still over 95% after compaction');
+      return { result: { content: contextFullReply(tokens, contextTokens), outcome: 'context_full' } };
+    }
+  }
+  if (!state.warned && budgetLevel(tokens, contextTokens) === 'warn') {
+    state.warned = true;
+    run.log.warn(
+      { tokens, limit: contextTokens, percent: Math.round((tokens / contextTokens) * 100) },
+      'context window over 80% full',
+    );
+  }
+  return { messages };
+}
+
+/**
+ * One call to the model, metered. `cancelled` when the turn was stopped meanwhile; `retry`
+ * when a context-length error was answered by a compaction; other errors are thrown.
+ */
+async function callModel(
+  run: TurnRun,
+  deps: IterationDeps,
+  state: IterationState,
+  messages: ChatMessage[],
+): Promise<ChatResponse | 'cancelled' | 'retry'> {
+  let response: ChatResponse;
+  try {
+    response = await deps.provider.chat({
+      messages,
+      ...(state.definitions.length > 0 ? { tools: state.definitions } : {}),
+      ...(state.model ? { model: state.model } : {}),
+      // Nothing to add is a fine ending once the message tool has answered the chat.
+      allowEmpty: run.sentToOrigin(),
+      cacheKey: run.req.sessionKey,
+      signal: run.signal,
+      ...(run.options.onDelta ? { onDelta: run.options.onDelta } : {}),
+    });
+  } catch (err) {
+    run.meter.llmCall(undefined);
+    if (err instanceof CancelledError || run.signal.aborted) return 'cancelled';
+    if (await compactedAfter(err, run, deps, state)) return 'retry';
+    throw err;
+  }
+  run.meter.llmCall(response.usage, response.answeredBy);
+  state.last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
+  return response;
+}
+
+/** After a context-length error (at most {@link MAX_COMPACTIONS} per turn): true when compacting made room. */
+async function compactedAfter(
+  err: unknown,
+  run: TurnRun,
+  deps: IterationDeps,
+  state: IterationState,
+): Promise<boolean> {
+  if (!hasCode(err, 'CONTEXT_LENGTH_EXCEEDED') || state.compactions >= MAX_COMPACTIONS) return false;
+  state.compactions += 1;
+  run.log.warn({ attempt: state.compactions }, 'context length exceeded; compacting and retrying');
+  if (!(await deps.compactor.afterContextError(run, state.compactions))) return false;
+  state.last = undefined;
+  return true;
+}
+
+/**
+ * The model's answer ends the turn; its tool calls (bounded, then shown to the hooks) are
+ * recorded and run, and the next iteration follows.
+ */
+async function answerOrRunTools(
+  run: TurnRun,
+  deps: IterationDeps,
+  state: IterationState,
+  response: ChatResponse,
+): Promise<Step> {
+  if (response.toolCalls.length === 0)
+    return { next: 'end', result: { content: finalText(run, response.content), outcome: 'ok' } };
+  // Oversized and surplus calls are answered without running; hooks and the session see them cut down.
+  const { calls, refused, cutDown } = boundToolCalls(response.toolCalls, deps.toolCallLimits);
+  // The reported completion tokens count what was cut away: measure the next request afresh.
+  if (cutDown) state.last = undefined;
+  if (refused.size > 0) {
+    run.log.warn(
+      { calls: calls.length, refused: refused.size },
+      'tool calls refused (too large or too many)',
+    );
+  }
+  const decided = askHooks(run, state, { ...response, toolCalls: calls }, refused);
+  if ('stop' in decided) return { next: 'end', result: { content: decided.stop, outcome: 'loop' } };
+  await run.record({ role: 'assistant', content: response.content || null, toolCalls: calls });
+  await runTools(run, deps, calls, decided.answered);
+  if (run.signal.aborted) return { next: 'end', result: { ...CANCELLED } };
+  return { next: 'continue' };
+}
+
+/**
+ * The hooks' word on the bounded calls: a stop (the loop guard's reply), or the calls answered
+ * without running (the refused ones, then the hooks' answers).
+ */
+function askHooks(
+  run: TurnRun,
+  state: IterationState,
+  bounded: ChatResponse,
+  refused: ReadonlyMap<string, string>,
+): { stop: string } | { answered: Map<string, string> } {
+  const answered = new Map(refused);
+  for (const hook of state.hooks) {
+    const decision = hook.afterCall?.({ iteration: state.iteration, response: bounded, log: run.log }) ?? {
+      action: 'continue',
+    };
+    if (decision.action === 'stop') return { stop: decision.reply };
+    if (decision.action !== 'answer') continue;
+    for (const [id, text] of decision.results) if (!refused.has(id)) answered.set(id, text);
+  }
+  return { answered };
 }
 
 /**

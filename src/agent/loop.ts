@@ -8,9 +8,10 @@
  */
 import type { InboundMessage } from '../bus/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
-import { parseCommand } from '../commands/parse.js';
+import { routeCommand } from '../commands/router.js';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
+import type { Logger } from '../log/index.js';
 import type { ChatMessage } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
@@ -137,16 +138,17 @@ export class AgentLoop implements AgentRunner {
     const first = batch[0];
     if (!first) throw new AppError('INVALID_MESSAGE', 'processMessage needs at least one message');
     if (batch.every((m) => isInternalChannel(m.channel))) return this.processSystemMessage(batch, options);
-    const command = first.media.length === 0 ? parseCommand(first.content) : undefined;
-    if (!command || isInternalChannel(first.channel)) {
+    const routed = first.media.length === 0 ? routeCommand(first.content) : undefined;
+    if (!routed || routed.runs === 'text' || isInternalChannel(first.channel)) {
       const user = await this.#userMessages(batch, options.signal);
       return this.runAgentLoop(inboundRequest(batch, user), options);
     }
     const key = sessionKeyOf(first);
     const meter = new TurnMeter(key);
     // A summary finishing after /new would mark the fresh session's first messages as summarised.
+    const { command } = routed;
     if (command.name === 'new') await this.#summarizer.settled(key);
-    const reply = await runSlashCommand(command.name, {
+    const reply = await runSlashCommand(routed, {
       sessionKey: key,
       sessions: this.#o.sessions,
       model: this.model,
@@ -203,66 +205,76 @@ export class AgentLoop implements AgentRunner {
   async runAgentLoop(req: TurnRequest, options: TurnOptions = {}): Promise<TurnResult> {
     const meter = new TurnMeter(req.sessionKey);
     const log = this.#o.logger.child({ session: req.sessionKey });
-    const signal = options.signal ?? new AbortController().signal;
     let run: TurnRun | undefined;
     try {
-      // Recorded while the history loads (it never throws: a failure is logged).
-      const recording = req.recordChannel
-        ? this.recordLastChannel(req.channel, req.chatId, req.threadId)
-        : undefined;
-      // Tools are shared across concurrent sessions, so the chat they act for travels with each call.
-      const { ctx, sentToOrigin, sendUserText } = createTurnToolContext({
-        req,
-        signal,
-        sink: options.outbound ?? this.#o.outbound,
-        workspace: this.#o.workspace,
-        logger: log,
-        depth: options.depth ?? 0,
-      });
-      const [history, summary] = req.noHistory
-        ? [[], undefined]
-        : await Promise.all([
-            this.#o.sessions.getContextHistory(req.sessionKey),
-            this.#o.sessions.getSummary(req.sessionKey),
-          ]);
-      const [, model] = await Promise.all([recording, this.#models.chosen(req.sessionKey, log)]);
-      run = new TurnRun(this.#o.sessions, {
-        ...{ req, options, signal, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
-        ...{ history, summary },
-        ...(model ? { model } : {}),
-      });
+      run = await this.#startRun(req, options, meter, log);
       await run.addUser(req.user, req.ids, this.#o.context);
-
       const { content, outcome } = await this.runLLMIteration(run);
-      const text = outcome === 'cancelled' ? STOPPED_REPLY : content;
-      // The turn's tokens ride on its final message, so /status can sum a conversation from its log
-      // (and say which model gave the last answer).
-      const final: ChatMessage & { usage?: TokenCounts; model?: string } = {
-        role: 'assistant',
-        content: text,
-        ...(meter.reported ? { usage: meter.counts() } : {}),
-        ...(meter.model ? { model: meter.model } : {}),
-      };
-      // A silent turn (the message tool answered the chat) may end with nothing more to say.
-      if (text !== '') await run.record(final);
-      const metrics = meter.finish(outcome);
-      logTurn(log, metrics);
-      // Starts a background summary once the session has outgrown the budget; never blocks the reply.
-      if (!req.noHistory && outcome !== 'cancelled' && run.overSummaryBudget(this.#o.summarizeAtTokens))
-        this.#summarizer.schedule(req.sessionKey);
-      const silent = outcome === 'ok' && sentToOrigin();
-      return {
-        sessionKey: req.sessionKey,
-        reply: silent ? undefined : text,
-        target: targetOfRequest(req),
-        metrics,
-      };
+      return await this.#finishRun(run, content, outcome);
     } catch (err) {
       logTurn(log, meter.finish('error'));
       throw err;
     } finally {
       run?.dispose();
     }
+  }
+
+  /** The turn's state: its tool context, the session's history and summary, the chat's model. */
+  async #startRun(req: TurnRequest, options: TurnOptions, meter: TurnMeter, log: Logger): Promise<TurnRun> {
+    const signal = options.signal ?? new AbortController().signal;
+    // Recorded while the history loads (it never throws: a failure is logged).
+    const recording = req.recordChannel
+      ? this.recordLastChannel(req.channel, req.chatId, req.threadId)
+      : undefined;
+    // Tools are shared across concurrent sessions, so the chat they act for travels with each call.
+    const { ctx, sentToOrigin, sendUserText } = createTurnToolContext({
+      req,
+      signal,
+      sink: options.outbound ?? this.#o.outbound,
+      workspace: this.#o.workspace,
+      logger: log,
+      depth: options.depth ?? 0,
+    });
+    const [history, summary] = req.noHistory
+      ? [[], undefined]
+      : await Promise.all([
+          this.#o.sessions.getContextHistory(req.sessionKey),
+          this.#o.sessions.getSummary(req.sessionKey),
+        ]);
+    const [, model] = await Promise.all([recording, this.#models.chosen(req.sessionKey, log)]);
+    return new TurnRun(this.#o.sessions, {
+      ...{ req, options, signal, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
+      ...{ history, summary },
+      ...(model ? { model } : {}),
+    });
+  }
+
+  /** Records the final message, logs the turn's figures, schedules a summary, and builds the result. */
+  async #finishRun(run: TurnRun, content: string, outcome: TurnOutcome): Promise<TurnResult> {
+    const { req, meter, log } = run;
+    const text = outcome === 'cancelled' ? STOPPED_REPLY : content;
+    // The turn's tokens ride on its final message, so /status can sum a conversation from its log
+    // (and say which model gave the last answer).
+    const final: ChatMessage & { usage?: TokenCounts; model?: string } = {
+      role: 'assistant',
+      content: text,
+      ...(meter.reported ? { usage: meter.counts() } : {}),
+      ...(meter.model ? { model: meter.model } : {}),
+    };
+    // A silent turn (the message tool answered the chat) may end with nothing more to say.
+    if (text !== '') await run.record(final);
+    const metrics = meter.finish(outcome);
+    logTurn(log, metrics);
+    // Starts a background summary once the session has outgrown the budget; never blocks the reply.
+    if (!req.noHistory && outcome !== 'cancelled' && run.overSummaryBudget(this.#o.summarizeAtTokens))
+      this.#summarizer.schedule(req.sessionKey);
+    const silent = outcome === 'ok' && run.sentToOrigin();
+    return {
+      sessionKey: req.sessionKey,
+      reply: silent ? undefined : text,
+      target: targetOfRequest(req),
+      metrics,
+    };
   }
 
   /**

@@ -1,10 +1,14 @@
 /**
- * Running the slash commands every channel shares: /new, /status, /model,
- * /help (and /stop when it reaches the agent with nothing running). Which
- * messages are commands is decided in src/commands (one parser, one list);
- * only /model uses its argument (model-command.ts).
+ * Running the chat commands that need the session: /new, /status, /model,
+ * /help — one handler per in-turn command of the table (src/commands/list.ts;
+ * the compiler asks for a handler when an entry is added). Which messages are
+ * commands, and where they run, is the router's decision (src/commands/router.ts);
+ * an at-once command reaching a turn anyway (`magpie agent` has no intake)
+ * gets its table entry's `inTurnReply`. Only /model uses its argument
+ * (model-command.ts).
  */
-import { COMMANDS, type CommandName } from '../commands/list.js';
+import { COMMANDS, type InTurnCommandName } from '../commands/list.js';
+import type { Route } from '../commands/router.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import { type ModelCommandContext, resolveChoice, runModelCommand } from './model-command.js';
@@ -24,22 +28,24 @@ export interface SlashCommandContext {
   prices?: TokenPrices;
 }
 
-/** Runs a command and returns the reply text. */
-export async function runSlashCommand(command: CommandName, ctx: SlashCommandContext): Promise<string> {
-  switch (command) {
-    case 'new': {
-      await ctx.sessions.reset(ctx.sessionKey);
-      return 'Started a new conversation.';
-    }
-    case 'status':
-      return statusText(ctx);
-    case 'model':
-      return runModelCommand(ctx.argument, modelContext(ctx));
-    case 'stop':
-      return 'Nothing is running right now.';
-    case 'help':
-      return ['Commands:', ...COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n');
-  }
+/** The in-turn commands' handlers: each returns the reply text. */
+const HANDLERS: { [N in InTurnCommandName]: (ctx: SlashCommandContext) => Promise<string> } = {
+  new: async (ctx) => {
+    await ctx.sessions.reset(ctx.sessionKey);
+    return 'Started a new conversation.';
+  },
+  status: (ctx) => statusText(ctx),
+  model: (ctx) => runModelCommand(ctx.argument, modelContext(ctx)),
+  help: async () => ['Commands:', ...COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n'),
+};
+
+/** A command the router found, as it reaches the turn. */
+export type RoutedCommand = Exclude<Route, { runs: 'text' }>;
+
+/** Runs a command in the turn and returns the reply text. */
+export async function runSlashCommand(routed: RoutedCommand, ctx: SlashCommandContext): Promise<string> {
+  if (routed.runs === 'at-once') return routed.entry.inTurnReply;
+  return HANDLERS[routed.command.name](ctx);
 }
 
 async function statusText(ctx: SlashCommandContext): Promise<string> {

@@ -9,8 +9,6 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { ChannelBus } from '../channels/types.js';
-import { stopReply } from '../commands/list.js';
-import { isStopCommand } from '../commands/parse.js';
 import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
@@ -41,7 +39,6 @@ import {
   INBOUND_QUEUE,
   outboundJobOptions,
   outboundQueueName,
-  shortHash,
   type TurnJobTuning,
   turnJobOptions,
 } from './queues.js';
@@ -133,27 +130,12 @@ export class Bus implements ChannelBus, WebEventBus {
 
   /**
    * Validates and durably queues an inbound message: mailbox RPUSH, then a
-   * turn job deduplicated by session. A `/stop` (src/commands' rule: `/STOP`,
-   * `/stop now`, `/stop@bot`…) cancels the session's running turn instead of queueing.
+   * turn job deduplicated by session. Commands are not read here: the
+   * channels' intake routes them (src/channels/intake.ts) before publishing.
    */
   async publishInbound(input: InboundMessageInput): Promise<void> {
     const message = parseInbound(input);
     const sessionKey = sessionKeyOf(message);
-    if (isStopCommand(message.content)) {
-      const stopped = await this.cancel(sessionKey);
-      if (!stopped) {
-        await this.publishOutbound({
-          id: `s-${shortHash(message.id)}`,
-          channel: message.channel,
-          chatId: message.chatId,
-          threadId: message.threadId,
-          replyTo: message.platformMessageId,
-          content: stopReply(false),
-          metadata: routingMetadata([message]),
-        });
-      }
-      return;
-    }
     await this.guard(async () => {
       const added = await this.mailbox(sessionKey).push(message);
       if (!added)

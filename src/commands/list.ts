@@ -1,35 +1,78 @@
 /**
- * The chat commands every channel understands: one list, shown by /help and
- * registered with Telegram (setMyCommands). No imports, so channels, the bus,
- * the agent and the CLI can all read it without a cycle.
+ * The command table: every chat command as one entry — its name, its help
+ * line (shown by /help, registered with Telegram by setMyCommands) and where
+ * it runs. Adding a command is adding an entry here:
+ *
+ * - `runs: 'at-once'`: the router answers it on the way in, before any turn
+ *   (`run` gets the chat's small ports; /stop must not wait for the turn it stops);
+ * - `runs: 'in-turn'`: it goes to the session's turn like a message and the
+ *   agent runs it (its handler in src/agent/slash-commands.ts, which the
+ *   compiler asks for).
+ *
+ * No imports, so channels, the agent and the CLI can all read it without a cycle.
  */
 
-/** A command's name, without the slash. */
-export type CommandName = 'new' | 'stop' | 'status' | 'model' | 'help';
-
-/** One command as /help lists it and Telegram's command menu shows it. */
-export interface CommandInfo {
-  command: CommandName;
-  /** One line (Telegram allows 1–256 characters). */
-  description: string;
+/** What an at-once command may do: the chat's running turn and an immediate answer. */
+export interface AtOncePorts {
+  /** Cancels the chat's running turn; true when one was running. Queued messages stay. */
+  cancel(): Promise<boolean>;
+  /** Answers in the chat at once. */
+  reply(text: string): Promise<void>;
 }
 
+interface EntryBase {
+  /** The name, lower-case, without the slash. */
+  readonly command: string;
+  /** One line (Telegram allows 1–256 characters). */
+  readonly description: string;
+  /** Other spellings (Telegram sends `/start` as a chat's first message; it means /help). */
+  readonly aliases?: readonly string[];
+}
+
+/** A command the session's turn runs (it needs the session). */
+export interface InTurnCommand extends EntryBase {
+  readonly runs: 'in-turn';
+}
+
+/** A command answered on the way in, without waiting for the chat's turn. */
+export interface AtOnceCommand extends EntryBase {
+  readonly runs: 'at-once';
+  readonly run: (ports: AtOncePorts) => Promise<void>;
+  /**
+   * The answer when it reaches a turn anyway: `magpie agent` has no intake, and
+   * its lines wait for the running turn to end.
+   */
+  readonly inTurnReply: string;
+}
+
+export type CommandEntry = InTurnCommand | AtOnceCommand;
+
 /** The commands, in the order /help and Telegram's menu show them. */
-export const COMMANDS: readonly CommandInfo[] = [
-  { command: 'new', description: 'start a new conversation (the old one is kept on disk)' },
-  { command: 'stop', description: 'stop what I am doing right now' },
-  { command: 'status', description: 'model, conversation length and tokens used' },
+export const COMMANDS = [
+  {
+    command: 'new',
+    description: 'start a new conversation (the old one is kept on disk)',
+    runs: 'in-turn',
+  },
+  {
+    command: 'stop',
+    description: 'stop what I am doing right now',
+    runs: 'at-once',
+    // Whether a running turn was cancelled; the turn itself then ends with "Stopped.".
+    run: async ({ cancel, reply }) => reply((await cancel()) ? 'Stopping.' : 'Nothing to stop.'),
+    inTurnReply: 'Nothing is running right now.',
+  },
+  { command: 'status', description: 'model, conversation length and tokens used', runs: 'in-turn' },
   {
     command: 'model',
     description: 'list the models; /model NAME switches this chat, /model default goes back',
+    runs: 'in-turn',
   },
-  { command: 'help', description: 'this list' },
-];
+  { command: 'help', description: 'this list', aliases: ['start'], runs: 'in-turn' },
+] as const satisfies readonly CommandEntry[];
 
-/** Other spellings: Telegram sends `/start` as a chat's first message, and it means /help. */
-export const COMMAND_ALIASES: ReadonlyMap<string, CommandName> = new Map([['start', 'help']]);
+/** A command's name, without the slash. */
+export type CommandName = (typeof COMMANDS)[number]['command'];
 
-/** What a channel answers to /stop: whether a running turn was cancelled. */
-export function stopReply(stopped: boolean): string {
-  return stopped ? 'Stopping.' : 'Nothing to stop.';
-}
+/** The commands the session's turn runs; the agent has a handler for each. */
+export type InTurnCommandName = Extract<(typeof COMMANDS)[number], { runs: 'in-turn' }>['command'];

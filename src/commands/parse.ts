@@ -1,19 +1,21 @@
 /**
- * The one rule for reading a chat command, used by every channel, the bus,
- * the agent and `magpie send`:
+ * The one rule for reading a chat command. The router (router.ts) applies it
+ * once on the way in; the agent asks the router again for a message that
+ * reaches its turn:
  *
  * - a command is the whole message: `/word`, optionally `@botname` straight
  *   after it (Telegram's form), optionally one line of arguments after a space;
  * - the word is matched without regard to case (`/STOP` is `/stop`);
  * - whitespace around the message does not matter; a second line makes it
  *   ordinary text (`/new\nwrite me a poem` goes to the model);
- * - only the words in {@link COMMANDS} (and `/start`, meaning /help) are
- *   commands; `stop`, `/stopp`, `/usr/bin` and `use /stop` are text.
+ * - only the words in the command table ({@link COMMANDS}, names and aliases:
+ *   `/start` means /help) are commands; `stop`, `/stopp`, `/usr/bin` and
+ *   `use /stop` are text.
  *
  * Arguments are passed on; only /model uses them, the others ignore them, so
  * `/stop now` stops.
  */
-import { COMMAND_ALIASES, COMMANDS, type CommandName } from './list.js';
+import { COMMANDS, type CommandName } from './list.js';
 
 /** A `/word` at the start of a message, whether or not it is one of ours. */
 export interface CommandWord {
@@ -33,6 +35,16 @@ export interface ParsedCommand {
   /** The rest of the line, trimmed; absent when empty. */
   argument?: string;
 }
+
+/** Every name and alias of the table → the command's name. */
+const BY_WORD: ReadonlyMap<string, CommandName> = new Map(
+  COMMANDS.flatMap(
+    (c): Array<[string, CommandName]> => [
+      [c.command, c.command],
+      ...('aliases' in c ? c.aliases.map((a): [string, CommandName] => [a, c.command]) : []),
+    ],
+  ),
+);
 
 /** `/word`, `@target` (Telegram: 5–32 letters, digits, underscores), then one line. */
 const COMMAND_LINE = /^\/([A-Za-z0-9_]+)(?:@([A-Za-z0-9_]+))?(?:[ \t]+([^\n]*))?$/;
@@ -66,16 +78,11 @@ export function parseCommand(text: string, bot?: string): ParsedCommand | undefi
   if (!found) return undefined;
   if (bot !== undefined && found.target !== undefined && found.target.toLowerCase() !== bot.toLowerCase())
     return undefined;
-  const name = COMMAND_ALIASES.get(found.word) ?? COMMANDS.find((c) => c.command === found.word)?.command;
+  const name = BY_WORD.get(found.word);
   if (!name) return undefined;
   return {
     name,
     ...(found.target !== undefined ? { target: found.target } : {}),
     ...(found.argument !== undefined ? { argument: found.argument } : {}),
   };
-}
-
-/** True when the message is /stop (in any spelling the rule accepts). */
-export function isStopCommand(text: string, bot?: string): boolean {
-  return parseCommand(text, bot)?.name === 'stop';
 }

@@ -10,11 +10,10 @@ import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/bus.js';
 import { safeJson } from '../../bus/json-topic.js';
 import { type LiveUpdate, LiveUpdateSchema } from '../../bus/live.js';
-import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../bus/messages.js';
-import { stopReply } from '../../commands/list.js';
-import { isStopCommand } from '../../commands/parse.js';
+import { type InboundMessageInput, type OutboundMessage, OutboundMessageSchema } from '../../bus/messages.js';
 import { AppError, ExitCode } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
+import { intake } from '../intake.js';
 import { cliChatChannel, cliLiveChannel, replyAddresses } from './cli-channel.js';
 
 export interface SendOptions {
@@ -38,62 +37,56 @@ export interface SendOptions {
 /**
  * Sends one message through the bus and resolves with the turn's reply (kind
  * `reply` or `error`). Rejects with TIMEOUT (exit 3) when no daemon answers.
- * A /stop (src/commands' rule) cancels the chat's running turn instead and
- * resolves with "Stopping." or "Nothing to stop.".
+ * The message goes through the intake like any channel's: an at-once command
+ * (/stop) is answered here at once ("Stopping." or "Nothing to stop.") and
+ * waits for no turn.
  */
 export async function sendAndWait(bus: Bus, options: SendOptions): Promise<OutboundMessage> {
   const address = randomUUID();
   const chatId = options.chatId ?? 'default';
-  // /stop needs no turn: cancel here and answer at once, as the chat channels do.
-  if (isStopCommand(options.content)) {
-    const stopped = await bus.cancel(sessionKeyOf({ channel: 'cli', chatId }));
-    return OutboundMessageSchema.parse({
-      id: `cli:${address}`,
-      channel: 'cli',
-      chatId,
-      content: stopReply(stopped),
-    });
-  }
-  const timeoutMs = options.timeoutMs ?? 120_000;
-  let settle: ((m: OutboundMessage) => void) | undefined;
-  let fail: ((err: AppError) => void) | undefined;
-  const reply = new Promise<OutboundMessage>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
+  const message = {
+    id: `cli:${address}`,
+    channel: 'cli',
+    chatId,
+    senderId: 'cli',
+    content: options.content,
+    metadata: { replyAddress: address },
+  };
+  let reply: OutboundMessage | undefined;
+  await intake(message, {
+    publish: async (m) => {
+      reply = await publishAndWait(bus, m, address, options);
+    },
+    cancel: (sessionKey) => bus.cancel(sessionKey),
+    reply: async (content) => {
+      reply = OutboundMessageSchema.parse({ id: `cli:${address}`, channel: 'cli', chatId, content });
+    },
   });
-  let settled = false;
-  let heard = false;
-  let timer: NodeJS.Timeout | undefined;
-  const armTimer = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      const seconds = Math.round(timeoutMs / 1000);
-      const message = heard
-        ? `the answer stopped arriving: nothing more for ${seconds}s`
-        : `no daemon answered within ${seconds}s: is \`magpie start\` running?`;
-      fail?.(new AppError('TIMEOUT', message, { exitCode: ExitCode.unavailable }));
-    }, timeoutMs);
-  };
-  /** A sign that the turn is running: the wait starts again. */
-  const alive = () => {
-    heard = true;
-    armTimer();
-  };
+  return reply!;
+}
+
+/** Watches the reply address, publishes the message and waits for the turn's reply. */
+async function publishAndWait(
+  bus: Bus,
+  message: InboundMessageInput,
+  address: string,
+  options: SendOptions,
+): Promise<OutboundMessage> {
+  const wait = new ReplyWait(options.timeoutMs ?? 120_000);
   const seen = new Set<string>();
   const stops: Array<() => Promise<void>> = [];
   try {
     stops.push(
       await bus.watchCliReplies(address, (payload) => {
         const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
-        if (settled || !parsed.success || seen.has(parsed.data.id)) return;
+        if (wait.settled || !parsed.success || seen.has(parsed.data.id)) return;
         seen.add(parsed.data.id);
         if (parsed.data.kind === 'message') {
-          alive();
+          wait.alive();
           options.onMessage?.(parsed.data);
           return;
         }
-        settled = true;
-        settle?.(parsed.data);
+        wait.settle(parsed.data);
       }),
     );
     const onLive = options.onLive;
@@ -101,26 +94,69 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
       stops.push(
         await bus.subscribe(cliLiveChannel(address), (payload) => {
           const parsed = LiveUpdateSchema.safeParse(safeJson(payload));
-          if (settled || !parsed.success) return;
-          alive();
+          if (wait.settled || !parsed.success) return;
+          wait.alive();
           onLive(parsed.data);
         }),
       );
     }
-    await bus.publishInbound({
-      id: `cli:${address}`,
-      channel: 'cli',
-      chatId,
-      senderId: 'cli',
-      content: options.content,
-      metadata: { replyAddress: address },
-    });
-    armTimer();
-    return await reply;
+    await bus.publishInbound(message);
+    wait.arm();
+    return await wait.reply;
   } finally {
-    settled = true;
-    clearTimeout(timer);
+    wait.end();
     await runAll(stops);
+  }
+}
+
+/**
+ * The reply being waited for: settled once, with the reply or with TIMEOUT
+ * (exit 3) when nothing came for `timeoutMs`, counted again from each sign of the turn.
+ */
+class ReplyWait {
+  readonly reply: Promise<OutboundMessage>;
+  /** True once the reply came or the wait ended; later messages are ignored. */
+  settled = false;
+  readonly #timeoutMs: number;
+  #heard = false;
+  #timer: NodeJS.Timeout | undefined;
+  #resolve: (m: OutboundMessage) => void = () => {};
+  #reject: (err: AppError) => void = () => {};
+
+  constructor(timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+    this.reply = new Promise<OutboundMessage>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+  }
+
+  /** Starts the wait, or starts it again. */
+  arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      const seconds = Math.round(this.#timeoutMs / 1000);
+      const message = this.#heard
+        ? `the answer stopped arriving: nothing more for ${seconds}s`
+        : `no daemon answered within ${seconds}s: is \`magpie start\` running?`;
+      this.#reject(new AppError('TIMEOUT', message, { exitCode: ExitCode.unavailable }));
+    }, this.#timeoutMs);
+  }
+
+  /** A sign that the turn is running: the wait starts again. */
+  alive(): void {
+    this.#heard = true;
+    this.arm();
+  }
+
+  settle(reply: OutboundMessage): void {
+    this.settled = true;
+    this.#resolve(reply);
+  }
+
+  end(): void {
+    this.settled = true;
+    clearTimeout(this.#timer);
   }
 }
 

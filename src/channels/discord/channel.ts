@@ -13,13 +13,13 @@ import {
   Routes,
 } from 'discord.js';
 import type { LiveUpdate } from '../../bus/live.js';
-import type { OutboundMessage } from '../../bus/messages.js';
-import { stopReply } from '../../commands/list.js';
+import type { Media, OutboundMessage } from '../../bus/messages.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
+import { intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
@@ -28,6 +28,7 @@ import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { handleInbound, type InboundAction } from './inbound.js';
 import { DiscordLiveSurface } from './live.js';
+import { attachmentsToMedia } from './media.js';
 import { PublishBuffer } from './publish-buffer.js';
 import { deliverMessage, targetChannelId } from './sender.js';
 
@@ -49,6 +50,8 @@ export interface DiscordChannelOptions {
 interface Received {
   message: Message;
   action?: InboundAction;
+  /** The attachments, once fetched (a retried publish does not fetch them again). */
+  media?: Media[];
 }
 
 /** A Channel over discord.js 14. Built by the descriptor (`discordChannel.create`). */
@@ -219,8 +222,6 @@ export class DiscordChannel implements Channel {
     received.action ??= await handleInbound(message, {
       botUserId: this.botUserId || (this.client.user?.id ?? ''),
       access: this.access,
-      maxMediaBytes: this.deps.config.media.maxBytes,
-      logger: this.logger,
     });
     const action = received.action;
     switch (action.kind) {
@@ -231,15 +232,22 @@ export class DiscordChannel implements Channel {
         this.logger.info({ senderId: message.author.id }, 'unknown discord sender: pairing code sent');
         await this.reply(action.channelId, pairingText(action.code));
         return;
-      case 'stop':
-        await this.reply(action.channelId, stopReply(await this.deps.bus.cancel(action.sessionKey)));
-        return;
       case 'publish':
-        await this.deps.bus.publishInbound(action.message);
+        await intake(action.message, {
+          publish: async (inbound) => {
+            received.media ??= await attachmentsToMedia(action.attachments, {
+              maxBytes: this.deps.config.media.maxBytes,
+              logger: this.logger,
+            });
+            await this.deps.bus.publishInbound({ ...inbound, media: received.media });
+          },
+          cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+          reply: (text) => this.reply(action.channelId, text),
+        });
     }
   }
 
-  /** A short direct answer (pairing, /stop); failures are logged, not thrown. */
+  /** A short direct answer (pairing, an at-once command's); failures are logged, not thrown. */
   private async reply(channelId: string, content: string): Promise<void> {
     try {
       await this.client.rest.post(Routes.channelMessages(channelId), {

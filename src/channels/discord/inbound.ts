@@ -1,35 +1,38 @@
 /**
- * A received Discord message → what to do with it: ignore, offer pairing, stop the
- * running turn, or publish an InboundMessage. Access is checked (and group mention
- * gating applied) before any attachment is downloaded.
+ * A received Discord message → what to do with it: ignore, offer pairing, or hand
+ * an InboundMessage (with the attachments to fetch) to the intake
+ * (channels/intake.ts, where commands such as /stop are routed). Access is
+ * checked (and group mention gating applied) before any attachment is downloaded.
  *
  * Sessions: a DM or a server channel is `discord:<channelId>`; a thread is
  * `discord:<parentChannelId>/<threadId>` (chatId = parent, threadId = thread),
  * and replies go to the thread.
  */
 import type { Message } from 'discord.js';
-import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
-import { isStopCommand } from '../../commands/parse.js';
+import type { InboundMessageInput } from '../../bus/messages.js';
 import { AppError, describeError } from '../../errors/index.js';
-import type { Logger } from '../../log/index.js';
 import type { AccessControl } from '../access.js';
-import { attachmentsToMedia } from './media.js';
+import type { AttachmentInfo } from './media.js';
 
 /** The adapter's decision about one message. */
 export type InboundAction =
   | { kind: 'ignore'; reason: string }
   | { kind: 'pairing'; channelId: string; code: string }
-  | { kind: 'stop'; channelId: string; sessionKey: string; replyTo: string }
-  | { kind: 'publish'; message: InboundMessageInput };
+  | {
+      kind: 'publish';
+      /** Where an immediate answer goes (the thread itself when in one). */
+      channelId: string;
+      message: Omit<InboundMessageInput, 'media'>;
+      /** Fetched only when the message is published (an at-once command downloads nothing). */
+      attachments: AttachmentInfo[];
+    };
 
 export interface InboundContext {
   botUserId: string;
   access: AccessControl;
-  maxMediaBytes: number;
-  logger: Logger;
 }
 
-/** Decides what to do with `message` (downloads attachments only for admitted, addressed messages). */
+/** Decides what to do with `message` (nothing is downloaded here). */
 export async function handleInbound(message: Message, ctx: InboundContext): Promise<InboundAction> {
   if (message.author.bot || message.author.id === ctx.botUserId)
     return { kind: 'ignore', reason: 'from a bot' };
@@ -69,7 +72,16 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
     });
   }
   if (!allowed) return { kind: 'ignore', reason: 'unknown sender in a server' };
+  return publishOf(message, sender, isGroup, mention);
+}
 
+/** The message to publish (the bot's mention taken out), or ignore when nothing is left. */
+function publishOf(
+  message: Message,
+  sender: { id: string; username: string; displayName: string },
+  isGroup: boolean,
+  mention: string,
+): InboundAction {
   const channel = message.channel;
   const inThread = channel.isThread() && channel.parentId !== null;
   const chatId = inThread ? channel.parentId! : message.channelId;
@@ -77,35 +89,24 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
   const content = message.content.replace(new RegExp(`[ \t]*${mention}[ \t]*`, 'g'), ' ').trim();
   const route = { channel: 'discord', chatId, ...(threadId ? { threadId } : {}) };
 
-  if (isStopCommand(content)) {
-    return {
-      kind: 'stop',
-      channelId: message.channelId,
-      sessionKey: sessionKeyOf(route),
-      replyTo: message.id,
-    };
-  }
-
-  const media = await attachmentsToMedia(
-    [...message.attachments.values()].map((a) => ({
-      name: a.name,
-      contentType: a.contentType,
-      size: a.size,
-      url: a.url,
-    })),
-    { maxBytes: ctx.maxMediaBytes, logger: ctx.logger },
-  );
-  if (content === '' && media.length === 0) return { kind: 'ignore', reason: 'empty message' };
+  const attachments = [...message.attachments.values()].map((a) => ({
+    name: a.name,
+    contentType: a.contentType,
+    size: a.size,
+    url: a.url,
+  }));
+  if (content === '' && attachments.length === 0) return { kind: 'ignore', reason: 'empty message' };
 
   return {
     kind: 'publish',
+    channelId: message.channelId,
+    attachments,
     message: {
       id: `discord:${message.channelId}:${message.id}`,
       ...route,
       senderId: sender.id,
       senderName: sender.displayName,
       content,
-      media,
       platformMessageId: message.id,
       isGroup,
       receivedAt: new Date(message.createdTimestamp).toISOString(),

@@ -1,17 +1,18 @@
 /**
  * The Telegram channel: getMe and command registration at start, long polling
- * into the bus (access check first, then group gating, commands and media),
- * and delivery of replies with typing in between. Never calls the LLM.
+ * into the bus (access check first, then group gating, then the intake, which
+ * routes commands, with media fetched only for what is published), and delivery of replies with typing in between. Never calls the LLM.
  */
 import { Telegram, TelegramError } from 'telegraf';
 import type { LiveUpdate } from '../../bus/live.js';
-import type { OutboundMessage } from '../../bus/messages.js';
-import { COMMANDS, stopReply } from '../../commands/list.js';
+import type { InboundMessageInput, OutboundMessage } from '../../bus/messages.js';
+import { COMMANDS } from '../../commands/list.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import { AccessControl } from '../access.js';
+import { intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
@@ -19,7 +20,7 @@ import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { decideUpdate, type TelegramRoute } from './decide.js';
-import type { BotIdentity, TgUpdate } from './inbound.js';
+import type { BotIdentity, MediaPlan, TgUpdate } from './inbound.js';
 import { TelegramLiveSurface } from './live.js';
 import { fetchMedia } from './media.js';
 import { UpdatePoller } from './polling.js';
@@ -195,22 +196,34 @@ export class TelegramChannel implements Channel {
         log.info({ senderId: action.senderId }, 'pairing code sent to an unknown sender');
         await this.notify(action.route, pairingText(action.code));
         return;
-      case 'stop':
-        await this.notify(action.route, stopReply(await this.deps.bus.cancel(action.sessionKey)));
-        return;
-      case 'publish': {
-        const media = await fetchMedia(action.media, {
-          telegram: this.telegram,
-          logger: log,
-          maxBytes,
-          signal: this.downloads.signal,
-        });
-        // Stopping mid-download: leave the update unconfirmed so it is fetched again after a restart.
-        if (this.downloads.signal.aborted)
-          throw new AppError('CANCELLED', 'stopped while fetching attachments');
-        await this.deps.bus.publishInbound({ ...action.message, media });
-      }
+      case 'publish':
+        await intake(
+          action.message,
+          {
+            publish: (message) => this.publishWithMedia(message, action.media, log),
+            cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+            reply: (text) => this.notify(action.route, text),
+          },
+          { bot: bot.username },
+        );
     }
+  }
+
+  /** Fetches the attachments, then publishes the message with them. */
+  private async publishWithMedia(
+    message: Omit<InboundMessageInput, 'media'>,
+    plans: MediaPlan[],
+    log: Logger,
+  ): Promise<void> {
+    const media = await fetchMedia(plans, {
+      telegram: this.telegram,
+      logger: log,
+      maxBytes: this.deps.config.media.maxBytes,
+      signal: this.downloads.signal,
+    });
+    // Stopping mid-download: leave the update unconfirmed so it is fetched again after a restart.
+    if (this.downloads.signal.aborted) throw new AppError('CANCELLED', 'stopped while fetching attachments');
+    await this.deps.bus.publishInbound({ ...message, media });
   }
 
   /** A short notice; a failure is logged, never retried forever (the update is still confirmed). */

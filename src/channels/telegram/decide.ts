@@ -1,17 +1,17 @@
 /**
- * A received Telegram update → what to do with it: ignore, offer pairing, stop
- * the running turn, or publish an InboundMessage (with the attachments to
- * fetch). Every inbound rule of the adapter is here, in order — private and
- * group chats only, other bots' commands dropped, groups only when addressed,
- * the access check (strangers in a DM get a pairing code, in a group nothing),
- * then /stop, then the message — as Discord's are in discord/inbound.ts. The
- * only I/O is the access check; nothing is downloaded or sent.
+ * A received Telegram update → what to do with it: ignore, offer pairing, or
+ * hand an InboundMessage (with the attachments to fetch) to the intake
+ * (channels/intake.ts, where commands such as /stop are routed). Every inbound
+ * rule of the adapter is here, in order — private and group chats only, other
+ * bots' commands dropped, groups only when addressed, the access check
+ * (strangers in a DM get a pairing code, in a group nothing), then the
+ * message — as Discord's are in discord/inbound.ts. The only I/O is the access
+ * check; nothing is downloaded or sent.
  *
  * Sessions: a chat is `telegram:<chatId>`; a forum topic is
  * `telegram:<chatId>/<topicId>` and replies go to the topic.
  */
-import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
-import { isStopCommand } from '../../commands/parse.js';
+import type { InboundMessageInput } from '../../bus/messages.js';
 import type { AccessControl } from '../access.js';
 import {
   type BotIdentity,
@@ -37,8 +37,12 @@ export interface TelegramRoute {
 export type TelegramAction =
   | { kind: 'ignore'; reason: string }
   | { kind: 'pairing'; route: TelegramRoute; senderId: string; code: string }
-  | { kind: 'stop'; route: TelegramRoute; sessionKey: string }
-  | { kind: 'publish'; message: Omit<InboundMessageInput, 'media'>; media: MediaPlan[] };
+  | {
+      kind: 'publish';
+      route: TelegramRoute;
+      message: Omit<InboundMessageInput, 'media'>;
+      media: MediaPlan[];
+    };
 
 export interface DecideContext {
   /** The bot itself (from getMe). */
@@ -78,11 +82,9 @@ export async function decideUpdate(update: TgUpdate, ctx: DecideContext): Promis
   }
 
   const content = cleanText(message, bot);
-  const sessionKey = sessionKeyOf({ channel: 'telegram', ...route });
-  if (isStopCommand(content, bot.username)) return { kind: 'stop', route, sessionKey };
   const media = planMedia(message, ctx.maxMediaBytes);
   if (content === '' && media.length === 0) return { kind: 'ignore', reason: 'empty message' };
-  return { kind: 'publish', message: inboundOf(message, route, content, group), media };
+  return { kind: 'publish', route, message: inboundOf(message, route, content, group), media };
 }
 
 function routeOf(message: TgMessage): TelegramRoute {

@@ -3,7 +3,8 @@
  * (groups: mention, reply or `/cmd@bot`), the text without the mention, the
  * command, and which attachments to fetch. Pure functions over the Bot API JSON.
  */
-import { type CommandWord, commandWord, parseCommand } from '../../commands/parse.js';
+import { type CommandWord, commandWord } from '../../commands/parse.js';
+import { routeCommand } from '../../commands/router.js';
 import type { Sender } from '../access.js';
 import { megabytes, tooLargeNote } from '../download.js';
 
@@ -113,7 +114,7 @@ export function isAddressedToBot(message: TgMessage, bot: BotIdentity): boolean 
   if (message.reply_to_message?.from?.id === bot.id) return true;
   const command = leadingCommandWord(text);
   if (!command) return false;
-  if (command.target === undefined) return parseCommand(`/${command.word}`) !== undefined;
+  if (command.target === undefined) return routeCommand(`/${command.word}`).runs !== 'text';
   return command.target.toLowerCase() === bot.username.toLowerCase();
 }
 

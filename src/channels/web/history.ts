@@ -3,11 +3,12 @@
  * through the SessionStore, reduced to what the user saw — their own texts
  * and the bot's answers (tool calls, tool results and the prompt's context
  * notes left out) — plus the messages that never enter a session (reminders,
- * heartbeat messages, the message tool's texts, `/stop` and its answer) from the
+ * heartbeat messages, the message tool's texts, at-once commands such as `/stop`
+ * and their answers) from the
  * chat's kept events, each in its place by time; the most recent ones.
  */
 import type { DeliveredWebEvent } from '../../bus/web-events.js';
-import { isStopCommand, parseCommand } from '../../commands/parse.js';
+import { routeCommand } from '../../commands/router.js';
 import type { SessionEntry, SessionStore } from '../../sessions/types.js';
 import { webSessionKey } from './chat-id.js';
 import { compareEventIds } from './event-stream.js';
@@ -39,7 +40,7 @@ export async function chatHistory(
 
 /**
  * `lines` with the kept events up to `cursor` that a session never holds (`message`-kind texts,
- * the user's `/stop`s) put in by time, leaving out those from before the chat's last `/new`;
+ * the user's at-once commands such as `/stop`) put in by time, leaving out those from before the chat's last `/new`;
  * the last `limit`.
  */
 export function withKeptMessages(
@@ -50,7 +51,7 @@ export function withKeptMessages(
 ): ChatLine[] {
   const upToCursor = kept.filter((k) => k.id && cursor && compareEventIds(k.id, cursor) <= 0);
   const renewed = upToCursor.findLastIndex(
-    (k) => k.event.type === 'user' && parseCommand(k.event.text)?.name === 'new',
+    (k) => k.event.type === 'user' && routeCommand(k.event.text).command?.name === 'new',
   );
   const merged = [...lines];
   for (const { event } of upToCursor.slice(renewed + 1)) {
@@ -64,11 +65,14 @@ export function withKeptMessages(
   return merged.slice(-limit);
 }
 
-/** The line of a kept event no session holds (`message`-kind texts and `/stop`s), else undefined. */
+/**
+ * The line of a kept event no session holds (`message`-kind texts, and the user's at-once commands
+ * such as `/stop`, answered on the way in), else undefined.
+ */
 function neverInSession(event: DeliveredWebEvent['event']): ChatLine | undefined {
   let role: ChatLine['role'];
   if (event.type === 'message' && event.kind === 'message') role = 'assistant';
-  else if (event.type === 'user' && isStopCommand(event.text)) role = 'user';
+  else if (event.type === 'user' && routeCommand(event.text).runs === 'at-once') role = 'user';
   else return undefined;
   return { role, text: event.text, ...(event.at ? { at: event.at } : {}) };
 }

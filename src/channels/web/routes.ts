@@ -4,7 +4,7 @@
  *
  * - `GET /chat` the page, `GET /chat/app.js`, `/chat/render.js`, `/chat/app.css` its static parts;
  * - `POST /chat/messages` `{ chat, text, id? }` (JSON, at most `maxBodyBytes`) → 202 `{ id }`:
- *   published on the bus like any channel's message (`/stop` cancels at once and is answered here);
+ *   handed to the intake like any channel's message (`/stop` cancels at once and is answered here);
  * - `GET /chat/events?chat=…` the chat's events (event-stream.ts);
  * - `GET /chat/history?chat=…` the conversation so far (history.ts: the session and the kept
  *   messages no session holds) and the id of the newest kept event, after which the page's event
@@ -18,16 +18,15 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { WebEventBus } from '../../bus/web-events.js';
-import { stopReply } from '../../commands/list.js';
-import { isStopCommand } from '../../commands/parse.js';
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { SessionStore } from '../../sessions/types.js';
+import { intake } from '../intake.js';
 import type { ChannelBus } from '../types.js';
 import { APP_SCRIPT } from './assets/app-script.js';
 import { chatPage, PAGE_STYLE } from './assets/page.js';
 import { RENDER_SCRIPT } from './assets/render-script.js';
-import { isChatId, webSessionKey } from './chat-id.js';
+import { isChatId } from './chat-id.js';
 import { eventStream } from './event-stream.js';
 import { chatHistory, HISTORY_LIMIT, withKeptMessages } from './history.js';
 
@@ -94,26 +93,30 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
       const id = typeof body.id === 'string' ? body.id : randomUUID();
       try {
         await bus.pushWebEvent(chat, { type: 'user', id, text, at: new Date().toISOString() });
-        if (isStopCommand(text)) {
-          const stopped = await bus.cancel(webSessionKey(chat));
-          await bus.pushWebEvent(chat, {
-            type: 'message',
-            id: `stop-${id}`,
-            text: stopReply(stopped),
-            // Not the turn's end (that reply follows): typing goes on, and the history keeps it.
-            kind: 'message',
-            at: new Date().toISOString(),
-          });
-        } else {
-          await bus.publishInbound({
+        await intake(
+          {
             id: `web:${chat}:${id}`,
             channel: 'web',
             chatId: chat,
             senderId: 'web',
             content: text,
             platformMessageId: id,
-          });
-        }
+          },
+          {
+            publish: (message) => bus.publishInbound(message),
+            cancel: (sessionKey) => bus.cancel(sessionKey),
+            reply: async (answer) => {
+              await bus.pushWebEvent(chat, {
+                type: 'message',
+                id: `stop-${id}`,
+                text: answer,
+                // Not the turn's end (that reply follows): typing goes on, and the history keeps it.
+                kind: 'message',
+                at: new Date().toISOString(),
+              });
+            },
+          },
+        );
         res.status(202).json({ id });
       } catch (err) {
         logger.warn({ err: describeError(err), chat }, 'web chat message not published');

@@ -1,7 +1,26 @@
-/** /stop reaches the worker running the session's turn; queued messages stay queued. */
+/**
+ * /stop, handed to the channels' intake (src/channels/intake.ts) like any accepted message,
+ * reaches the worker running the session's turn at once; queued messages stay queued.
+ */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { InboundMessageInput } from '../../../src/bus/messages.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
+import { intake } from '../../../src/channels/intake.js';
 import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+
+type Harness = Awaited<ReturnType<typeof startHarness>>;
+
+/** What a channel does with an accepted message: the intake, with the answers it gives at once kept. */
+function channelSays(harness: Harness, answers: string[]) {
+  return (message: InboundMessageInput) =>
+    intake(message, {
+      publish: (m) => harness.bus.publishInbound(m),
+      cancel: (sessionKey) => harness.bus.cancel(sessionKey),
+      reply: async (text) => {
+        answers.push(text);
+      },
+    });
+}
 
 describe('cancellation', () => {
   let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
@@ -15,11 +34,15 @@ describe('cancellation', () => {
       iterationMs: (contents) => (contents.includes('long task') ? 10_000 : 10),
     });
     harness = await startHarness({ agent });
-    await harness.bus.publishInbound(inbound('s1', 'long task'));
+    const answers: string[] = [];
+    const say = channelSays(harness, answers);
+    await say(inbound('s1', 'long task'));
     await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
-    await harness.bus.publishInbound(inbound('s1', 'queued'));
+    await say(inbound('s1', 'queued'));
     const started = Date.now();
-    await harness.bus.publishInbound(inbound('s1', '/stop'));
+    expect(await say(inbound('s1', '/stop'))).toBe('answered');
+    // Answered at once, not after the turn it stops.
+    expect(answers).toEqual(['Stopping.']);
     await waitFor(() => harness!.channel.sent.length >= 2, 5_000, 'stopped reply, then the queued turn');
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(harness.channel.sent.map((m) => m.content)).toEqual(['Stopped.', 'queued']);
@@ -31,9 +54,9 @@ describe('cancellation', () => {
     const agent = new ScriptedAgent();
     harness = await startHarness({ agent });
     expect(await harness.bus.cancel('test:s2')).toBe(false);
-    await harness.bus.publishInbound(inbound('s2', ' /stop '));
-    await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'answer');
-    expect(harness.channel.sent[0]!.content).toBe('Nothing to stop.');
+    const answers: string[] = [];
+    expect(await channelSays(harness, answers)(inbound('s2', ' /stop '))).toBe('answered');
+    expect(answers).toEqual(['Nothing to stop.']);
     expect(agent.turns).toHaveLength(0);
     expect(await harness.bus.mailbox('test:s2').length()).toBe(0);
   });
@@ -53,15 +76,16 @@ describe('cancellation', () => {
       iterationMs: (contents) => (contents.includes('long task') ? 10_000 : 10),
     });
     harness = await startHarness({ agent });
+    const say = channelSays(harness, []);
     for (const [i, spelling] of ['/STOP now', '/stop@magpie_bot'].entries()) {
-      await harness.bus.publishInbound(inbound('s4', 'long task'));
+      await say(inbound('s4', 'long task'));
       await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
-      await harness.bus.publishInbound(inbound('s4', spelling));
+      await say(inbound('s4', spelling));
       await waitFor(() => harness!.channel.sent.length === i + 1, 5_000, `stopped by ${spelling}`);
       expect(harness.channel.sent[i]!.content).toBe('Stopped.');
     }
-    await harness.bus.publishInbound(inbound('s4', 'stop'));
-    await harness.bus.publishInbound(inbound('s5', '/stop\nand then this'));
+    expect(await say(inbound('s4', 'stop'))).toBe('published');
+    expect(await say(inbound('s5', '/stop\nand then this'))).toBe('published');
     await waitFor(() => agent.turns.length === 4, 5_000, 'both queued as turns');
     expect(
       agent.turns
@@ -81,5 +105,13 @@ describe('cancellation', () => {
     const busy = await sendAndWait(harness.bus, { content: '/stop now', chatId: 'c2', timeoutMs: 5_000 });
     expect(busy.content).toBe('Stopping.');
     await waitFor(() => harness!.worker.activeTurns === 0, 5_000, 'turn cancelled');
+  });
+
+  it('the bus reads no commands: a /stop published on it directly is a message for the turn', async () => {
+    const agent = new ScriptedAgent();
+    harness = await startHarness({ agent });
+    await harness.bus.publishInbound(inbound('s6', '/stop'));
+    await waitFor(() => agent.turns.length === 1, 5_000, 'queued as a turn');
+    expect(agent.turns[0]!.contents).toEqual(['/stop']);
   });
 });

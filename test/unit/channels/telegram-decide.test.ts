@@ -1,15 +1,20 @@
 /**
  * decideUpdate: every inbound rule of the Telegram adapter, with the real
  * AccessControl on real Redis — who is ignored and why, pairing for strangers
- * in a DM only, /stop in its spellings (and the ones that are not), topics,
- * and what is published.
+ * in a DM only, /stop in its spellings (and the ones that are not) as the
+ * intake the channel hands the decision to reads it, topics, and what is published.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { AccessControl } from '../../../src/channels/access.js';
-import { type DecideContext, decideUpdate } from '../../../src/channels/telegram/decide.js';
+import { intake } from '../../../src/channels/intake.js';
+import {
+  type DecideContext,
+  decideUpdate,
+  type TelegramRoute,
+} from '../../../src/channels/telegram/decide.js';
 import type { TgMessage, TgUpdate } from '../../../src/channels/telegram/inbound.js';
 
 let redis: Redis;
@@ -97,6 +102,27 @@ describe('decideUpdate', () => {
 
   it('stops on /stop in every spelling, in a DM, a group and a forum topic', async () => {
     const ctx = context();
+    /** The decision, then the intake the channel hands it to: what was cancelled and answered where. */
+    const outcome = async (u: TgUpdate) => {
+      const action = await decideUpdate(u, ctx);
+      if (action.kind !== 'publish') return action;
+      const seen: { cancelled?: string; answered?: { route: TelegramRoute; text: string } } = {};
+      const result = await intake(
+        action.message,
+        {
+          publish: async () => {},
+          cancel: async (sessionKey) => {
+            seen.cancelled = sessionKey;
+            return true;
+          },
+          reply: async (text) => {
+            seen.answered = { route: action.route, text };
+          },
+        },
+        { bot: bot.username },
+      );
+      return { result, ...seen };
+    };
     for (const text of [
       '/stop',
       '/STOP',
@@ -105,21 +131,21 @@ describe('decideUpdate', () => {
       '/stop@MagpieBot',
       '/Stop@magpiebot please',
     ]) {
-      expect(await decideUpdate(update({ text }), ctx), text).toEqual({
-        kind: 'stop',
-        route: { chatId: '111' },
-        sessionKey: 'telegram:111',
+      expect(await outcome(update({ text })), text).toEqual({
+        result: 'answered',
+        cancelled: 'telegram:111',
+        answered: { route: { chatId: '111' }, text: 'Stopping.' },
       });
     }
-    expect(await decideUpdate(inGroup({ text: '/stop@MagpieBot' }), ctx)).toMatchObject({
-      kind: 'stop',
-      sessionKey: 'telegram:-100',
+    expect(await outcome(inGroup({ text: '/stop@MagpieBot' }))).toMatchObject({
+      result: 'answered',
+      cancelled: 'telegram:-100',
     });
     const topic = inGroup({ text: '/stop', message_thread_id: 7, is_topic_message: true });
-    expect(await decideUpdate(topic, ctx)).toEqual({
-      kind: 'stop',
-      route: { chatId: '-100', threadId: '7' },
-      sessionKey: 'telegram:-100/7',
+    expect(await outcome(topic)).toEqual({
+      result: 'answered',
+      cancelled: 'telegram:-100/7',
+      answered: { route: { chatId: '-100', threadId: '7' }, text: 'Stopping.' },
     });
   });
 

@@ -1,0 +1,58 @@
+/**
+ * The one way in for an accepted message (after the adapter's access and
+ * addressing rules): the command router (src/commands/router.ts) decides, and
+ * the message is either answered at once (/stop: cancel the chat's running
+ * turn and say so, without waiting for it) or published for the session's
+ * turn (text and in-turn commands). Adapters carry no command logic and no
+ * command text; they give this function three small ports.
+ */
+import { type InboundMessageInput, sessionKeyOf } from '../bus/messages.js';
+import { routeCommand } from '../commands/router.js';
+
+/** What the intake needs from the adapter. */
+export interface IntakePorts {
+  /**
+   * Queues the message for the session's turn (usually `bus.publishInbound`; an
+   * adapter fetches attachments here, so an at-once command downloads nothing).
+   */
+  publish(message: InboundMessageInput): Promise<void>;
+  /** Aborts a session's running turn; true when one was running (`bus.cancel`). */
+  cancel(sessionKey: string): Promise<boolean>;
+  /** Answers in the message's chat at once. */
+  reply(text: string): Promise<void>;
+}
+
+/** Options of {@link intake}. */
+export interface IntakeOptions {
+  /** The bot's own name: a command addressed `@` another bot is text. @defaultValue any */
+  bot?: string;
+}
+
+/** What became of the message. */
+export type IntakeResult = 'published' | 'answered';
+
+/**
+ * Routes one accepted message: an at-once command runs now against the
+ * message's session, anything else is published.
+ *
+ * @example
+ * await intake(message, {
+ *   publish: (m) => bus.publishInbound(m),
+ *   cancel: (key) => bus.cancel(key),
+ *   reply: (text) => sendPlain(chatId, text),
+ * });
+ */
+export async function intake(
+  message: InboundMessageInput,
+  ports: IntakePorts,
+  options: IntakeOptions = {},
+): Promise<IntakeResult> {
+  const route = routeCommand(message.content, options.bot);
+  if (route.runs !== 'at-once') {
+    await ports.publish(message);
+    return 'published';
+  }
+  const sessionKey = sessionKeyOf(message);
+  await route.entry.run({ cancel: () => ports.cancel(sessionKey), reply: (text) => ports.reply(text) });
+  return 'answered';
+}
