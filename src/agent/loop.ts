@@ -6,11 +6,12 @@
  * in the background. The iterations live in llm-iteration.ts, the turn's
  * state in turn-run.ts, the requests each entry point builds in turn-request.ts.
  */
-import type { InboundMessage } from '../bus/messages.js';
-import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
+
 import { parseCommand } from '../commands/parse.js';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
+import type { InboundMessage } from '../messages/messages.js';
+import { isInternalChannel, sessionKeyOf } from '../messages/messages.js';
 import type { ChatMessage } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';

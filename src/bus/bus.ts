@@ -15,17 +15,7 @@ import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
-import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
-import { publishCancel, subscribeCancel } from './cancel.js';
-import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
-import { RedisCooldownStore } from './cooldown-store.js';
-import { CronStore } from './cron-store.js';
-import { RedisHelperTracker } from './helper-records.js';
-import { type LiveUpdate, publishLive, subscribeLive } from './live.js';
-import { RedisLiveRecords } from './live-records.js';
-import { resolveRedisUrl } from './local-redis.js';
-import { Mailbox } from './mailbox.js';
-import { Markers } from './markers.js';
+import type { LiveUpdate } from '../messages/live-update.js';
 import {
   type InboundMessage,
   type InboundMessageInput,
@@ -34,14 +24,25 @@ import {
   type OutboundMessageInput,
   OutboundMessageSchema,
   sessionKeyOf,
-} from './messages.js';
+} from '../messages/messages.js';
+import { shortHash } from '../messages/short-hash.js';
+import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
+import { publishCancel, subscribeCancel } from './cancel.js';
+import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
+import { RedisCooldownStore } from './cooldown-store.js';
+import { CronStore } from './cron-store.js';
+import { RedisHelperTracker } from './helper-records.js';
+import { publishLive, subscribeLive } from './live.js';
+import { RedisLiveRecords } from './live-records.js';
+import { resolveRedisUrl } from './local-redis.js';
+import { Mailbox } from './mailbox.js';
+import { Markers } from './markers.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
 import { RedisPairingStore } from './pairing-store.js';
 import {
   INBOUND_QUEUE,
   outboundJobOptions,
   outboundQueueName,
-  shortHash,
   type TurnJobTuning,
   turnJobOptions,
 } from './queues.js';

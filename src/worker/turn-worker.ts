@@ -11,13 +11,13 @@ import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
 import { type Bus, routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
-import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
-import { errorId, replyId, turnId } from '../bus/outbound-ids.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
 import type { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
+import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
+import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
 import type { ToolCall } from '../providers/types.js';
 import { LivePublisher } from './live-publisher.js';
 
@@ -142,7 +142,7 @@ export class TurnWorker {
           batch.push(...more.messages);
           return more.messages;
         },
-        // The tool context gave each message its id (bus/outbound-ids.ts); the worker adds the routing.
+        // The tool context gave each message its id (messages/outbound-ids.ts); the worker adds the routing.
         publish: (message) =>
           this.bus.publishOutbound({
             ...message,

@@ -9,12 +9,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/bus.js';
 import { safeJson } from '../../bus/json-topic.js';
-import { type LiveUpdate, LiveUpdateSchema } from '../../bus/live.js';
-import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../bus/messages.js';
 import { stopReply } from '../../commands/list.js';
 import { isStopCommand } from '../../commands/parse.js';
 import { AppError, ExitCode } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
+import { type LiveUpdate, LiveUpdateSchema } from '../../messages/live-update.js';
+import { type OutboundMessage, OutboundMessageSchema, sessionKeyOf } from '../../messages/messages.js';
 import { cliChatChannel, cliLiveChannel, replyAddresses } from './cli-channel.js';
 
 export interface SendOptions {

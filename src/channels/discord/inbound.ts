@@ -8,10 +8,10 @@
  * and replies go to the thread.
  */
 import type { Message } from 'discord.js';
-import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
 import { isStopCommand } from '../../commands/parse.js';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import { type InboundMessageInput, sessionKeyOf } from '../../messages/messages.js';
 import type { AccessControl } from '../access.js';
 import { attachmentsToMedia } from './media.js';
 

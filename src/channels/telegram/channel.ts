@@ -4,13 +4,13 @@
  * and delivery of replies with typing in between. Never calls the LLM.
  */
 import { Telegram, TelegramError } from 'telegraf';
-import type { LiveUpdate } from '../../bus/live.js';
-import type { OutboundMessage } from '../../bus/messages.js';
 import { COMMANDS, stopReply } from '../../commands/list.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
+import type { LiveUpdate } from '../../messages/live-update.js';
+import type { OutboundMessage } from '../../messages/messages.js';
 import { AccessControl } from '../access.js';
 import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';

@@ -10,8 +10,9 @@
  * Sessions: a chat is `telegram:<chatId>`; a forum topic is
  * `telegram:<chatId>/<topicId>` and replies go to the topic.
  */
-import { type InboundMessageInput, sessionKeyOf } from '../../bus/messages.js';
+
 import { isStopCommand } from '../../commands/parse.js';
+import { type InboundMessageInput, sessionKeyOf } from '../../messages/messages.js';
 import type { AccessControl } from '../access.js';
 import {
   type BotIdentity,
