@@ -13,12 +13,7 @@ import type { Config } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { AppError, ExitCode } from '../errors/index.js';
 import { HelperRunner } from '../helpers/runner.js';
-import {
-  DEFAULT_MAX_DEPTH,
-  HELPER_MAX_ITERATIONS,
-  type HelperQueue,
-  type HelperTracker,
-} from '../helpers/types.js';
+import { DEFAULT_MAX_DEPTH, HELPER_MAX_ITERATIONS, type HelperTracker } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
 import { MemoryIndex } from '../memory/search/memory-index.js';
 import { MemoryStore } from '../memory/store.js';
@@ -32,7 +27,7 @@ import { createLoadSkillTool } from '../tools/load-skill.js';
 import { createMemorySearchTool } from '../tools/memory-search.js';
 import { resolveSandbox, type SandboxStatus } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
-import { createSpawnTool } from '../tools/spawn.js';
+import { createSpawnTool, type HelperQueue } from '../tools/spawn.js';
 import { createSubagentTool } from '../tools/subagent.js';
 import type { Tool } from '../tools/types.js';
 import { createWebSearchTool } from '../tools/web-search.js';

@@ -8,7 +8,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
-import type { ChannelBus } from '../channels/types.js';
 import { stopReply } from '../commands/list.js';
 import { isStopCommand } from '../commands/parse.js';
 import type { Config } from '../config/index.js';
@@ -86,7 +85,11 @@ export interface TurnJobData {
   sessionKey: string;
 }
 
-export class Bus implements ChannelBus, WebEventBus {
+/**
+ * The bus's producer side and its stores. Implements the channels' `ChannelBus`
+ * port (channels/types.ts) structurally: the bus imports no higher layer.
+ */
+export class Bus implements WebEventBus {
   readonly prefix: string;
   /** The shared connection (fails fast unless the bus is patient). */
   readonly redis: Redis;

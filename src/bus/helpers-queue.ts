@@ -5,8 +5,8 @@
  */
 import { Queue } from 'bullmq';
 import { AppError, describeError } from '../errors/index.js';
-import type { HelperJob, HelperQueue } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
+import type { HelperJob } from '../messages/helper-job.js';
 import type { Bus } from './bus.js';
 
 /** The queue of helper jobs. */
@@ -21,7 +21,8 @@ export interface HelperJobTuning {
 }
 
 /** The producer side: the spawn tool enqueues through it. */
-export class HelpersQueue implements HelperQueue {
+/** Implements the spawn tool's `HelperQueue` port (tools/spawn.ts) structurally. */
+export class HelpersQueue {
   readonly #queue: Queue;
   readonly #tuning: HelperJobTuning;
   #closing: Promise<void> | undefined;

@@ -29,3 +29,13 @@ export const LiveUpdateSchema = z.object({
 });
 export type LiveUpdate = z.infer<typeof LiveUpdateSchema>;
 export type LiveUpdateInput = z.input<typeof LiveUpdateSchema>;
+
+/** What a channel showed of one turn's live reply, kept in Redis so a redone turn or another gateway finds it. */
+export interface LiveRecord {
+  /** Platform message ids of the preview's parts, in order. */
+  messageIds: string[];
+  /** Set once the final reply was shown: later snapshots of the turn are ignored. */
+  done?: boolean;
+  /** A hash of the final reply's content once shown (a retried final is then a no-op). */
+  finalHash?: string;
+}

@@ -6,7 +6,6 @@
  * cached and cache-written, completion); with prices, an estimated cost too.
  */
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
-import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
 import { LATENCY_BUCKETS_S, totalsFields } from '../bus/keys.js';
 import { discoverQueues, queueDepths } from '../bus/queue-stats.js';
@@ -14,6 +13,7 @@ import type { RedisConnection } from '../bus/redis.js';
 import { readRunning } from '../bus/turn-records.js';
 import { readTotals } from '../bus/usage-records.js';
 import { listWorkers } from '../bus/worker-beats.js';
+import { estimateCost, type TokenPrices } from '../messages/token-counts.js';
 
 export interface MagpieMetrics {
   registry: Registry;

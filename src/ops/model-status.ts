@@ -7,7 +7,7 @@
 import { RedisCooldownStore } from '../bus/cooldown-store.js';
 import type { RedisConnection } from '../bus/redis.js';
 import type { StoredTurn } from '../bus/turn-records.js';
-import type { CooldownEntry } from '../providers/cooldown.js';
+import type { CooldownEntry } from '../messages/cooldown.js';
 
 /** One model's share of the recent turns. */
 export interface ModelUse {

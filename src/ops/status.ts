@@ -7,7 +7,6 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { TokenPrices } from '../agent/token-usage.js';
 import { RedisHelperTracker } from '../bus/helper-records.js';
 import {
   discoverQueues,
@@ -21,7 +20,8 @@ import { type RunningTurn, readRunning, readTurns } from '../bus/turn-records.js
 import { readUsage, type UsageReport } from '../bus/usage-records.js';
 import { listWorkers, type WorkerBeat } from '../bus/worker-beats.js';
 import { AppError, describeError } from '../errors/index.js';
-import type { HelperRecord } from '../helpers/types.js';
+import type { HelperRecord } from '../messages/helper-job.js';
+import type { TokenPrices } from '../messages/token-counts.js';
 import { isMissing } from '../workspace/cached-file.js';
 import { collectModelStatus, type ModelsReport } from './model-status.js';
 import { listSchedules, type ScheduleView } from './schedules.js';

@@ -9,7 +9,7 @@ import { type CronStore, type CronTask, type ListedTask, newTaskId } from '../bu
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { isInternalChannel } from '../messages/messages.js';
-import { formatInZone, parseSchedule } from '../scheduler/schedule.js';
+import { formatInZone, parseSchedule } from '../time/schedule.js';
 import { fail, ok, type Tool } from './types.js';
 
 const parameters = z.object({

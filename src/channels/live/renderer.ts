@@ -19,11 +19,11 @@
 import { createHash } from 'node:crypto';
 import { AppError, describeError, hasCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
-import type { LiveUpdate } from '../../messages/live-update.js';
+import type { LiveRecord, LiveUpdate } from '../../messages/live-update.js';
 import type { OutboundMessage } from '../../messages/messages.js';
 import { splitMessage } from '../chunk.js';
 import { LruMap } from '../lru-map.js';
-import type { LiveRecord, LiveRecords, LiveSurface, LiveTarget } from './surface.js';
+import type { LiveRecords, LiveSurface, LiveTarget } from './surface.js';
 
 /** Attempts of one final edit that the platform rate-limits or fails transiently. */
 const FINAL_EDIT_ATTEMPTS = 4;
