@@ -260,7 +260,7 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     stateDir: options.config.stateDir,
   });
   const dashboard = await startDashboard({
-    redis: bus.redis,
+    reader: bus.opsReader,
     url: bus.url,
     prefix: bus.prefix,
     workspace: options.config.workspace,

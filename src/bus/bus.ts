@@ -37,6 +37,7 @@ import { resolveRedisUrl } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
 import { Markers } from './markers.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
+import { RedisOpsReader } from './ops-reader.js';
 import { RedisPairingStore } from './pairing-store.js';
 import {
   INBOUND_QUEUE,
@@ -100,6 +101,8 @@ export class Bus implements WebEventBus {
   readonly runningTurns: RedisRunningTurns;
   /** What each channel showed of turns' live replies. */
   readonly liveRecords: RedisLiveRecords;
+  /** The operations view's reads (status, dashboard, `/metrics`). */
+  readonly opsReader: RedisOpsReader;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
   private readonly queues = new Map<string, Queue>();
@@ -114,6 +117,7 @@ export class Bus implements WebEventBus {
     this.markers = new Markers(redis);
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
     this.liveRecords = new RedisLiveRecords(redis, this.prefix);
+    this.opsReader = new RedisOpsReader(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
     this.turnJobs = options.turnJobs ?? {};
   }

@@ -6,14 +6,9 @@
  * cached and cache-written, completion); with prices, an estimated cost too.
  */
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
-import { RedisCooldownStore } from '../bus/cooldown-store.js';
 import { LATENCY_BUCKETS_S, totalsFields } from '../bus/keys.js';
-import { discoverQueues, queueDepths } from '../bus/queue-stats.js';
-import type { RedisConnection } from '../bus/redis.js';
-import { readRunning } from '../bus/turn-records.js';
-import { readTotals } from '../bus/usage-records.js';
-import { listWorkers } from '../bus/worker-beats.js';
 import { estimateCost, type TokenPrices } from '../messages/token-counts.js';
+import type { OpsReader } from './ports.js';
 
 export interface MagpieMetrics {
   registry: Registry;
@@ -35,18 +30,14 @@ const TOKEN_KINDS = [
   ['completion', totalsFields.completionTokens],
 ] as const;
 
-/** Builds a registry whose metrics read `<prefix>:*` on each scrape. */
-export function createMetrics(
-  redis: RedisConnection,
-  prefix: string,
-  options: MetricsOptions = {},
-): MagpieMetrics {
+/** Builds a registry whose metrics read the bus (through `reader`) on each scrape. */
+export function createMetrics(reader: OpsReader, options: MetricsOptions = {}): MagpieMetrics {
   const registry = new Registry();
   let totals: Record<string, string> = {};
   const total = (field: string) => Number(totals[field] ?? 0);
   // Read once per scrape, before the collectors run (see render()).
   const refresh = async () => {
-    totals = await readTotals(redis, prefix);
+    totals = await reader.totals();
   };
   new Counter({
     name: 'magpie_turns_total',
@@ -136,7 +127,7 @@ export function createMetrics(
     registers: [registry],
     async collect() {
       this.reset();
-      for (const entry of await new RedisCooldownStore(redis, prefix).list()) {
+      for (const entry of await reader.cooldowns()) {
         this.set({ what: entry.label }, Math.ceil(entry.leftMs / 1000));
       }
     },
@@ -151,7 +142,7 @@ export function createMetrics(
     registers: [registry],
     async collect() {
       this.reset();
-      const depths = await queueDepths(redis, prefix, await discoverQueues(redis, prefix));
+      const depths = await reader.queueDepths(await reader.queues());
       for (const d of depths) {
         for (const state of ['waiting', 'active', 'delayed', 'failed'] as const) {
           this.set({ queue: d.name, state }, d[state]);
@@ -164,7 +155,7 @@ export function createMetrics(
     help: 'Worker processes with a live heartbeat',
     registers: [registry],
     async collect() {
-      this.set((await listWorkers(redis, prefix)).length);
+      this.set((await reader.workers()).length);
     },
   });
   new Gauge({
@@ -172,7 +163,7 @@ export function createMetrics(
     help: 'Turns running now (in workers that are alive)',
     registers: [registry],
     async collect() {
-      const [running, workers] = await Promise.all([readRunning(redis, prefix), listWorkers(redis, prefix)]);
+      const [running, workers] = await Promise.all([reader.running(), reader.workers()]);
       const alive = new Set(workers.map((w) => w.id));
       this.set(running.filter((r) => alive.has(r.worker)).length);
     },
