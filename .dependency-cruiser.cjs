@@ -57,6 +57,16 @@ module.exports = {
       to: { dependencyTypesNot: ['local', 'core'], pathNot: '(^|/)node_modules/zod/' },
     },
     {
+      name: 'bus-imports-no-higher-layer',
+      comment:
+        'src/bus is infrastructure: it imports the contract (messages), the pure schedule (time) and the ' +
+        'base folders (errors, log, lifecycle, config, commands). Its stores implement the ports of the ' +
+        'folders using them structurally; a type it needs lives in src/messages or is its own.',
+      severity: 'error',
+      from: { path: '^src/bus/' },
+      to: { path: '^src/', pathNot: '^src/(bus|messages|time|errors|log|lifecycle|config|commands)/' },
+    },
+    {
       name: 'not-to-unresolvable',
       comment: 'An import that resolves to nothing is a typo or a missing package.',
       severity: 'error',

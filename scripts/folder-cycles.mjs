@@ -13,7 +13,12 @@ import extractTSConfig from 'dependency-cruiser/config-utl/extract-ts-config';
 const options = await extractDepcruiseOptions('./.dependency-cruiser.cjs');
 const tsConfig = extractTSConfig('tsconfig.json');
 // The folder graph only: the file rules are reported by `depcruise` itself.
-const { output } = await cruise(['src'], { ...options, ruleSet: undefined, validate: false }, {}, { tsConfig });
+const { output } = await cruise(
+  ['src'],
+  { ...options, ruleSet: undefined, validate: false },
+  {},
+  { tsConfig },
+);
 
 /** `src/<folder>/…` → folder; `src/main.ts` → `main`; anything else → null. */
 function folderOf(path) {
