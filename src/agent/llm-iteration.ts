@@ -6,8 +6,9 @@
  * a plain answer, a hook's stop, a cancellation or the iteration limit. An
  * empty answer is a provider error, never a reply made up here.
  */
-import type { InboundMessage } from '../bus/messages.js';
+
 import { CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
+import type { InboundMessage } from '../messages/messages.js';
 import type { ChatMessage, ChatResponse, LLMProvider, ToolCall, ToolDefinition } from '../providers/types.js';
 import type { ToolImage } from '../tools/types.js';
 import type { TurnCompactor } from './compactor.js';

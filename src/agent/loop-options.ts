@@ -4,12 +4,12 @@
  * turn it runs.
  */
 import type { Logger } from '../log/index.js';
+import type { TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
 import type { ModelChoiceStore, OutboundSink, StateStore } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
-import type { TokenPrices } from './token-usage.js';
 import type { LoopTools } from './tool-batch.js';
 import type { ToolCallLimits } from './tool-call-limits.js';
 

@@ -6,12 +6,14 @@
  * in the background. The iterations live in llm-iteration.ts, the turn's
  * state in turn-run.ts, the requests each entry point builds in turn-request.ts.
  */
-import type { InboundMessage } from '../bus/messages.js';
-import { isInternalChannel, sessionKeyOf } from '../bus/messages.js';
+
 import { routeCommand } from '../commands/router.js';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { Logger } from '../log/index.js';
+import type { InboundMessage } from '../messages/messages.js';
+import { isInternalChannel, sessionKeyOf } from '../messages/messages.js';
+import type { TokenCounts } from '../messages/token-counts.js';
 import type { ChatMessage } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
@@ -21,7 +23,6 @@ import { MemoryModelChoiceStore } from './model-command.js';
 import { contextLimitFor } from './model-limits.js';
 import { runSlashCommand } from './slash-commands.js';
 import { SessionSummarizer } from './summarizer.js';
-import type { TokenCounts } from './token-usage.js';
 import { toolCallLimits } from './tool-call-limits.js';
 import { createTurnToolContext } from './tool-context.js';
 import { logTurn, TurnMeter } from './turn-metrics.js';

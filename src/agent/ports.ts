@@ -1,5 +1,5 @@
 /** Ports the agent core depends on besides the provider, tools and sessions. */
-import type { OutboundMessageInput } from '../bus/messages.js';
+import type { OutboundMessageInput } from '../messages/messages.js';
 
 /** Where replies and mid-turn messages go: the bus in the daemon, stdout for `magpie agent`. */
 export interface OutboundSink {

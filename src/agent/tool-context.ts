@@ -1,12 +1,12 @@
 /**
  * The per-turn ToolContext: the chat the turn belongs to, its signal and a
- * `send` that gives each message its deterministic id (bus/outbound-ids.ts, so
+ * `send` that gives each message its deterministic id (messages/outbound-ids.ts, so
  * a redone turn cannot post twice) and notes whether the origin chat was
  * already answered.
  */
 import { randomUUID } from 'node:crypto';
-import { messageId, turnId, userTextId } from '../bus/outbound-ids.js';
 import type { Logger } from '../log/index.js';
+import { messageId, turnId, userTextId } from '../messages/outbound-ids.js';
 import type { ToolContext } from '../tools/types.js';
 import type { OutboundSink } from './ports.js';
 import { type TurnRequest, targetOfRequest } from './turn-request.js';

@@ -4,8 +4,8 @@
  * one info line per turn.
  */
 import type { Logger } from '../log/index.js';
+import type { TokenCounts } from '../messages/token-counts.js';
 import type { ChatResponse, Usage } from '../providers/types.js';
-import type { TokenCounts } from './token-usage.js';
 import type { ToolCallMetric, TurnMetrics, TurnOutcome } from './types.js';
 
 /** Collects the figures of one turn. */

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { type InboundMessage, isInternalChannel, sessionKeyOf } from '../bus/messages.js';
+import { type InboundMessage, isInternalChannel, sessionKeyOf } from '../messages/messages.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { TurnResult } from './types.js';
 import type { UserTurnMessage } from './user-content.js';

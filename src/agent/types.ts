@@ -2,7 +2,7 @@
  * The agent core's public surface, as seen by the worker, the CLI and the
  * scheduler. AgentLoop (agent/loop.ts) implements AgentRunner.
  */
-import type { InboundMessage, OutboundMessageInput } from '../bus/messages.js';
+import type { InboundMessage, OutboundMessageInput } from '../messages/messages.js';
 import type { ToolCall } from '../providers/types.js';
 import type { OutboundSink } from './ports.js';
 

@@ -3,9 +3,10 @@
  * become image parts, voice becomes a transcript (or a marked placeholder),
  * other files a one-line description; group messages carry the sender's name.
  */
-import type { InboundMessage, Media } from '../bus/messages.js';
+
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { InboundMessage, Media } from '../messages/messages.js';
 import type { ChatMessage, ContentPart, LLMProvider } from '../providers/types.js';
 
 /** What a voice note becomes when nothing transcribed it. */

@@ -14,12 +14,7 @@ import type { Config } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { AppError, ExitCode } from '../errors/index.js';
 import { HelperRunner } from '../helpers/runner.js';
-import {
-  DEFAULT_MAX_DEPTH,
-  HELPER_MAX_ITERATIONS,
-  type HelperQueue,
-  type HelperTracker,
-} from '../helpers/types.js';
+import { DEFAULT_MAX_DEPTH, HELPER_MAX_ITERATIONS, type HelperTracker } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
 import { MemoryIndex } from '../memory/search/memory-index.js';
 import { MemoryStore } from '../memory/store.js';
@@ -33,6 +28,7 @@ import type { CronTaskStore } from '../tools/cron.js';
 import { ToolRegistry } from '../tools/registry.js';
 import { resolveSandbox, type SandboxStatus } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
+import type { HelperQueue } from '../tools/spawn.js';
 
 /** Tools that come and go while the agent runs (the MCP servers' tools, see src/mcp/manager.ts). */
 export interface DynamicTools {

@@ -18,10 +18,10 @@ import type { Channel } from '../channels/types.js';
 import { type Config, streamsTo } from '../config/index.js';
 import { OutboundDelivery } from '../delivery/outbound-delivery.js';
 import { describeError } from '../errors/index.js';
-import type { HelperQueue } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
 import { startMcp } from '../mcp/start.js';
 import type { SandboxStatus } from '../tools/sandbox.js';
+import type { HelperQueue } from '../tools/spawn.js';
 import { TurnWorker } from '../worker/turn-worker.js';
 import type { AgentParts } from './build-agent.js';
 import { checkWorkspaceIdentity } from './workspace-check.js';
@@ -267,7 +267,7 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     stateDir: options.config.stateDir,
   });
   const dashboard = await startDashboard({
-    redis: bus.redis,
+    reader: bus.opsReader,
     url: bus.url,
     prefix: bus.prefix,
     workspace: options.config.workspace,

@@ -13,17 +13,7 @@ import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
-import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
-import { publishCancel, subscribeCancel } from './cancel.js';
-import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
-import { RedisCooldownStore } from './cooldown-store.js';
-import { CronStore } from './cron-store.js';
-import { RedisHelperTracker } from './helper-records.js';
-import { type LiveUpdate, publishLive, subscribeLive } from './live.js';
-import { RedisLiveRecords } from './live-records.js';
-import { resolveRedisUrl } from './local-redis.js';
-import { Mailbox } from './mailbox.js';
-import { Markers } from './markers.js';
+import type { LiveUpdate } from '../messages/live-update.js';
 import {
   type InboundMessage,
   type InboundMessageInput,
@@ -32,8 +22,21 @@ import {
   type OutboundMessageInput,
   OutboundMessageSchema,
   sessionKeyOf,
-} from './messages.js';
+} from '../messages/messages.js';
+import { shortHash } from '../messages/short-hash.js';
+import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
+import { publishCancel, subscribeCancel } from './cancel.js';
+import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
+import { RedisCooldownStore } from './cooldown-store.js';
+import { CronStore } from './cron-store.js';
+import { RedisHelperTracker } from './helper-records.js';
+import { publishLive, subscribeLive } from './live.js';
+import { RedisLiveRecords } from './live-records.js';
+import { resolveRedisUrl } from './local-redis.js';
+import { Mailbox } from './mailbox.js';
+import { Markers } from './markers.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
+import { RedisOpsReader } from './ops-reader.js';
 import { RedisPairingStore } from './pairing-store.js';
 import {
   INBOUND_QUEUE,
@@ -82,7 +85,11 @@ export interface TurnJobData {
   sessionKey: string;
 }
 
-export class Bus implements ChannelBus, WebEventBus {
+/**
+ * The bus's producer side and its stores. Implements the channels' `ChannelBus`
+ * port (channels/types.ts) structurally: the bus imports no higher layer.
+ */
+export class Bus implements WebEventBus {
   readonly prefix: string;
   /** The shared connection (fails fast unless the bus is patient). */
   readonly redis: Redis;
@@ -93,6 +100,8 @@ export class Bus implements ChannelBus, WebEventBus {
   readonly runningTurns: RedisRunningTurns;
   /** What each channel showed of turns' live replies. */
   readonly liveRecords: RedisLiveRecords;
+  /** The operations view's reads (status, dashboard, `/metrics`). */
+  readonly opsReader: RedisOpsReader;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
   private readonly queues = new Map<string, Queue>();
@@ -107,6 +116,7 @@ export class Bus implements ChannelBus, WebEventBus {
     this.markers = new Markers(redis);
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
     this.liveRecords = new RedisLiveRecords(redis, this.prefix);
+    this.opsReader = new RedisOpsReader(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
     this.turnJobs = options.turnJobs ?? {};
   }

@@ -7,13 +7,7 @@
  * quiet `maxMs` after its cool-down, when its failures are forgotten.
  */
 import type { Redis } from 'ioredis';
-import type {
-  CooldownCheck,
-  CooldownEntry,
-  CooldownFailure,
-  CooldownPolicy,
-  CooldownStore,
-} from '../providers/cooldown.js';
+import type { CooldownCheck, CooldownEntry, CooldownFailure, CooldownPolicy } from '../messages/cooldown.js';
 import { modelKeys } from './keys.js';
 
 const NOW = `local t = redis.call('TIME')
@@ -66,7 +60,8 @@ end
 return {string.format('%d', now), unpack(redis.call('HGETALL', key))}`;
 
 /** Cool-downs shared by every worker through Redis. */
-export class RedisCooldownStore implements CooldownStore {
+/** Implements the `CooldownStore` port of src/providers/cooldown.ts (structurally: the bus imports no higher layer). */
+export class RedisCooldownStore {
   readonly #redis: Redis;
   readonly #prefix: string;
 

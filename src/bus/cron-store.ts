@@ -8,7 +8,7 @@
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { nextRun } from '../scheduler/schedule.js';
+import { nextRun } from '../time/schedule.js';
 
 /** The queue of heartbeat and scheduled-task jobs. */
 export const SCHEDULED_QUEUE = 'scheduled';

@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { HelperRecord, HelperTracker } from '../helpers/types.js';
+import type { HelperRecord } from '../messages/helper-job.js';
 import { helperKeys } from './keys.js';
 
 const RecordSchema = z.object({
@@ -24,7 +24,8 @@ const RecordSchema = z.object({
 });
 
 /** The running-helpers hash: written by the worker running each helper, listed by `magpie status`. */
-export class RedisHelperTracker implements HelperTracker {
+/** Implements the `HelperTracker` port of helpers/types.ts structurally. */
+export class RedisHelperTracker {
   readonly key: string;
 
   constructor(

@@ -4,10 +4,10 @@
  * worker running it dies. Its keys are in keys.ts.
  */
 import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { AppError, describeError } from '../errors/index.js';
-import type { HelperJob, HelperQueue } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
-import type { Bus } from './bus.js';
+import type { HelperJob } from '../messages/helper-job.js';
 
 /** The queue of helper jobs. */
 export const HELPERS_QUEUE = 'helpers';
@@ -21,12 +21,14 @@ export interface HelperJobTuning {
 }
 
 /** The producer side: the spawn tool enqueues through it. */
-export class HelpersQueue implements HelperQueue {
+/** Implements the spawn tool's `HelperQueue` port (tools/spawn.ts) structurally. */
+export class HelpersQueue {
   readonly #queue: Queue;
   readonly #tuning: HelperJobTuning;
   #closing: Promise<void> | undefined;
 
-  constructor(bus: Bus, logger: Logger, tuning: HelperJobTuning = {}) {
+  /** `bus`: the connection (borrowed) and key prefix, e.g. the Bus. */
+  constructor(bus: { redis: Redis; prefix: string }, logger: Logger, tuning: HelperJobTuning = {}) {
     this.#queue = new Queue(HELPERS_QUEUE, { connection: bus.redis, prefix: bus.prefix });
     this.#queue.on('error', (err) => logger.warn({ err: describeError(err) }, 'helpers queue error'));
     this.#tuning = tuning;

@@ -1,11 +1,11 @@
 /**
  * Live records in Redis: what a channel showed of a turn's live reply
- * (channels/live/surface.ts `LiveRecord`), one JSON value per channel and
+ * (`LiveRecord`, messages/live-update.ts), one JSON value per channel and
  * turn, expiring after a day — long after any redo of the turn.
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { LiveRecord, LiveRecords } from '../channels/live/surface.js';
+import type { LiveRecord } from '../messages/live-update.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 
@@ -18,8 +18,8 @@ const LiveRecordSchema = z.object({
   finalHash: z.string().optional(),
 });
 
-/** LiveRecords on the bus's Redis. */
-export class RedisLiveRecords implements LiveRecords {
+/** The `LiveRecords` port of channels/live/surface.ts on the bus's Redis (implemented structurally). */
+export class RedisLiveRecords {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,

@@ -1,37 +1,13 @@
 /**
  * Live replies on the bus: while a turn runs, the worker publishes snapshots
- * of the answer being written on `<prefix>:live:<channel>` (pub/sub, coalesced
- * by the worker); the gateway owning that channel shows them. A snapshot
- * carries the whole text so far, so one lost in a reconnect costs nothing:
- * the next one, or the final reply on the outbound queue, covers it.
+ * (`LiveUpdate`, `src/messages/live-update.ts`) of the answer being written on
+ * `<prefix>:live:<channel>` (pub/sub, coalesced by the worker); the gateway
+ * owning that channel shows them.
  */
 import type { Redis } from 'ioredis';
-import { z } from 'zod';
+import { type LiveUpdate, LiveUpdateSchema } from '../messages/live-update.js';
 import { channelSubscription } from './json-topic.js';
 import { keys } from './keys.js';
-
-/** Longest text one snapshot carries (longer answers show their first part until the final reply). */
-export const LIVE_TEXT_LIMIT = 64 * 1024;
-
-export const LiveUpdateSchema = z.object({
-  /** The turn's id (outbound-ids.ts): the same for a turn redone after a crash. */
-  turn: z.string().min(1),
-  channel: z.string().min(1),
-  chatId: z.string().min(1),
-  threadId: z.string().min(1).optional(),
-  /** Platform message id the answer replies to. */
-  replyTo: z.string().optional(),
-  /** The answer so far (Markdown source, possibly cut mid-construct): the current LLM iteration's text. */
-  text: z.string().max(LIVE_TEXT_LIMIT),
-  /** What the turn is doing while tools run, e.g. "running: web_search …"; absent while text flows. */
-  progress: z.string().max(200).optional(),
-  /** Increases with every snapshot of one attempt of the turn. */
-  seq: z.number().int().nonnegative(),
-  /** The turn's routing metadata (e.g. the CLI's reply addresses). */
-  metadata: z.record(z.string(), z.unknown()).default({}),
-});
-export type LiveUpdate = z.infer<typeof LiveUpdateSchema>;
-export type LiveUpdateInput = z.input<typeof LiveUpdateSchema>;
 
 export async function publishLive(redis: Redis, prefix: string, update: LiveUpdate): Promise<void> {
   await redis.publish(keys.live(prefix, update.channel), JSON.stringify(update));

@@ -6,10 +6,10 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
+import { type InboundMessage, InboundMessageSchema } from '../messages/messages.js';
+import { shortHash } from '../messages/short-hash.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
-import { type InboundMessage, InboundMessageSchema } from './messages.js';
-import { shortHash } from './queues.js';
 
 /** How long an inbound message id is remembered against a second delivery (seconds). */
 export const SEEN_TTL_S = 24 * 60 * 60;

@@ -4,7 +4,6 @@
  * choice and it survives restarts.
  */
 import type { Redis } from 'ioredis';
-import type { ModelChoiceStore } from '../agent/ports.js';
 import { modelKeys } from './keys.js';
 
 /** The hash of model choices under a prefix. */
@@ -12,7 +11,8 @@ export function modelChoicesKey(prefix: string): string {
   return modelKeys.choices(prefix);
 }
 
-export class RedisModelChoiceStore implements ModelChoiceStore {
+/** Implements the agent's `ModelChoiceStore` port (agent/ports.ts) structurally. */
+export class RedisModelChoiceStore {
   readonly #redis: Redis;
   readonly #key: string;
 

@@ -3,8 +3,8 @@
  * BullMQ refuses `:` in queue names and custom job ids, so ids derived from
  * session keys are hashed.
  */
-import { createHash } from 'node:crypto';
 import type { JobsOptions } from 'bullmq';
+import { shortHash } from '../messages/short-hash.js';
 
 /** The queue of turn jobs (one pending turn per session). */
 export const INBOUND_QUEUE = 'inbound';
@@ -12,11 +12,6 @@ export const INBOUND_QUEUE = 'inbound';
 /** The queue a channel consumes: `outbound-<channel>`. */
 export function outboundQueueName(channel: string): string {
   return `outbound-${channel}`;
-}
-
-/** A short, `:`-free hash of `text`. */
-export function shortHash(text: string, length = 24): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, length);
 }
 
 /** The deduplication id of a session's turn job (no `:`). */

@@ -1,7 +1,6 @@
 /** The Redis StateStore: the last user-facing chat, shared by every worker. */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { StateStore } from '../agent/ports.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 
@@ -11,7 +10,8 @@ const LastChannelSchema = z.object({
   threadId: z.string().min(1).optional(),
 });
 
-export class RedisStateStore implements StateStore {
+/** Implements the agent's `StateStore` port (agent/ports.ts) structurally. */
+export class RedisStateStore {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,

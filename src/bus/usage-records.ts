@@ -11,7 +11,7 @@ import {
   type TokenCounts,
   type TokenPrices,
   zeroCounts,
-} from '../agent/token-usage.js';
+} from '../messages/token-counts.js';
 import { opsKeys, totalsFields } from './keys.js';
 import type { TurnRecord } from './turn-records.js';
 

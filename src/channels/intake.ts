@@ -6,8 +6,9 @@
  * turn (text and in-turn commands). Adapters carry no command logic and no
  * command text; they give this function three small ports.
  */
-import { type InboundMessageInput, sessionKeyOf } from '../bus/messages.js';
+
 import { routeCommand } from '../commands/router.js';
+import { type InboundMessageInput, sessionKeyOf } from '../messages/messages.js';
 
 /** What the intake needs from the adapter. */
 export interface IntakePorts {

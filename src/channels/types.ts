@@ -2,11 +2,12 @@
  * The Channel port. An adapter turns platform events into InboundMessages
  * (after the access check) and delivers OutboundMessages. It never calls the LLM.
  */
-import type { LiveUpdate } from '../bus/live.js';
-import type { InboundMessageInput, OutboundMessage } from '../bus/messages.js';
+
 import type { PairingStore } from '../bus/pairing-store.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import type { LiveUpdate } from '../messages/live-update.js';
+import type { InboundMessageInput, OutboundMessage } from '../messages/messages.js';
 import type { LiveRecords } from './live/surface.js';
 
 /** What a channel needs from the bus. */

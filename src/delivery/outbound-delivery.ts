@@ -6,17 +6,17 @@
  * the job at once; any other failure is retried with exponential backoff.
  */
 
-import type { Bus } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
-import { OutboundMessageSchema } from '../bus/messages.js';
 import { outboundQueueName } from '../bus/queues.js';
 import type { Channel } from '../channels/types.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
+import { OutboundMessageSchema } from '../messages/messages.js';
+import type { DeliveryBus } from './ports.js';
 
 export interface OutboundDeliveryOptions {
-  bus: Bus;
+  bus: DeliveryBus;
   channel: Channel;
   logger: Logger;
   /** Whether live reply snapshots are shown (config `streamsTo`). @defaultValue true */

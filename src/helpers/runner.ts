@@ -10,8 +10,9 @@ import type { AgentLoop } from '../agent/loop.js';
 import type { TurnOutcome } from '../agent/types.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { HelperOrigin, HelperRecord } from '../messages/helper-job.js';
 import type { ToolRegistry } from '../tools/registry.js';
-import { DEFAULT_MAX_DEPTH, type HelperOrigin, type HelperRecord, type HelperTracker } from './types.js';
+import { DEFAULT_MAX_DEPTH, type HelperTracker } from './types.js';
 
 /** Tools a helper never gets: it reports through its result, not by messaging chats or spawning. */
 export const HELPER_EXCLUDED_TOOLS = ['spawn', 'message', 'cron'] as const;

@@ -13,8 +13,8 @@ import { HELPERS_QUEUE } from '../bus/helpers-queue.js';
 import { helperKeys } from '../bus/keys.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { type HelperJob, HelperJobSchema } from '../messages/helper-job.js';
 import { type HelperOutcome, type HelperRun, preview } from './runner.js';
-import { type HelperJob, HelperJobSchema } from './types.js';
 
 /** How long the "result published" marker is kept. */
 const PUBLISHED_TTL_S = 7 * 24 * 3_600;

@@ -10,16 +10,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { TokenPrices } from '../agent/token-usage.js';
-import { discoverQueues } from '../bus/queue-stats.js';
-import type { RedisConnection } from '../bus/redis.js';
-import { readTurns } from '../bus/turn-records.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { TokenPrices } from '../messages/token-counts.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import { dashboardAuth } from './dashboard-auth.js';
 import { requireLoopbackHost, securityHeaders } from './dashboard-guard.js';
@@ -31,11 +26,12 @@ import {
   transcriptPage,
 } from './dashboard-pages.js';
 import { createMetrics } from './metrics.js';
+import type { OpsReader } from './ports.js';
 import { collectStatus } from './status.js';
 
 export interface DashboardOptions {
-  /** A connection the dashboard borrows (not closed by it). */
-  redis: RedisConnection;
+  /** The bus's read side (bus/ops-reader.ts); the dashboard closes the Bull Board queues it opens. */
+  reader: OpsReader;
   /** The Redis URL (shown with the password hidden). */
   url: string;
   prefix: string;
@@ -67,9 +63,9 @@ export interface Dashboard {
 
 /** Starts the dashboard server. */
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
-  const { redis, prefix, logger } = options;
+  const { reader, prefix, logger } = options;
   const sessions = new JsonlSessionStore({ dir: path.join(options.workspace, 'sessions'), logger });
-  const metrics = createMetrics(redis, prefix, options.prices ? { prices: options.prices } : {});
+  const metrics = createMetrics(reader, options.prices ? { prices: options.prices } : {});
   const usageOptions = {
     ...(options.timezone ? { timezone: options.timezone } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
@@ -82,7 +78,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
 
   const board = new ExpressAdapter();
   board.setBasePath('/queues');
-  const queues = new Map<string, Queue>();
+  const queues = reader.boardQueues();
   // @bull-board/express 9.10.1 pins its own copy of @bull-board/api 9.10.1: the same API at run time,
   // but TypeScript sees two declarations of the adapter types.
   const serverAdapter = board as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'];
@@ -92,12 +88,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     options: { uiConfig: { boardTitle: 'magpie' } },
   });
   const syncQueues = async () => {
-    for (const name of await discoverQueues(redis, prefix)) {
-      if (queues.has(name)) continue;
-      const queue = new Queue(name, { connection: redis, prefix });
-      queues.set(name, queue);
-      bull.addQueue(new BullMQAdapter(queue));
-    }
+    for (const adapter of await queues.added()) bull.addQueue(adapter);
   };
   await syncQueues();
   const refresh = setInterval(() => {
@@ -127,8 +118,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   app.get('/api/overview', async (_req, res, next) => {
     try {
       const [status, turns] = await Promise.all([
-        collectStatus({ redis, url: options.url, prefix, workspace: options.workspace, ...usageOptions }),
-        readTurns(redis, prefix, 30),
+        collectStatus({ reader, url: options.url, prefix, workspace: options.workspace, ...usageOptions }),
+        reader.turns(30),
       ]);
       res.json({ status, turns });
     } catch (err) {
@@ -138,7 +129,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   app.get('/api/turns', async (req, res, next) => {
     try {
       const count = Math.min(500, Math.max(1, Number(req.query.count) || 50));
-      res.json(await readTurns(redis, prefix, count));
+      res.json(await reader.turns(count));
     } catch (err) {
       next(err);
     }
@@ -187,7 +178,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
         clearInterval(refresh);
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
-        await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
+        await queues.close();
       })();
       return closing;
     },

@@ -6,14 +6,9 @@
  * cached and cache-written, completion); with prices, an estimated cost too.
  */
 import { Counter, Gauge, type Metric, Registry } from 'prom-client';
-import { estimateCost, type TokenPrices } from '../agent/token-usage.js';
-import { RedisCooldownStore } from '../bus/cooldown-store.js';
 import { LATENCY_BUCKETS_S, totalsFields } from '../bus/keys.js';
-import { discoverQueues, queueDepths } from '../bus/queue-stats.js';
-import type { RedisConnection } from '../bus/redis.js';
-import { readRunning } from '../bus/turn-records.js';
-import { readTotals } from '../bus/usage-records.js';
-import { listWorkers } from '../bus/worker-beats.js';
+import { estimateCost, type TokenPrices } from '../messages/token-counts.js';
+import type { OpsReader } from './ports.js';
 
 export interface MagpieMetrics {
   registry: Registry;
@@ -38,23 +33,19 @@ const TOKEN_KINDS = [
 /** The totals hash as last read (once per scrape, before the collectors run). */
 type Totals = () => Record<string, string>;
 
-/** Builds a registry whose metrics read `<prefix>:*` on each scrape. */
-export function createMetrics(
-  redis: RedisConnection,
-  prefix: string,
-  options: MetricsOptions = {},
-): MagpieMetrics {
+/** Builds a registry whose metrics read the bus (through `reader`) on each scrape. */
+export function createMetrics(reader: OpsReader, options: MetricsOptions = {}): MagpieMetrics {
   const registry = new Registry();
   let totals: Record<string, string> = {};
   // Read once per scrape, before the collectors run (see render()).
   const refresh = async () => {
-    totals = await readTotals(redis, prefix);
+    totals = await reader.totals();
   };
   const read: Totals = () => totals;
   registerTurnAndTokenMetrics(registry, read, options.prices);
-  registerModelMetrics(registry, read, redis, prefix);
+  registerModelMetrics(registry, read, reader);
   registerToolMetrics(registry, read);
-  registerLiveMetrics(registry, redis, prefix);
+  registerLiveMetrics(registry, reader);
   return {
     registry,
     contentType: registry.contentType,
@@ -137,7 +128,7 @@ function registerTurnAndTokenMetrics(registry: Registry, totals: Totals, prices:
 }
 
 /** LLM calls, fallbacks, calls by the answering model, and the cool-downs of failed models. */
-function registerModelMetrics(registry: Registry, totals: Totals, redis: RedisConnection, prefix: string) {
+function registerModelMetrics(registry: Registry, totals: Totals, reader: OpsReader) {
   totalsCounter(registry, totals, 'magpie_llm_calls_total', 'Calls to the main model', totalsFields.llmCalls);
   totalsCounter(
     registry,
@@ -166,7 +157,7 @@ function registerModelMetrics(registry: Registry, totals: Totals, redis: RedisCo
     registers: [registry],
     async collect() {
       this.reset();
-      for (const entry of await new RedisCooldownStore(redis, prefix).list()) {
+      for (const entry of await reader.cooldowns()) {
         this.set({ what: entry.label }, Math.ceil(entry.leftMs / 1000));
       }
     },
@@ -187,7 +178,7 @@ function registerToolMetrics(registry: Registry, totals: Totals) {
 }
 
 /** What runs now: queue depths, live workers, running turns (read from Redis at each scrape). */
-function registerLiveMetrics(registry: Registry, redis: RedisConnection, prefix: string) {
+function registerLiveMetrics(registry: Registry, reader: OpsReader) {
   new Gauge({
     name: 'magpie_queue_jobs',
     help: 'Jobs per queue and state',
@@ -195,7 +186,7 @@ function registerLiveMetrics(registry: Registry, redis: RedisConnection, prefix:
     registers: [registry],
     async collect() {
       this.reset();
-      const depths = await queueDepths(redis, prefix, await discoverQueues(redis, prefix));
+      const depths = await reader.queueDepths(await reader.queues());
       for (const d of depths) {
         for (const state of ['waiting', 'active', 'delayed', 'failed'] as const) {
           this.set({ queue: d.name, state }, d[state]);
@@ -208,7 +199,7 @@ function registerLiveMetrics(registry: Registry, redis: RedisConnection, prefix:
     help: 'Worker processes with a live heartbeat',
     registers: [registry],
     async collect() {
-      this.set((await listWorkers(redis, prefix)).length);
+      this.set((await reader.workers()).length);
     },
   });
   new Gauge({
@@ -216,7 +207,7 @@ function registerLiveMetrics(registry: Registry, redis: RedisConnection, prefix:
     help: 'Turns running now (in workers that are alive)',
     registers: [registry],
     async collect() {
-      const [running, workers] = await Promise.all([readRunning(redis, prefix), listWorkers(redis, prefix)]);
+      const [running, workers] = await Promise.all([reader.running(), reader.workers()]);
       const alive = new Set(workers.map((w) => w.id));
       this.set(running.filter((r) => alive.has(r.worker)).length);
     },

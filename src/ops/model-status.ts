@@ -4,10 +4,9 @@
  * endpoints resting after failures, from the cool-downs the workers share.
  */
 
-import { RedisCooldownStore } from '../bus/cooldown-store.js';
-import type { RedisConnection } from '../bus/redis.js';
 import type { StoredTurn } from '../bus/turn-records.js';
-import type { CooldownEntry } from '../providers/cooldown.js';
+import type { CooldownEntry } from '../messages/cooldown.js';
+import type { OpsReader } from './ports.js';
 
 /** One model's share of the recent turns. */
 export interface ModelUse {
@@ -31,8 +30,7 @@ export interface ModelsReport {
 
 /** The models report from the recent turns and the shared cool-downs. */
 export async function collectModelStatus(
-  redis: RedisConnection,
-  prefix: string,
+  reader: Pick<OpsReader, 'cooldowns'>,
   turns: readonly StoredTurn[],
 ): Promise<ModelsReport> {
   const byModel = new Map<string, ModelUse>();
@@ -50,7 +48,7 @@ export async function collectModelStatus(
     recent: [...byModel.values()].sort((a, b) => b.calls - a.calls),
     fallbackCalls,
     turns: turns.length,
-    resting: await new RedisCooldownStore(redis, prefix).list(),
+    resting: await reader.cooldowns(),
   };
 }
 

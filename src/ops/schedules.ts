@@ -4,8 +4,7 @@
  * scheduler and the tasks CronStore lists.
  */
 
-import { CronStore } from '../bus/cron-store.js';
-import type { RedisConnection } from '../bus/redis.js';
+import type { OpsReader } from './ports.js';
 
 /** One scheduled task as shown by status and the dashboard. */
 export interface TaskView {
@@ -27,24 +26,19 @@ export interface ScheduleView {
 }
 
 /** Reads the heartbeat scheduler and every task. */
-export async function listSchedules(redis: RedisConnection, prefix: string): Promise<ScheduleView> {
-  const store = new CronStore({ connection: redis, prefix });
-  try {
-    const [heartbeat, tasks] = await Promise.all([store.heartbeatSchedule(), store.list()]);
-    return {
-      heartbeat: heartbeat ? { next: iso(heartbeat.next), everyMs: heartbeat.everyMs ?? null } : null,
-      tasks: tasks.map(({ task, nextRun }) => ({
-        id: task.id,
-        session: task.sessionKey,
-        mode: task.mode,
-        message: task.message.length > 80 ? `${task.message.slice(0, 79)}…` : task.message,
-        schedule: task.schedule.description,
-        next: iso(nextRun),
-      })),
-    };
-  } finally {
-    await store.close();
-  }
+export async function listSchedules(reader: Pick<OpsReader, 'schedules'>): Promise<ScheduleView> {
+  const { heartbeat, tasks } = await reader.schedules();
+  return {
+    heartbeat: heartbeat ? { next: iso(heartbeat.next), everyMs: heartbeat.everyMs ?? null } : null,
+    tasks: tasks.map(({ task, nextRun }) => ({
+      id: task.id,
+      session: task.sessionKey,
+      mode: task.mode,
+      message: task.message.length > 80 ? `${task.message.slice(0, 79)}…` : task.message,
+      schedule: task.schedule.description,
+      next: iso(nextRun),
+    })),
+  };
 }
 
 function iso(ms: number | null | undefined): string | null {

@@ -1,6 +1,7 @@
 /** The human form of `magpie status`: short aligned sections, one fact a line. */
-import { formatCost } from '../agent/token-usage.js';
+
 import type { UsageFigures, UsageReport } from '../bus/usage-records.js';
+import { formatCost } from '../messages/token-counts.js';
 import { formatModelLines } from './model-status.js';
 import type { StatusReport } from './status.js';
 

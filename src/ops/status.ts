@@ -7,23 +7,17 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { TokenPrices } from '../agent/token-usage.js';
-import { RedisHelperTracker } from '../bus/helper-records.js';
-import {
-  discoverQueues,
-  lastFailures,
-  type QueueDepth,
-  type QueueFailure,
-  queueDepths,
-} from '../bus/queue-stats.js';
-import { displayUrl, type RedisConnection, redisVersion } from '../bus/redis.js';
-import { type RunningTurn, readRunning, readTurns } from '../bus/turn-records.js';
-import { readUsage, type UsageReport } from '../bus/usage-records.js';
-import { listWorkers, type WorkerBeat } from '../bus/worker-beats.js';
+import type { QueueDepth, QueueFailure } from '../bus/queue-stats.js';
+import { displayUrl } from '../bus/redis.js';
+import type { RunningTurn, StoredTurn } from '../bus/turn-records.js';
+import type { UsageReport } from '../bus/usage-records.js';
+import type { WorkerBeat } from '../bus/worker-beats.js';
 import { AppError, describeError } from '../errors/index.js';
-import type { HelperRecord } from '../helpers/types.js';
+import type { HelperRecord } from '../messages/helper-job.js';
+import type { TokenPrices } from '../messages/token-counts.js';
 import { isMissing } from '../workspace/cached-file.js';
 import { collectModelStatus, type ModelsReport } from './model-status.js';
+import type { OpsReader } from './ports.js';
 import { listSchedules, type ScheduleView } from './schedules.js';
 
 /** One error worth showing: a failed job or a failed turn. */
@@ -53,7 +47,8 @@ export interface StatusReport {
 }
 
 export interface CollectStatusOptions {
-  redis: RedisConnection;
+  /** The bus's read side (bus/ops-reader.ts). */
+  reader: OpsReader;
   /** The Redis URL (printed with the password hidden). */
   url: string;
   prefix: string;
@@ -69,21 +64,21 @@ export interface CollectStatusOptions {
 /** Collects the status report. */
 export async function collectStatus(options: CollectStatusOptions): Promise<StatusReport> {
   const started = performance.now();
-  const { redis, prefix } = options;
-  const queues = await discoverQueues(redis, prefix);
+  const { reader, prefix } = options;
+  const queues = await reader.queues();
   const timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
-  const usage = readUsage(redis, prefix, { timezone, ...(options.prices ? { prices: options.prices } : {}) });
+  const usage = reader.usage({ timezone, ...(options.prices ? { prices: options.prices } : {}) });
   const [version, workers, depths, running, helpers, schedules, sessions, failures, turns] =
     await Promise.all([
-      redisVersion(redis),
-      listWorkers(redis, prefix),
-      queueDepths(redis, prefix, queues),
-      readRunning(redis, prefix),
-      new RedisHelperTracker(redis, prefix).list(),
-      listSchedules(redis, prefix),
+      reader.redisVersion(),
+      reader.workers(),
+      reader.queueDepths(queues),
+      reader.running(),
+      reader.helpers(),
+      listSchedules(reader),
       countSessions(options.workspace),
-      lastFailures(redis, prefix, queues, options.errors ?? 5),
-      readTurns(redis, prefix, 100),
+      reader.lastFailures(queues, options.errors ?? 5),
+      reader.turns(100),
     ]);
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
@@ -99,17 +94,13 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     schedules,
     sessions,
     usage: await usage,
-    models: await collectModelStatus(redis, prefix, turns),
+    models: await collectModelStatus(reader, turns),
     errors: mergeErrors(failures, turns, options.errors ?? 5),
     tookMs: Math.round(performance.now() - started),
   };
 }
 
-function mergeErrors(
-  failures: QueueFailure[],
-  turns: Awaited<ReturnType<typeof readTurns>>,
-  count: number,
-): StatusError[] {
+function mergeErrors(failures: QueueFailure[], turns: StoredTurn[], count: number): StatusError[] {
   const out = [
     ...failures.map((f) => ({ at: f.at, source: `${f.queue} job ${f.job}`, message: f.reason })),
     ...turns

@@ -2,7 +2,7 @@
  * Heartbeat active hours: `MAGPIE_HEARTBEAT_ACTIVE_HOURS=08:00-22:00` read in
  * `MAGPIE_TIMEZONE`. A window whose end is before its start spans midnight.
  */
-import { wallTimeIn } from './schedule.js';
+import { wallTimeIn } from '../time/schedule.js';
 
 /** A parsed window in minutes after local midnight; end is exclusive (up to 1440). */
 export interface ActiveHours {

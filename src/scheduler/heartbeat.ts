@@ -12,14 +12,14 @@
  */
 import type { StateStore } from '../agent/ports.js';
 import { schedulerKeys } from '../bus/keys.js';
-import { sessionKeyOf } from '../bus/messages.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import { sessionKeyOf } from '../messages/messages.js';
+import { formatInZone } from '../time/schedule.js';
 import { isWithinActiveHours, parseActiveHours } from './active-hours.js';
 import { readHeartbeatTasks } from './heartbeat-file.js';
 import { HEARTBEAT_OK, isHeartbeatOk } from './heartbeat-ok.js';
 import type { HeartbeatAgent, SchedulerBus } from './ports.js';
-import { formatInZone } from './schedule.js';
 
 /** What one tick did (logged, and returned for tests). */
 export type HeartbeatOutcome =

@@ -6,7 +6,6 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import type { ModelChoiceStore } from '../agent/ports.js';
 import { PRIVATE_DIR_MODE } from '../config/state-dir.js';
 import type { Logger } from '../log/index.js';
 import { writeFileAtomic } from '../workspace/atomic-write.js';
@@ -17,7 +16,8 @@ const ChoicesSchema = z.record(z.string(), z.string());
 /** The file's name in the state folder. */
 export const MODEL_CHOICES_FILE = 'chat-models.json';
 
-export class FileModelChoiceStore implements ModelChoiceStore {
+/** Implements the agent's `ModelChoiceStore` port (agent/ports.ts) structurally: sessions import no agent code. */
+export class FileModelChoiceStore {
   readonly #file: string;
   readonly #logger: Logger;
 

@@ -5,7 +5,6 @@
  * met. MCP tools join the registry later, through `DynamicTools`.
  */
 import type { Config } from '../config/index.js';
-import type { HelperQueue } from '../helpers/types.js';
 import { createAppendFileTool } from './append-file.js';
 import type { CronTaskStore } from './cron.js';
 import { createEditFileTool } from './edit-file.js';
@@ -18,6 +17,7 @@ import { createReadFileTool } from './read-file.js';
 import { redactResult } from './registry.js';
 import type { BwrapSandbox } from './sandbox.js';
 import type { SearchBackend } from './search-backends/index.js';
+import type { HelperQueue } from './spawn.js';
 import { createSpawnTool } from './spawn.js';
 import { createSubagentTool, type SubagentRunner } from './subagent.js';
 import type { Tool } from './types.js';

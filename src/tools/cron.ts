@@ -6,10 +6,10 @@
  */
 import { z } from 'zod';
 import { type CronStore, type CronTask, type ListedTask, newTaskId } from '../bus/cron-store.js';
-import { isInternalChannel } from '../bus/messages.js';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
-import { formatInZone, parseSchedule } from '../scheduler/schedule.js';
+import { isInternalChannel } from '../messages/messages.js';
+import { formatInZone, parseSchedule } from '../time/schedule.js';
 import { fail, ok, type Tool } from './types.js';
 
 const parameters = z.object({

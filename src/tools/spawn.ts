@@ -6,8 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
-import type { HelperQueue } from '../helpers/types.js';
+import type { HelperJob } from '../messages/helper-job.js';
 import { fail, ok, type Tool } from './types.js';
+
+/** Where the spawn tool puts helper jobs (the Redis queue in the daemon: bus/helpers-queue.ts). */
+export interface HelperQueue {
+  enqueue(job: HelperJob): Promise<void>;
+}
 
 const parameters = z.object({
   task: z.string().min(1).describe('The task, stated fully: the helper sees nothing of this conversation'),

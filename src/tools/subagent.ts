@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { HelperOutcome, HelperRun } from '../helpers/runner.js';
+import type { HelperOrigin } from '../messages/helper-job.js';
 import { fail, ok, type Tool } from './types.js';
 
 const parameters = z.object({
@@ -17,10 +17,23 @@ const parameters = z.object({
   label: z.string().min(1).max(60).optional().describe('A short name for the helper'),
 });
 
-/** What subagent needs from the HelperRunner. */
+/** One helper run the subagent tool asks for (a subset of helpers/runner.ts `HelperRun`). */
+export interface SubagentRun {
+  id: string;
+  task: string;
+  label?: string;
+  /** Depth of the helper itself (≥ 1). */
+  depth: number;
+  origin: HelperOrigin;
+  kind: 'subagent';
+  signal?: AbortSignal;
+}
+
+/** What subagent needs from the HelperRunner (helpers/runner.ts implements it). */
 export interface SubagentRunner {
   readonly maxDepth: number;
-  run(run: HelperRun): Promise<HelperOutcome>;
+  /** `outcome` is the helper turn's TurnOutcome (agent/types.ts). */
+  run(run: SubagentRun): Promise<{ text: string; outcome: string }>;
 }
 
 /** How long one subagent call may take, whole helper turn included: 30 minutes. */

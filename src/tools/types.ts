@@ -4,8 +4,8 @@
  * ToolResult with isError, which the model reads — not an exception.
  */
 import type { z } from 'zod';
-import type { OutboundMessageInput } from '../bus/messages.js';
 import type { Logger } from '../log/index.js';
+import type { OutboundMessageInput } from '../messages/messages.js';
 import type { ContentPart } from '../providers/types.js';
 
 /** Per-call context: which chat the turn belongs to, and how to reach it. Built fresh for every turn. */

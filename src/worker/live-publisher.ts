@@ -8,9 +8,9 @@
  * bounds Redis traffic.
  */
 import { progressLine } from '../agent/progress-line.js';
-import { LIVE_TEXT_LIMIT, type LiveUpdate } from '../bus/live.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { LIVE_TEXT_LIMIT, type LiveUpdate } from '../messages/live-update.js';
 import type { ToolCall } from '../providers/types.js';
 
 /** Where a turn's answer goes and how it is tagged: everything of a snapshot but its content. */

@@ -9,23 +9,24 @@ import { z } from 'zod';
 import { failureReply, isTransient } from '../agent/failure-reply.js';
 import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
-import { type Bus, routingMetadata } from '../bus/bus.js';
+import { routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import type { Mailbox } from '../bus/mailbox.js';
-import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../bus/messages.js';
-import { errorId, replyId, turnId } from '../bus/outbound-ids.js';
 import { INBOUND_QUEUE } from '../bus/queues.js';
 import type { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
+import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
+import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
 import type { ToolCall } from '../providers/types.js';
 import { LivePublisher } from './live-publisher.js';
+import type { TurnBus } from './ports.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
 
 export interface TurnWorkerOptions extends ConsumerTuning {
-  bus: Bus;
+  bus: TurnBus;
   agent: AgentRunner;
   logger: Logger;
   /**
@@ -47,7 +48,7 @@ export interface TurnWorkerOptions extends ConsumerTuning {
 export class TurnWorker {
   /** A unique name of this worker (marks its running turns). */
   readonly id = `worker-${randomUUID().slice(0, 8)}`;
-  private readonly bus: Bus;
+  private readonly bus: TurnBus;
   private readonly agent: AgentRunner;
   private readonly logger: Logger;
   private readonly tuning: ConsumerTuning;

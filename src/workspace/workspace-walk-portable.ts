@@ -17,7 +17,7 @@ import {
   resolveInWorkspace,
   toPosix,
 } from './workspace-path.js';
-import type { Walked, WalkOptions } from './workspace-walk.js';
+import type { Walked, WalkOptions } from './workspace-walk-types.js';
 
 /** walkInWorkspace by real path: the folder and entry `requested` resolves to, checked by name. */
 export async function walkPortable(

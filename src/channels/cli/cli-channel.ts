@@ -11,10 +11,10 @@
  */
 import type { Bus } from '../../bus/bus.js';
 import { channelNames } from '../../bus/keys.js';
-import type { LiveUpdate } from '../../bus/live.js';
-import type { OutboundMessage } from '../../bus/messages.js';
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import type { LiveUpdate } from '../../messages/live-update.js';
+import type { OutboundMessage } from '../../messages/messages.js';
 import type { Channel } from '../types.js';
 
 /** The pub/sub name (under the bus prefix) where every message to a CLI chat is also published. */

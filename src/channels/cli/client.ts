@@ -9,10 +9,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../bus/bus.js';
 import { safeJson } from '../../bus/json-topic.js';
-import { type LiveUpdate, LiveUpdateSchema } from '../../bus/live.js';
-import { type InboundMessageInput, type OutboundMessage, OutboundMessageSchema } from '../../bus/messages.js';
 import { AppError, ExitCode } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
+import { type LiveUpdate, LiveUpdateSchema } from '../../messages/live-update.js';
+import {
+  type InboundMessageInput,
+  type OutboundMessage,
+  OutboundMessageSchema,
+} from '../../messages/messages.js';
 import { intake } from '../intake.js';
 import { cliChatChannel, cliLiveChannel, replyAddresses } from './cli-channel.js';
 

@@ -7,7 +7,7 @@
  * replaces; otherwise it is a line of its own on stderr, so stdout redirected
  * to a file holds the answer only.
  */
-import type { LiveUpdate } from '../../bus/live.js';
+import type { LiveUpdate } from '../../messages/live-update.js';
 import type { SendOptions } from './client.js';
 import { EMPTY_LIVE_TEXT, endLine, finalStep, type LiveText, liveStep, messageStep } from './live-text.js';
 

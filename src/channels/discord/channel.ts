@@ -12,12 +12,12 @@ import {
   Partials,
   Routes,
 } from 'discord.js';
-import type { LiveUpdate } from '../../bus/live.js';
-import type { Media, OutboundMessage } from '../../bus/messages.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
+import type { LiveUpdate } from '../../messages/live-update.js';
+import type { Media, OutboundMessage } from '../../messages/messages.js';
 import { AccessControl } from '../access.js';
 import { intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';

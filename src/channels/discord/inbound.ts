@@ -9,8 +9,8 @@
  * and replies go to the thread.
  */
 import type { Message } from 'discord.js';
-import type { InboundMessageInput } from '../../bus/messages.js';
 import { AppError, describeError } from '../../errors/index.js';
+import type { InboundMessageInput } from '../../messages/messages.js';
 import type { AccessControl } from '../access.js';
 import type { AttachmentInfo } from './media.js';
 

@@ -2,9 +2,10 @@
  * Attachments → Media: images and audio are downloaded (the shared size-capped
  * download) into data: URLs; other files are described by name, type and size.
  */
-import type { Media } from '../../bus/messages.js';
+
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import type { Media } from '../../messages/messages.js';
 import { downloadCapped, downloadFailureNote, tooLargeNote } from '../download.js';
 
 /** What the adapter knows about one attachment before downloading it. */

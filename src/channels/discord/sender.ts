@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, type REST, Routes } from 'discord.js';
-import type { OutboundMessage } from '../../bus/messages.js';
 import { AppError, describeError } from '../../errors/index.js';
+import type { OutboundMessage } from '../../messages/messages.js';
 import { splitMessage } from '../chunk.js';
 
 /** Discord's message length limit. */

@@ -2,7 +2,7 @@
  * The live renderer: shows a turn's answer in place on an edit-capable
  * channel while it is written, then turns it into the final reply.
  *
- * - Snapshots (bus/live.ts) are shown as plain text — a half-written
+ * - Snapshots (messages/live-update.ts) are shown as plain text — a half-written
  *   Markdown construct is never sent to a parser — split at the surface's
  *   limit, at most one edit round per `editIntervalMs` per turn; a 429 pushes
  *   the next round back by its retry time. The newest snapshot wins.
@@ -17,13 +17,13 @@
  *   after the final reply is ignored.
  */
 import { createHash } from 'node:crypto';
-import type { LiveUpdate } from '../../bus/live.js';
-import type { OutboundMessage } from '../../bus/messages.js';
 import { AppError, describeError, hasCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import type { LiveRecord, LiveUpdate } from '../../messages/live-update.js';
+import type { OutboundMessage } from '../../messages/messages.js';
 import { splitMessage } from '../chunk.js';
 import { LruMap } from '../lru-map.js';
-import type { LiveRecord, LiveRecords, LiveSurface, LiveTarget } from './surface.js';
+import type { LiveRecords, LiveSurface, LiveTarget } from './surface.js';
 
 /** Attempts of one final edit that the platform rate-limits or fails transiently. */
 const FINAL_EDIT_ATTEMPTS = 4;

@@ -6,6 +6,7 @@
  * the reply is complete. The renderer decides when and what; the surface only
  * speaks the platform's API.
  */
+import type { LiveRecord } from '../../messages/live-update.js';
 
 /** Where a live message goes. */
 export interface LiveTarget {
@@ -47,16 +48,6 @@ export interface LiveSurface<P> {
   postFinal(target: LiveTarget, part: P, key: string): Promise<string>;
   /** Deletes a posted message (a preview part the final reply no longer needs). */
   remove(target: LiveTarget, messageId: string): Promise<void>;
-}
-
-/** What a channel showed of one turn's live reply, kept in Redis so a redone turn or another gateway finds it. */
-export interface LiveRecord {
-  /** Platform message ids of the preview's parts, in order. */
-  messageIds: string[];
-  /** Set once the final reply was shown: later snapshots of the turn are ignored. */
-  done?: boolean;
-  /** A hash of the final reply's content once shown (a retried final is then a no-op). */
-  finalHash?: string;
 }
 
 /** Where live records are kept (the bus implements it with expiring keys). */

@@ -4,13 +4,13 @@
  * routes commands, with media fetched only for what is published), and delivery of replies with typing in between. Never calls the LLM.
  */
 import { Telegram, TelegramError } from 'telegraf';
-import type { LiveUpdate } from '../../bus/live.js';
-import type { InboundMessageInput, OutboundMessage } from '../../bus/messages.js';
 import { COMMANDS } from '../../commands/list.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
+import type { LiveUpdate } from '../../messages/live-update.js';
+import type { InboundMessageInput, OutboundMessage } from '../../messages/messages.js';
 import { AccessControl } from '../access.js';
 import { intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';

@@ -11,7 +11,7 @@
  * Sessions: a chat is `telegram:<chatId>`; a forum topic is
  * `telegram:<chatId>/<topicId>` and replies go to the topic.
  */
-import type { InboundMessageInput } from '../../bus/messages.js';
+import type { InboundMessageInput } from '../../messages/messages.js';
 import type { AccessControl } from '../access.js';
 import {
   type BotIdentity,

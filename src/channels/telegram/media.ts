@@ -6,9 +6,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Telegram } from 'telegraf';
-import type { Media } from '../../bus/messages.js';
 import { describeError } from '../../errors/index.js';
 import { type Logger, redactSecrets } from '../../log/index.js';
+import type { Media } from '../../messages/messages.js';
 import { downloadCapped, downloadFailureNote, tooLargeNote } from '../download.js';
 import type { MediaPlan } from './inbound.js';
 

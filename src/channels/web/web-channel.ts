@@ -6,11 +6,12 @@
  * reads it when it is back; live snapshots and typing are published only.
  * Inbound messages come over HTTP (routes.ts), not through this class.
  */
-import type { LiveUpdate } from '../../bus/live.js';
-import type { OutboundMessage } from '../../bus/messages.js';
+
 import type { WebEventBus } from '../../bus/web-events.js';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import type { LiveUpdate } from '../../messages/live-update.js';
+import type { OutboundMessage } from '../../messages/messages.js';
 import type { Channel } from '../types.js';
 import { CHAT_ID_PATTERN, isChatId } from './chat-id.js';
 

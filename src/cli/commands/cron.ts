@@ -2,7 +2,7 @@
 
 import type { ListedTask } from '../../bus/cron-store.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { formatInZone } from '../../scheduler/schedule.js';
+import { formatInZone } from '../../time/schedule.js';
 import { defineCommand } from '../command.js';
 import { WORKSPACE_FLAG, withBus } from '../startup.js';
 

@@ -40,7 +40,7 @@ export const run = defineCommand({
     const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
     const bus = await Bus.connect({ config, logger });
     const dashboard = await startDashboard({
-      redis: bus.redis,
+      reader: bus.opsReader,
       url: bus.url,
       prefix: bus.prefix,
       workspace: config.workspace,

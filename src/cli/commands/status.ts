@@ -25,7 +25,7 @@ export const run = defineCommand({
   async run({ values }) {
     return withBus(values, 'silent', async ({ config, bus }) => {
       const report = await collectStatus({
-        redis: bus.redis,
+        reader: bus.opsReader,
         url: bus.url,
         prefix: bus.prefix,
         workspace: config.workspace,

@@ -3,9 +3,9 @@
  * reaches the worker running the session's turn at once; queued messages stay queued.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { InboundMessageInput } from '../../../src/bus/messages.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
 import { intake } from '../../../src/channels/intake.js';
+import type { InboundMessageInput } from '../../../src/messages/messages.js';
 import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
 
 type Harness = Awaited<ReturnType<typeof startHarness>>;

@@ -9,12 +9,12 @@ import { inject } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import type { ConsumerTuning } from '../../../src/bus/consumer.js';
-import type { InboundMessage, OutboundMessage } from '../../../src/bus/messages.js';
-import { sessionKeyOf } from '../../../src/bus/messages.js';
 import type { Channel } from '../../../src/channels/types.js';
 import { type Config, parseConfig } from '../../../src/config/index.js';
 import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { InboundMessage, OutboundMessage } from '../../../src/messages/messages.js';
+import { sessionKeyOf } from '../../../src/messages/messages.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 
 export function testConfig(url = inject('redisUrl'), extra: Record<string, string> = {}): Config {

@@ -1,6 +1,6 @@
 /** Redone turns and long turns: reply ids are stable, and a live turn keeps its lock. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { replyId, turnId } from '../../../src/bus/outbound-ids.js';
+import { replyId, turnId } from '../../../src/messages/outbound-ids.js';
 import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
 
 describe('redone and long turns', () => {

@@ -2,12 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Bus } from '../../../src/bus/bus.js';
-import type { InboundMessageInput } from '../../../src/bus/messages.js';
 import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channels/discord/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
 import { type Config, parseConfig } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { InboundMessageInput } from '../../../src/messages/messages.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
 
 /** A ChannelBus that records what the adapter publishes; can be told to fail like an absent Redis. */

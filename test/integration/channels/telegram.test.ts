@@ -6,12 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  type InboundMessage,
-  type InboundMessageInput,
-  InboundMessageSchema,
-  OutboundMessageSchema,
-} from '../../../src/bus/messages.js';
 import { approvePairing, RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { TelegramChannel, type TelegramChannelOptions } from '../../../src/channels/telegram/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
@@ -19,6 +13,12 @@ import { COMMANDS } from '../../../src/commands/list.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { AppError, ConfigError } from '../../../src/errors/index.js';
 import { createLogger, silentLogger } from '../../../src/log/index.js';
+import {
+  type InboundMessage,
+  type InboundMessageInput,
+  InboundMessageSchema,
+  OutboundMessageSchema,
+} from '../../../src/messages/messages.js';
 import {
   dmUpdate,
   type FakeTelegram,

@@ -53,7 +53,7 @@ describe('web chat routes', () => {
   /** A dashboard on `bus` with the token, the web chat mounted when given. */
   const dashboardOn = (on: Bus, chat?: Router) =>
     startDashboard({
-      redis: on.redis,
+      reader: on.opsReader,
       url: on.url,
       prefix: on.prefix,
       workspace,

@@ -5,10 +5,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
-import type { OutboundMessage } from '../../../src/bus/messages.js';
 import { outboundQueueName } from '../../../src/bus/queues.js';
 import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { OutboundMessage } from '../../../src/messages/messages.js';
 import { RecordingChannel, testConfig } from '../bus/helpers.js';
 
 /** A channel whose sends wait until `open()`. */

@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { RedisOpsReader } from '../../../src/bus/ops-reader.js';
 import { silentLogger } from '../../../src/log/index.js';
 import {
   dashboardTokenFile,
@@ -76,10 +77,11 @@ function expectSecurityHeaders(reply: Reply): void {
 }
 
 function start(): Promise<Dashboard> {
+  const prefix = `test-${randomUUID()}`;
   return startDashboard({
-    redis,
+    reader: new RedisOpsReader(redis, prefix),
     url: inject('redisUrl'),
-    prefix: `test-${randomUUID()}`,
+    prefix,
     workspace: mkdtempSync(path.join(os.tmpdir(), 'magpie-dash-sec-')),
     logger: silentLogger(),
     port: 0,

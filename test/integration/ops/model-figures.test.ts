@@ -90,7 +90,7 @@ describe('model figures', () => {
     );
 
     const status = await collectStatus({
-      redis: bus.redis,
+      reader: bus.opsReader,
       url: config.redis.url!,
       prefix: bus.prefix,
       workspace: config.workspace,
@@ -109,7 +109,7 @@ describe('model figures', () => {
       /^ {2}main-model at http:\/\/127\.0\.0\.1:9\/v1: rests (59|60)s more after 1 failure \(the model endpoint failed \(503\): down\)$/m,
     );
 
-    const metrics = await createMetrics(bus.redis, bus.prefix).render();
+    const metrics = await createMetrics(bus.opsReader).render();
     expect(metrics).toMatch(/^magpie_llm_fallbacks_total 3$/m);
     expect(metrics).toMatch(/^magpie_llm_calls_by_model_total\{model="llama3\.1"\} 3$/m);
     expect(metrics).toMatch(/^magpie_llm_calls_by_model_total\{model="main-model"\} 2$/m);

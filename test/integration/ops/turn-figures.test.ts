@@ -8,12 +8,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { opsKeys } from '../../../src/bus/keys.js';
-import type { InboundMessage } from '../../../src/bus/messages.js';
-import { sessionKeyOf } from '../../../src/bus/messages.js';
 import { TurnRecorder } from '../../../src/bus/turn-recorder.js';
 import { readRunning, readTurns } from '../../../src/bus/turn-records.js';
 import { WorkerHeartbeat } from '../../../src/bus/worker-beats.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { InboundMessage } from '../../../src/messages/messages.js';
+import { sessionKeyOf } from '../../../src/messages/messages.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { collectStatus } from '../../../src/ops/status.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
@@ -104,7 +104,7 @@ describe('turn figures', () => {
       'iteration 2',
     );
     const status = await collectStatus({
-      redis: bus.redis,
+      reader: bus.opsReader,
       url: bus.url,
       prefix: bus.prefix,
       workspace: config.workspace,
@@ -131,7 +131,7 @@ describe('turn figures', () => {
     });
     expect(await readRunning(bus.redis, bus.prefix)).toEqual([]);
 
-    const samples = parsePrometheus(await createMetrics(bus.redis, bus.prefix).render());
+    const samples = parsePrometheus(await createMetrics(bus.opsReader).render());
     expect(samples.get('magpie_turns_total{outcome="ok"}')).toBe(1);
     expect(samples.get('magpie_llm_prompt_tokens_total')).toBe(120);
     expect(samples.get('magpie_llm_completion_tokens_total')).toBe(30);
@@ -161,7 +161,7 @@ describe('turn figures', () => {
     expect(length).toBeLessThan(300);
     await recorder.started('t-stale', 'cli:stale');
     const status = await collectStatus({
-      redis: bus.redis,
+      reader: bus.opsReader,
       url: bus.url,
       prefix: bus.prefix,
       workspace: config.workspace,

@@ -130,7 +130,7 @@ describe('token use', () => {
     await recorder.finished('t1', metrics('telegram:42', 10_000, 8_000, 300));
     await recorder.finished('t2', metrics('discord:7', 2_000, 0, 100));
     const report = await collectStatus({
-      redis: bus.redis,
+      reader: bus.opsReader,
       url: bus.url,
       prefix: bus.prefix,
       workspace: config.workspace,
@@ -150,12 +150,12 @@ describe('token use', () => {
     expect(human).toMatch(/^ +since the start: 12,000 in \(8,000 cached, 67%\)/m);
     expect(human).toMatch(/^ {2}telegram:42 +today 10,000 in \(8,000 cached, 80%\), 300 out, 1 turn, cost/m);
 
-    const text = await createMetrics(bus.redis, bus.prefix, { prices }).render();
+    const text = await createMetrics(bus.opsReader, { prices }).render();
     expect(text).toMatch(/^magpie_llm_tokens_total\{kind="prompt"\} 12000$/m);
     expect(text).toMatch(/^magpie_llm_tokens_total\{kind="cached"\} 8000$/m);
     expect(text).toMatch(/^magpie_llm_tokens_total\{kind="cache_write"\} 0$/m);
     expect(text).toMatch(/^magpie_llm_tokens_total\{kind="completion"\} 400$/m);
     expect(text).toMatch(/^magpie_llm_cost_total 0\.0152$/m);
-    expect(await createMetrics(bus.redis, bus.prefix).render()).not.toContain('magpie_llm_cost_total');
+    expect(await createMetrics(bus.opsReader).render()).not.toContain('magpie_llm_cost_total');
   });
 });

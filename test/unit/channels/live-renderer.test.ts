@@ -4,12 +4,12 @@
  * fakes): pace, parts, the final edit, redone turns, refused edits.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { LiveUpdate } from '../../../src/bus/live.js';
-import { OutboundMessageSchema } from '../../../src/bus/messages.js';
 import { displayText, LiveRenderer } from '../../../src/channels/live/renderer.js';
 import { type LiveSurface, type LiveTarget, MemoryLiveRecords } from '../../../src/channels/live/surface.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { LiveUpdate } from '../../../src/messages/live-update.js';
+import { OutboundMessageSchema } from '../../../src/messages/messages.js';
 
 /** A chat that shows messages by id; counts what was done to it. */
 class MemoryChat implements LiveSurface<string> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatInZone, nextRuns, parseSchedule, type Schedule } from '../../../src/scheduler/schedule.js';
+import { formatInZone, nextRuns, parseSchedule, type Schedule } from '../../../src/time/schedule.js';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0); // Sun 22 Nov 2026 12:00 UTC
 

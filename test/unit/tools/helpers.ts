@@ -2,8 +2,8 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { OutboundMessageInput } from '../../../src/bus/messages.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { OutboundMessageInput } from '../../../src/messages/messages.js';
 import type { ToolContext } from '../../../src/tools/types.js';
 
 /** A fresh folder under the OS temp dir (real path); `cleanup` removes it. */

@@ -1,7 +1,7 @@
 /** spawn: queues a helper job addressed to the current chat and answers at once; helpers cannot spawn. */
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/index.js';
-import { type HelperJob, HelperJobSchema } from '../../../src/helpers/types.js';
+import { type HelperJob, HelperJobSchema } from '../../../src/messages/helper-job.js';
 import { createSpawnTool } from '../../../src/tools/spawn.js';
 import { toolContext } from './helpers.js';
 

@@ -1,7 +1,7 @@
 /** The worker's live snapshots: nothing for a quick answer, then coalesced at a bounded pace. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { LiveUpdate } from '../../../src/bus/live.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { LiveUpdate } from '../../../src/messages/live-update.js';
 import { LivePublisher } from '../../../src/worker/live-publisher.js';
 
 let published: LiveUpdate[];

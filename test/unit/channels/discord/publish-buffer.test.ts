@@ -1,9 +1,9 @@
 /** PublishBuffer: order, retry until the bus is back, bounded capacity, rejected messages, close. */
 import { describe, expect, it } from 'vitest';
-import type { InboundMessageInput } from '../../../../src/bus/messages.js';
 import { PublishBuffer } from '../../../../src/channels/discord/publish-buffer.js';
 import { AppError } from '../../../../src/errors/index.js';
 import { silentLogger } from '../../../../src/log/index.js';
+import type { InboundMessageInput } from '../../../../src/messages/messages.js';
 import { waitFor } from '../../../fakes/wait-for.js';
 
 const idOf = (m: InboundMessageInput) => m.id;

@@ -1,7 +1,8 @@
 /**
  * Schedules for scheduled tasks: parsing the cron tool's `at` / `in_seconds` /
  * `every_seconds` / `cron` (+ `tz`) into one Schedule, the next run of a
- * schedule, and wall-clock formatting in a time zone. Pure: no Redis here.
+ * schedule, and wall-clock formatting in a time zone. Pure: imports nothing
+ * of magpie's, so the bus's cron store, the cron tool and the scheduler share it.
  */
 import { CronExpressionParser } from 'cron-parser';
 

@@ -6,7 +6,7 @@
  * already holds — no second reply, no second message-tool message. Live reply
  * previews are keyed by the same turn id.
  */
-import { shortHash } from './queues.js';
+import { shortHash } from './short-hash.js';
 
 /** The id of a turn: a hash of its session and first inbound message id. */
 export function turnId(sessionKey: string, firstMessageId: string): string {

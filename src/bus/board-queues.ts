@@ -1,0 +1,38 @@
+/**
+ * The queues Bull Board shows, built on the bus side so the dashboard never
+ * imports BullMQ: one BullMQ `Queue` per queue found under the prefix, each
+ * wrapped in Bull Board's adapter. The dashboard adds the adapters to its
+ * board and closes this when it stops.
+ */
+import type { BaseAdapter } from '@bull-board/api/baseAdapter';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { discoverQueues } from './queue-stats.js';
+
+export class BoardQueues {
+  readonly #queues = new Map<string, Queue>();
+
+  /** `redis` is borrowed (not closed here). */
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  /** The adapters of the queues found since the last call (all of them on the first). */
+  async added(): Promise<BaseAdapter[]> {
+    const adapters: BaseAdapter[] = [];
+    for (const name of await discoverQueues(this.redis, this.prefix)) {
+      if (this.#queues.has(name)) continue;
+      const queue = new Queue(name, { connection: this.redis, prefix: this.prefix });
+      this.#queues.set(name, queue);
+      adapters.push(new BullMQAdapter(queue));
+    }
+    return adapters;
+  }
+
+  /** Closes every queue opened (errors ignored: the dashboard is stopping). */
+  async close(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((q) => q.close().catch(() => undefined)));
+  }
+}
