@@ -8,7 +8,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
-import type { ChannelBus } from '../channels/types.js';
 import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
@@ -23,7 +22,6 @@ import {
   OutboundMessageSchema,
   sessionKeyOf,
 } from '../messages/messages.js';
-import { shortHash } from '../messages/short-hash.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';

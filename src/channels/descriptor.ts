@@ -12,6 +12,7 @@
  */
 import type { z } from 'zod';
 import type { Bus } from '../bus/bus.js';
+import type { ChannelConfigSlice } from '../config/channel-slices.js';
 import type { StepContext } from '../onboard/context.js';
 import type { Check } from '../ops/doctor.js';
 import type { Channel, ChannelDeps } from './types.js';
@@ -58,19 +59,9 @@ export interface ChannelDescriptor<
   Name extends string = string,
   Shape extends z.ZodRawShape = z.ZodRawShape,
   Settings = unknown,
-> {
-  /** The channel's name: InboundMessage.channel, `outbound-<name>`, `config.channels.<name>`. */
-  readonly name: Name;
-  /** Its environment variables; each is listed with its default in `.env.example`. */
-  readonly env: Shape;
-  /** The typed settings (`config.channels.<name>`) from its parsed variables. */
-  settings(env: z.output<z.ZodObject<Shape>>): Settings;
-  /** Its live-reply switch (`<NAME>_STREAM`, over MAGPIE_STREAM), one of `env`'s variables. */
-  readonly stream?: keyof Shape & string;
+> extends ChannelConfigSlice<Name, Shape, Settings> {
   /** Its variables holding secrets (masked by onboard, never printed). */
   readonly secretVariables: readonly (keyof Shape & string)[];
-  /** The secret values of its settings (tokens, passwords, credentials inside URLs), redacted everywhere. */
-  secrets(settings: Settings): readonly (string | undefined)[];
   /** Whether the gateway runs it (e.g. its token is set). */
   enabled(settings: Settings, config: ChannelEnableContext): boolean;
   /** Builds the adapter; loads its module (and SDK) only now. */
@@ -99,4 +90,4 @@ export function lazyCheck(name: string, load: () => Promise<Check>): Check {
 }
 
 /** The settings type of a descriptor. */
-export type SettingsOf<D> = D extends ChannelDescriptor<string, z.ZodRawShape, infer S> ? S : never;
+export type SettingsOf<D extends { settings(...args: never[]): unknown }> = ReturnType<D['settings']>;

@@ -4,6 +4,9 @@
  * its folder with a `descriptor.ts`, one line here, and a contract harness
  * (docs/ARCHITECTURE.md, "Adding a channel").
  */
+
+import type { ChannelSettingsMap } from '../config/channel-slices.js';
+import type { Check } from '../ops/doctor.js';
 import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
@@ -27,10 +30,9 @@ export interface ConfiguredChannel {
 }
 
 /** Every registered channel beside its settings (`config.channels.<name>`), in registry order. */
-export function configuredChannels(config: {
-  channels: Readonly<Record<string, unknown>>;
-}): ConfiguredChannel[] {
-  return CHANNELS.map((descriptor) => ({ descriptor, settings: config.channels[descriptor.name] }));
+export function configuredChannels(config: { channels: ChannelSettingsMap }): ConfiguredChannel[] {
+  const settings = config.channels as unknown as Readonly<Record<string, unknown>>;
+  return CHANNELS.map((descriptor) => ({ descriptor, settings: settings[descriptor.name] }));
 }
 
 /**
@@ -39,9 +41,19 @@ export function configuredChannels(config: {
  * @example for (const { descriptor, settings } of enabledChannels(config)) await descriptor.create(deps, settings)
  */
 export function enabledChannels(
-  config: ChannelEnableContext & { channels: Readonly<Record<string, unknown>> },
+  config: ChannelEnableContext & { channels: ChannelSettingsMap },
 ): ConfiguredChannel[] {
   return configuredChannels(config).filter(({ descriptor, settings }) =>
     descriptor.enabled(settings, config),
+  );
+}
+
+/**
+ * Each channel's own `magpie doctor` check, in registry order. Every registered
+ * channel is listed (not only the enabled ones): an off channel's check says it is skipped.
+ */
+export function channelDoctorChecks(config: { channels: ChannelSettingsMap }): Check[] {
+  return configuredChannels(config).flatMap(
+    ({ descriptor, settings }) => descriptor.doctor?.(settings) ?? [],
   );
 }

@@ -5,14 +5,10 @@
  */
 // Types only: the bus (bullmq, ioredis) and the CLI client load when a command connects, so
 // `magpie agent`, which never talks to Redis, does not pay for them at start-up.
+
+import { loadConfig } from '../app/config.js';
 import type { Bus } from '../bus/bus.js';
-import {
-  type Config,
-  type ConfigNeeds,
-  type ConfigOverrides,
-  environment,
-  loadConfig,
-} from '../config/index.js';
+import { type Config, type ConfigNeeds, type ConfigOverrides, environment } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { createLogger, type Logger, silentLogger } from '../log/index.js';
 

@@ -8,7 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { type ChannelSettings, channelEnvShape, channelSettings, streamSwitches } from './channels.js';
+import {
+  type AnyChannelSlice,
+  type ChannelSettingsMap,
+  channelEnvShape,
+  channelSecrets,
+  channelSettings,
+  streamSwitches,
+} from './channel-slices.js';
 import {
   activeHours,
   boolean,
@@ -30,7 +37,8 @@ export const SEARCH_BACKENDS = ['brave', 'tavily', 'searxng'] as const;
 export type SearchBackendName = (typeof SEARCH_BACKENDS)[number];
 
 /** The environment schema. Every variable is listed with its default in `.env.example`. */
-export const EnvSchema = z.object({
+/** The environment's variables before the channels' (see {@link envSchema}). */
+const CORE_ENV_HEAD = {
   OPENAI_API_KEY: optionalText,
   OPENAI_BASE_URL: endpointUrl('https://api.openai.com/v1'),
   MAGPIE_MODEL: z.string().min(1).default('gpt-4o-mini'),
@@ -79,8 +87,10 @@ export const EnvSchema = z.object({
     .refine((v) => /^[A-Za-z0-9_-]+$/.test(v), { message: 'may hold only letters, digits, _ and -' }),
   MAGPIE_WORKER_CONCURRENCY: positiveInt(16),
   MAGPIE_STREAM: optionalSwitch,
-  // Each channel's variables (src/channels/<name>/descriptor.ts), in registry order.
-  ...channelEnvShape(),
+};
+
+/** The environment's variables after the channels'. */
+const CORE_ENV_TAIL = {
   MAGPIE_HEARTBEAT_INTERVAL: duration('30m', { allowZero: true }),
   MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
   MAGPIE_TIMEZONE: timeZone,
@@ -113,9 +123,27 @@ export const EnvSchema = z.object({
   MAGPIE_DASHBOARD_TOKEN: optionalText,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('development'),
-});
+};
 
-type Env = z.infer<typeof EnvSchema>;
+const CoreEnvSchema = z.object({ ...CORE_ENV_HEAD, ...CORE_ENV_TAIL });
+/** The validated environment: the core variables, and each channel's (read by its slice). */
+type Env = z.infer<typeof CoreEnvSchema> & Record<string, unknown>;
+
+const schemas = new WeakMap<readonly AnyChannelSlice[], z.ZodObject>();
+
+/**
+ * The environment schema: magpie's variables with the given channels' variables
+ * (each channel's slice, in registry order, after MAGPIE_STREAM). Every variable
+ * is listed with its default in `.env.example`.
+ */
+export function envSchema(channels: readonly AnyChannelSlice[]): z.ZodObject {
+  let schema = schemas.get(channels);
+  if (!schema) {
+    schema = z.object({ ...CORE_ENV_HEAD, ...channelEnvShape(channels), ...CORE_ENV_TAIL });
+    schemas.set(channels, schema);
+  }
+  return schema;
+}
 
 /** The validated, frozen configuration every part receives. */
 export interface Config {
@@ -174,7 +202,9 @@ export interface Config {
   media: { maxBytes: number };
   redis: { url: string | undefined; prefix: string; concurrency: number };
   /** Each registered channel's settings under its name (`config.channels.<name>`, typed by its descriptor). */
-  channels: ChannelSettings;
+  channels: ChannelSettingsMap;
+  /** The channels' secret values (each descriptor names its own), for {@link secretValues}. */
+  channelSecrets: readonly string[];
   heartbeat: { intervalMs: number; activeHours: string | undefined };
   /**
    * Live replies (answers shown while they are written): MAGPIE_STREAM for every channel (on
@@ -197,21 +227,26 @@ export interface ConfigNeeds {
 }
 
 /**
- * Validates `env` into a Config. Throws ConfigError with one line naming the
- * variable and the fix.
+ * Validates `env` into a Config with the given channels' slices (the registry's
+ * descriptors; src/app/config.ts binds them). Throws ConfigError with one line
+ * naming the variable and the fix.
  */
-export function parseConfig(env: NodeJS.ProcessEnv, needs: ConfigNeeds = {}): Config {
-  const e = validateEnv(env);
+export function parseConfigWith(
+  channels: readonly AnyChannelSlice[],
+  env: NodeJS.ProcessEnv,
+  needs: ConfigNeeds = {},
+): Config {
+  const e = validateEnv(envSchema(channels), env);
   requireNeeds(e, needs);
-  const config = buildConfig(e, env, needs);
+  const config = buildConfig(e, env, needs, channels);
   checkStateDirOutsideWorkspace(config);
   return deepFreeze(config);
 }
 
 /** The environment through the schema; the first problem as one line naming the variable. */
-function validateEnv(env: NodeJS.ProcessEnv): Env {
-  const result = EnvSchema.safeParse(env);
-  if (result.success) return result.data;
+function validateEnv(schema: z.ZodObject, env: NodeJS.ProcessEnv): Env {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data as Env;
   const issue = result.error.issues[0]!;
   const name = String(issue.path[0] ?? 'environment');
   throw new ConfigError(
@@ -229,8 +264,14 @@ function requireNeeds(e: Env, needs: ConfigNeeds): void {
 }
 
 /** The Config from the validated variables (the channels' settings from their descriptors). */
-function buildConfig(e: Env, env: NodeJS.ProcessEnv, needs: ConfigNeeds): Config {
+function buildConfig(
+  e: Env,
+  env: NodeJS.ProcessEnv,
+  needs: ConfigNeeds,
+  channels: readonly AnyChannelSlice[],
+): Config {
   const workspace = path.resolve(e.MAGPIE_WORKSPACE);
+  const settings = channelSettings(channels, e);
   return {
     llm: llmConfig(e, env, needs),
     prices: pricesFrom(e),
@@ -249,9 +290,10 @@ function buildConfig(e: Env, env: NodeJS.ProcessEnv, needs: ConfigNeeds): Config
     search: searchConfig(e),
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
     redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
-    channels: channelSettings(e),
+    channels: settings,
+    channelSecrets: channelSecrets(channels, settings),
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
-    stream: { enabled: e.MAGPIE_STREAM ?? true, channels: streamSwitches(e) },
+    stream: { enabled: e.MAGPIE_STREAM ?? true, channels: streamSwitches(channels, e) },
     timezone: e.MAGPIE_TIMEZONE,
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
     log: {
@@ -330,7 +372,7 @@ export interface ConfigOverrides {
   workspace?: string | undefined;
 }
 
-/** Options of {@link loadConfig}. */
+/** Options of {@link loadConfigWith}. */
 export interface LoadConfigOptions extends ConfigNeeds {
   /** Flag values that beat the environment. @defaultValue none */
   overrides?: ConfigOverrides;
@@ -343,9 +385,12 @@ export interface LoadConfigOptions extends ConfigNeeds {
  * the environment, with the command's flags on top. The entry point for
  * commands; the environment itself is never written.
  *
- * @example loadConfig({ llm: true, overrides: { workspace: values.workspace } })
+ * @example loadConfigWith(CHANNELS, { llm: true, overrides: { workspace: values.workspace } })
  */
-export function loadConfig(options: LoadConfigOptions = {}): Config {
+export function loadConfigWith(
+  channels: readonly AnyChannelSlice[],
+  options: LoadConfigOptions = {},
+): Config {
   const envFile = options.envFile ?? '.env';
   if (existsSync(envFile)) {
     try {
@@ -354,7 +399,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       throw new ConfigError(`${envFile} could not be read (${(err as Error).message}): fix or remove it`);
     }
   }
-  return parseConfig(environment(options.overrides), options);
+  return parseConfigWith(channels, environment(options.overrides), options);
 }
 
 /**

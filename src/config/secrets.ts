@@ -4,7 +4,6 @@
  * its API root), the dashboard token, and the credentials inside configured URLs
  * (user, password, secret-looking query values). Loggers, doctor and error lines redact them in every spelling.
  */
-import { channelSecrets } from './channels.js';
 import type { Config } from './index.js';
 import { urlCredentials } from './url-credentials.js';
 
@@ -18,7 +17,7 @@ export { urlCredentials } from './url-credentials.js';
 export function secretValues(config: Config): string[] {
   const values = [
     config.llm.apiKey,
-    ...channelSecrets(config.channels),
+    ...config.channelSecrets,
     config.dashboard.token,
     ...urlCredentials(config.llm.baseURL),
     ...urlCredentials(config.redis.url),

@@ -4,7 +4,6 @@
  * progress is printed, and the variables the answers set. Also how a secret is
  * shown (its shape, never its value).
  */
-import { CHANNELS } from '../channels/registry.js';
 import { ConfigError } from '../errors/index.js';
 import { scrubCredentials } from '../log/redact.js';
 import type { Prompter } from './prompts.js';
@@ -37,13 +36,8 @@ export interface StepContext {
   updates: Record<string, string>;
 }
 
-/** Variables whose values are secrets: shown masked, never in full. */
-export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
-  'OPENAI_API_KEY',
-  ...CHANNELS.flatMap((d) => d.secretVariables),
-  'BRAVE_API_KEY',
-  'TAVILY_API_KEY',
-]);
+/** magpie's own variables whose values are secrets (each channel names its own: `secretVariables`). */
+export const CORE_SECRET_VARIABLES: readonly string[] = ['OPENAI_API_KEY', 'BRAVE_API_KEY', 'TAVILY_API_KEY'];
 
 /**
  * A secret as it may be shown: a long one as its first three and last four
@@ -57,9 +51,12 @@ export function maskSecret(value: string): string {
   return value.length >= 8 ? `…${value.slice(-2)}` : '…';
 }
 
-/** The value of a variable as the summary shows it (a URL's password taken out too). */
-export function shown(name: string, value: string): string {
-  return SECRET_VARIABLES.has(name) ? maskSecret(value) : scrubCredentials(value);
+/**
+ * The value of a variable as the summary shows it: a secret masked, anything
+ * else with a URL's password taken out.
+ */
+export function shownValue(secrets: ReadonlySet<string>, name: string, value: string): string {
+  return secrets.has(name) ? maskSecret(value) : scrubCredentials(value);
 }
 
 /** The existing value of `name`, when set and not blank. */

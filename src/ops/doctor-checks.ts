@@ -8,7 +8,6 @@
  * accepted; doctor-bots.ts), each MCP server and
  * the web search backend (doctor-reach.ts), and a worker seen alive.
  */
-import { configuredChannels } from '../channels/registry.js';
 import type { Config } from '../config/index.js';
 import type { Check } from './doctor.js';
 import { modelChecks } from './doctor-models.js';
@@ -23,6 +22,11 @@ export interface DoctorOptions {
   live?: boolean;
   /** magpie's environment, for `${VAR}` in mcp.json. @defaultValue process.env */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Each channel's own check, in registry order (`channelDoctorChecks` in
+   * src/channels/registry.ts; ops imports no channel). @defaultValue none
+   */
+  channelChecks?: readonly Check[];
 }
 
 /** The checks plus a `close()` for the Redis connection they share. */
@@ -43,7 +47,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
     workspaceIdentityCheck(config, shared),
     // Every configured model: MAGPIE_MODEL, then each fallback (with --live, one token from each).
     ...modelChecks(config, options.live === true),
-    ...channelChecks(config),
+    ...(options.channelChecks ?? []),
     mcpCheck(config, options.env ?? process.env),
     searchCheck(config),
     daemonCheck(config, shared),
@@ -54,14 +58,4 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
       shared.close();
     },
   };
-}
-
-/**
- * Each channel's own check, in registry order. Every registered channel is
- * listed (not only the enabled ones): an off channel's check says it is skipped.
- */
-function channelChecks(config: Config): Check[] {
-  return configuredChannels(config).flatMap(
-    ({ descriptor, settings }) => descriptor.doctor?.(settings) ?? [],
-  );
 }

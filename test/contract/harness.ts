@@ -12,9 +12,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseConfig } from '../../src/app/config.js';
 import { type RunningRole, startRole } from '../../src/app/roles.js';
 import { approvePairing, type PairingRequest } from '../../src/bus/pairing-store.js';
-import { parseConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type FakeOpenAI, type FakeReply, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 

@@ -10,8 +10,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/app/config.js';
 import { Bus } from '../../src/bus/bus.js';
-import { defaultStateDir, parseConfig } from '../../src/config/index.js';
+import { defaultStateDir } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 import { startRedis } from '../fakes/redis-server.js';

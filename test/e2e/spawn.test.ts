@@ -8,10 +8,10 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseConfig } from '../../src/app/config.js';
 import { Bus } from '../../src/bus/bus.js';
 import { helperKeys } from '../../src/bus/keys.js';
 import { INBOUND_QUEUE } from '../../src/bus/queues.js';
-import { parseConfig } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';

@@ -3,7 +3,7 @@
  * sees it: always on, CLI_STREAM its live-reply switch.
  */
 import { optionalSwitch } from '../../config/env-values.js';
-import { defineChannel } from '../descriptor.js';
+import { defineChannel, type SettingsOf } from '../descriptor.js';
 
 export const cliChannel = defineChannel({
   name: 'cli',
@@ -18,3 +18,9 @@ export const cliChannel = defineChannel({
     return new CliChannel({ bus: deps.bus, logger: deps.logger });
   },
 });
+
+declare module '../../config/channel-slices.js' {
+  interface ChannelSettingsMap {
+    readonly cli: SettingsOf<typeof cliChannel>;
+  }
+}

@@ -6,10 +6,8 @@
  */
 import { list, optionalSwitch, optionalText, optionalUrl } from '../../config/env-values.js';
 import { urlCredentials } from '../../config/url-credentials.js';
-import { defineChannel, lazyCheck } from '../descriptor.js';
-
-/** Discord's public REST API root. */
-export const DISCORD_API_ROOT = 'https://discord.com/api';
+import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
+import { DISCORD_API_ROOT } from './api-root.js';
 
 export const discordChannel = defineChannel({
   name: 'discord',
@@ -43,3 +41,9 @@ export const discordChannel = defineChannel({
     run: async (ctx) => (await import('./onboard.js')).discordStep(ctx),
   },
 });
+
+declare module '../../config/channel-slices.js' {
+  interface ChannelSettingsMap {
+    readonly discord: SettingsOf<typeof discordChannel>;
+  }
+}

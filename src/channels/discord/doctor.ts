@@ -1,7 +1,7 @@
 /** `magpie doctor`'s Discord check: GET /users/@me with DISCORD_BOT_TOKEN (skipped without one). */
 import type { Check } from '../../ops/doctor.js';
 import { botCheck } from '../../ops/doctor-bots.js';
-import { DISCORD_API_ROOT } from './descriptor.js';
+import { DISCORD_API_ROOT } from './api-root.js';
 
 /** The Discord bot token is accepted (GET /users/@me). */
 export function discordCheck(settings: { token: string | undefined; apiRoot: string | undefined }): Check {

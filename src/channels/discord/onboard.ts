@@ -8,7 +8,7 @@ import { ConfigError } from '../../errors/index.js';
 import { askId, type BotPlatform, botStep } from '../../onboard/bot-steps.js';
 import { type BotIdentity, botApiFetch, unavailable } from '../../onboard/checks.js';
 import type { StepContext } from '../../onboard/context.js';
-import { DISCORD_API_ROOT } from './descriptor.js';
+import { DISCORD_API_ROOT } from './api-root.js';
 
 const DISCORD: BotPlatform = {
   name: 'Discord',

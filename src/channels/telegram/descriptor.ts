@@ -6,10 +6,8 @@
  */
 import { list, optionalSwitch, optionalText, optionalUrl } from '../../config/env-values.js';
 import { urlCredentials } from '../../config/url-credentials.js';
-import { defineChannel, lazyCheck } from '../descriptor.js';
-
-/** Telegram's public Bot API root. */
-export const TELEGRAM_API_ROOT = 'https://api.telegram.org';
+import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
+import { TELEGRAM_API_ROOT } from './api-root.js';
 
 export const telegramChannel = defineChannel({
   name: 'telegram',
@@ -44,3 +42,9 @@ export const telegramChannel = defineChannel({
     run: async (ctx) => (await import('./onboard.js')).telegramStep(ctx),
   },
 });
+
+declare module '../../config/channel-slices.js' {
+  interface ChannelSettingsMap {
+    readonly telegram: SettingsOf<typeof telegramChannel>;
+  }
+}

@@ -1,7 +1,7 @@
 /** `magpie doctor`'s Telegram check: getMe with TELEGRAM_BOT_TOKEN (skipped without one). */
 import type { Check } from '../../ops/doctor.js';
 import { botCheck } from '../../ops/doctor-bots.js';
-import { TELEGRAM_API_ROOT } from './descriptor.js';
+import { TELEGRAM_API_ROOT } from './api-root.js';
 
 /** The Telegram bot token is accepted (getMe). */
 export function telegramCheck(settings: { token: string | undefined; apiRoot: string | undefined }): Check {

@@ -7,8 +7,8 @@ import { ConfigError, describeError } from '../../errors/index.js';
 import { askId, type BotPlatform, botStep } from '../../onboard/bot-steps.js';
 import { type BotIdentity, botApiFetch, unavailable } from '../../onboard/checks.js';
 import { progress, type StepContext } from '../../onboard/context.js';
+import { TELEGRAM_API_ROOT } from './api-root.js';
 import { captureTelegramSender } from './capture.js';
-import { TELEGRAM_API_ROOT } from './descriptor.js';
 
 const TELEGRAM: BotPlatform = {
   name: 'Telegram',

@@ -3,7 +3,7 @@
  * pages is (MAGPIE_DASHBOARD_PORT set), WEB_STREAM its live-reply switch.
  */
 import { optionalSwitch } from '../../config/env-values.js';
-import { defineChannel } from '../descriptor.js';
+import { defineChannel, type SettingsOf } from '../descriptor.js';
 
 export const webChannel = defineChannel({
   name: 'web',
@@ -19,3 +19,9 @@ export const webChannel = defineChannel({
     return new WebChannel({ bus: deps.bus, logger: deps.logger });
   },
 });
+
+declare module '../../config/channel-slices.js' {
+  interface ChannelSettingsMap {
+    readonly web: SettingsOf<typeof webChannel>;
+  }
+}

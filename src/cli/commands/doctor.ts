@@ -1,4 +1,6 @@
 /** `magpie doctor [--live]`: is everything set up? One line per check, with the fix. */
+
+import { channelDoctorChecks } from '../../channels/registry.js';
 import type { Config } from '../../config/index.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
@@ -39,7 +41,12 @@ export const run = defineCommand({
       );
       return ExitCode.failure;
     }
-    const doctor = buildChecks({ config, live: values.live ?? false, env: commandEnv(values) });
+    const doctor = buildChecks({
+      config,
+      live: values.live ?? false,
+      env: commandEnv(values),
+      channelChecks: channelDoctorChecks(config),
+    });
     try {
       const lines = await runChecks(doctor.checks, {
         timeoutMs: 3_000,

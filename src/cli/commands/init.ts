@@ -1,6 +1,6 @@
 /** `magpie init [--workspace DIR]`: create the workspace from the templates, never overwriting. */
 import path from 'node:path';
-import { loadConfig } from '../../config/index.js';
+import { loadConfig } from '../../app/config.js';
 import { ExitCode } from '../../errors/index.js';
 import { ensureWorkspaceId, WORKSPACE_ID_FILE } from '../../workspace/identity.js';
 import { initWorkspace, isTemplatesDir } from '../../workspace/init.js';

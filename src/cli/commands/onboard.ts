@@ -10,7 +10,7 @@ import path from 'node:path';
 import { CHANNELS } from '../../channels/registry.js';
 import { environment, parseDuration } from '../../config/index.js';
 import { CancelledError, ConfigError, ExitCode } from '../../errors/index.js';
-import { existingValue, type OnboardFlags, type StepContext, shown } from '../../onboard/context.js';
+import { existingValue, type OnboardFlags, type StepContext } from '../../onboard/context.js';
 import { type EnvWriteResult, exampleEnvFile, readEnvFile, writeEnvFile } from '../../onboard/env-file.js';
 import { modelStep } from '../../onboard/model-step.js';
 import { Prompter, type PromptStreams } from '../../onboard/prompts.js';
@@ -18,6 +18,7 @@ import { searchStep } from '../../onboard/search-step.js';
 import { ensureWorkspaceId } from '../../workspace/identity.js';
 import { initWorkspace, isTemplatesDir } from '../../workspace/init.js';
 import { parseCommandArgs } from '../args.js';
+import { shown } from '../secret-variables.js';
 
 /** The channels with an onboarding step, in registry order. */
 const ONBOARDING = CHANNELS.flatMap((d) => (d.onboard ? [d.onboard] : []));

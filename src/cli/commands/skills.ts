@@ -1,6 +1,6 @@
 /** `magpie skills [--workspace DIR]`: list the workspace's skills and report malformed ones. */
 import path from 'node:path';
-import { loadConfig } from '../../config/index.js';
+import { loadConfig } from '../../app/config.js';
 import { ExitCode } from '../../errors/index.js';
 import { SkillsLoader } from '../../skills/loader.js';
 import { defineCommand } from '../command.js';

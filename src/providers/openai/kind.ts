@@ -1,6 +1,6 @@
 /** The `openai` provider kind: an OpenAI-compatible endpoint (OpenAI, OpenRouter, Ollama, vLLM…). */
 
-import type { ProviderKindOptions } from '../registry.js';
+import type { ProviderKindOptions } from '../kind-options.js';
 import type { LLMProvider } from '../types.js';
 import { OpenAIProvider } from './provider.js';
 

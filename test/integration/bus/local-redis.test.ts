@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
 import {
   findLocalRedis,
@@ -31,7 +32,6 @@ import {
   startLocalRedis,
 } from '../../../src/bus/local-redis.js';
 import { processRuns } from '../../../src/bus/pid.js';
-import { parseConfig } from '../../../src/config/index.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';

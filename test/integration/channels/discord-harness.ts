@@ -1,11 +1,12 @@
 /** Shared set-up for the Discord channel tests: fake Discord, real Redis, the real adapter. */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channels/discord/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
-import { type Config, parseConfig } from '../../../src/config/index.js';
+import type { Config } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { InboundMessageInput } from '../../../src/messages/messages.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';

@@ -2,9 +2,9 @@
 
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { parseConfig } from '../../../src/app/config.js';
 import { approvePairing, RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { DiscordChannel } from '../../../src/channels/discord/index.js';
-import { parseConfig } from '../../../src/config/index.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { startFakeDiscord } from '../../fakes/discord-server.js';

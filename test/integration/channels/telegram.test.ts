@@ -6,11 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseConfig } from '../../../src/app/config.js';
 import { approvePairing, RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { TelegramChannel, type TelegramChannelOptions } from '../../../src/channels/telegram/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
 import { COMMANDS } from '../../../src/commands/list.js';
-import { parseConfig } from '../../../src/config/index.js';
 import { AppError, ConfigError } from '../../../src/errors/index.js';
 import { createLogger, silentLogger } from '../../../src/log/index.js';
 import {

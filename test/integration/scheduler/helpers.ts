@@ -4,8 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
+import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
-import { type Config, parseConfig } from '../../../src/config/index.js';
+import type { Config } from '../../../src/config/index.js';
 import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
 import type { ToolContext } from '../../../src/tools/types.js';
 

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { AppError, ConfigError, ExitCode } from '../../../src/errors/index.js';
 import { execSandboxCheck } from '../../../src/ops/doctor-sandbox.js';
 import { createExecTool, type ExecOptions } from '../../../src/tools/exec.js';

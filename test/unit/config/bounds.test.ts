@@ -6,8 +6,9 @@
  * echoing a secret.
  */
 import { describe, expect, it } from 'vitest';
+import { EnvSchema, parseConfig } from '../../../src/app/config.js';
 import { checkDuration, MAX_TIMER_MS, parseDuration } from '../../../src/config/duration.js';
-import { EnvSchema, parseConfig, streamsTo } from '../../../src/config/index.js';
+import { streamsTo } from '../../../src/config/index.js';
 import { ConfigError, ExitCode } from '../../../src/errors/index.js';
 
 const base = { MAGPIE_WORKSPACE: '/tmp/magpie-bounds-ws', MAGPIE_TIMEZONE: 'UTC' };

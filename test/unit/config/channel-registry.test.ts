@@ -5,8 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { EnvSchema, parseConfig } from '../../../src/app/config.js';
 import { CHANNELS, enabledChannels } from '../../../src/channels/registry.js';
-import { EnvSchema, parseConfig, streamsTo } from '../../../src/config/index.js';
+import { streamsTo } from '../../../src/config/index.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { textRedactor } from '../../../src/log/index.js';
 import { buildChecks } from '../../../src/ops/doctor-checks.js';

@@ -4,7 +4,7 @@
  * entry refused with one line naming it (exit 2) without echoing a secret.
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { ConfigError, describeError, ExitCode } from '../../../src/errors/index.js';
 

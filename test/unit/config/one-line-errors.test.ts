@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ConfigNeeds, loadConfig, parseConfig } from '../../../src/config/index.js';
+import { loadConfig, parseConfig } from '../../../src/app/config.js';
+import type { ConfigNeeds } from '../../../src/config/index.js';
 import { AppError, ConfigError, ExitCode } from '../../../src/errors/index.js';
 
 /** Secrets set in every case: none may appear in any message. */

@@ -7,8 +7,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../../../src/app/config.js';
 import { commandConfig, commandEnv, logLevel } from '../../../src/cli/startup.js';
-import { debugEnabled, environment, loadConfig, parseConfig } from '../../../src/config/index.js';
+import { debugEnabled, environment } from '../../../src/config/index.js';
 
 const saved = { ...process.env };
 

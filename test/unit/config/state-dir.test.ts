@@ -8,7 +8,8 @@ import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { defaultStateDir, parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
+import { defaultStateDir } from '../../../src/config/index.js';
 import {
   ensurePrivateDir,
   randomSecret,

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { ConfigError, ExitCode } from '../../../src/errors/index.js';
 
 const base = { MAGPIE_WORKSPACE: '/tmp/magpie-usage-ws', MAGPIE_TIMEZONE: 'UTC' };

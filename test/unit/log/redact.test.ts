@@ -7,7 +7,7 @@
 import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { secretValues, urlCredentials } from '../../../src/config/secrets.js';
 import { AppError, describeError } from '../../../src/errors/index.js';
 import { createLogger, REDACTED, redactText, scrubCredentials } from '../../../src/log/index.js';

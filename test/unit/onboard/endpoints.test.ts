@@ -5,7 +5,8 @@
  * and how an id joins an allow list.
  */
 import { describe, expect, it } from 'vitest';
-import { maskSecret, mergeIds, shown } from '../../../src/onboard/context.js';
+import { shown } from '../../../src/cli/secret-variables.js';
+import { maskSecret, mergeIds } from '../../../src/onboard/context.js';
 import { checkBaseURL, ENDPOINT_PRESETS, presetByAnswer, presetFor } from '../../../src/onboard/endpoints.js';
 import { chatModels, isListed } from '../../../src/onboard/model-step.js';
 

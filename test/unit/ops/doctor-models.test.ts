@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { formatChecks, runChecks } from '../../../src/ops/doctor.js';
 import { modelChecks } from '../../../src/ops/doctor-models.js';

@@ -2,7 +2,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { type AgentParts, type BuildAgentOptions, buildAgent } from '../../../src/app/build-agent.js';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { RecordingSink, type ScriptedProvider } from '../agent/loop-fixtures.js';
 import { tempDir } from './helpers.js';

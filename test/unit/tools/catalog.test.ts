@@ -3,7 +3,7 @@
  * only reads, and is built only when the composition gives what it needs.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { createMcpTool } from '../../../src/mcp/tool-adapter.js';
 import { buildTools, TOOL_CATALOG, type ToolDeps } from '../../../src/tools/catalog.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';

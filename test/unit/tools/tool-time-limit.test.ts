@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { ConfigError } from '../../../src/errors/index.js';
 import type { ChatMessage, ChatRequest } from '../../../src/providers/types.js';
 import type { Tool } from '../../../src/tools/types.js';

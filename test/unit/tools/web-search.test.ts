@@ -5,7 +5,7 @@
  * keys kept out of every text. Plus how the config picks a backend.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/index.js';
+import { parseConfig } from '../../../src/app/config.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { searchBackendFor } from '../../../src/tools/search-backends/index.js';

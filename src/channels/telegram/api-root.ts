@@ -1,0 +1,2 @@
+/** Telegram's public Bot API root. */
+export const TELEGRAM_API_ROOT = 'https://api.telegram.org';
