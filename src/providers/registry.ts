@@ -4,8 +4,7 @@
  * {@link PROVIDER_KINDS}; the builder (src/app/build-provider.ts) does not change.
  * Each factory loads its SDK lazily, so only the kinds configured are loaded.
  */
-import type { Config, ModelEndpointConfig } from '../config/index.js';
-import type { Logger } from '../log/index.js';
+import type { ModelEndpointConfig } from '../config/index.js';
 import type { ProviderFactory, ProviderKindOptions } from './kind-options.js';
 import type { LLMProvider } from './types.js';
 

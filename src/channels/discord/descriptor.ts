@@ -7,7 +7,6 @@
 import { list, optionalSwitch, optionalText, optionalUrl } from '../../config/env-values.js';
 import { urlCredentials } from '../../config/url-credentials.js';
 import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
-import { DISCORD_API_ROOT } from './api-root.js';
 
 export const discordChannel = defineChannel({
   name: 'discord',

@@ -7,7 +7,6 @@
 import { list, optionalSwitch, optionalText, optionalUrl } from '../../config/env-values.js';
 import { urlCredentials } from '../../config/url-credentials.js';
 import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
-import { TELEGRAM_API_ROOT } from './api-root.js';
 
 export const telegramChannel = defineChannel({
   name: 'telegram',
