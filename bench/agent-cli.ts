@@ -6,7 +6,7 @@
  *   npx tsx bench/agent-cli.ts [--runs 15] [--bin path/to/bin.js] [--baseline path/to/old/bin.js]
  *
  * `--baseline` times a second build of the CLI (e.g. an older commit's) in the
- * same loop, so before and after come from one run. Target (issue 2): median
+ * same loop, so before and after come from one run. Target: median
  * ratio ≤ 4. Builds dist/ (`npm run build`: tsc, then the esbuild bundle) first
  * when it is missing.
  */

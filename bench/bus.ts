@@ -1,5 +1,5 @@
 /**
- * Benchmark of the bus (issue 3). Starts its own redis-server, the fake
+ * Benchmark of the bus. Starts its own redis-server, the fake
  * OpenAI server, and `magpie gateway` + `magpie worker` processes from dist/,
  * then prints one JSON object:
  *

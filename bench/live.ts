@@ -1,5 +1,5 @@
 /**
- * Benchmark of live replies (issue 15). Runs the whole stack in this process
+ * Benchmark of live replies. Runs the whole stack in this process
  * (`startRole('start')`: gateway + worker) on its own redis-server, against
  * the fake Bot API (which refuses edits faster than one per 900 ms per chat,
  * as Telegram does) and the fake OpenAI server, and prints one JSON object.

@@ -6,7 +6,7 @@
  * with a Zipf-Mandelbrot law (600 common English words, then 5,000 names),
  * and numbers. Prints one JSON object:
  *
- * - `buildMs`: the index built from nothing (issue 16 target ≤ 5,000 ms);
+ * - `buildMs`: the index built from nothing (target ≤ 5,000 ms);
  * - `updateMs`: bringing it up to date after one note changed (target ≤ 50 ms);
  * - `searchMs`: p50/p99 of a whole search as the tool runs it (lock, sync
  *   check of every file, query, snippets; target p99 ≤ 50 ms);

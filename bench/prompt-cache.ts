@@ -18,7 +18,7 @@
  * answer 300–1,200 characters).
  *
  * REV defaults to the parent of the commit that introduced the layout (the
- * first commit adding src/agent/prompt-note.ts). Targets (issue 13): min ≥ 90%,
+ * first commit adding src/agent/prompt-note.ts). Targets: min ≥ 90%,
  * median ≥ 97%. Summaries are held off (a compaction rewrites the history
  * once by design; it is not what this measures).
  */

@@ -5,7 +5,7 @@
  * ES module holding the command table, and each command (with the pure-JS packages it uses:
  * zod, openai, pino, yaml…) is in chunks in dist/chunks/, loaded only when that command
  * runs. A few files instead of hundreds of modules is what makes `magpie agent -m` start
- * quickly (issue 2). Packages that find files next to their own code at run time (bullmq's
+ * quickly. Packages that find files next to their own code at run time (bullmq's
  * Lua scripts, bull-board's UI) or load optional native addons stay external; pino is
  * inlined and its transport workers still start from node_modules.
  *

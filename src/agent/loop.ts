@@ -1,5 +1,5 @@
 /**
- * AgentLoop (seed 003): processMessage → runAgentLoop → runLLMIteration.
+ * AgentLoop: processMessage → runAgentLoop → runLLMIteration.
  * One turn builds the context, calls the model, runs tools until a plain
  * answer, persists every message as it happens and returns the reply for the
  * caller (worker or CLI) to deliver. Long sessions are summarised afterwards

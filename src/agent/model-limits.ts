@@ -1,5 +1,5 @@
 /**
- * Context windows of common models (seed 002's catalogue, kept small): an
+ * Context windows of common models (a small catalogue): an
  * exact or prefix match on the model name, a conservative default otherwise.
  * MAGPIE_CONTEXT_TOKENS (config.llm.contextTokens) overrides the table.
  */

@@ -1,5 +1,5 @@
 /**
- * Summarisation of long sessions (seed 003): estimateTokens, summarizeBatch,
+ * Summarisation of long sessions: estimateTokens, summarizeBatch,
  * summarizeSession, maybeSummarize. Older messages of the context history are
  * folded into the session summary (which rides in the system prompt); the last
  * few messages stay, tool calls are never split from their results, and the
@@ -23,7 +23,7 @@ const TRANSCRIPT_CHARS_PER_MESSAGE = 2_000;
 
 /**
  * A rough token count without a tokenizer: ~4 characters a token plus 4 tokens
- * of framing per message (seed 002's heuristic).
+ * of framing per message (a common heuristic).
  */
 export function estimateTokens(messages: readonly ChatMessage[]): number {
   let chars = 0;

@@ -1,5 +1,5 @@
 /**
- * The token budget of one turn (seed 002): how full the context window is
+ * The token budget of one turn: how full the context window is
  * before each LLM call — the API's reported usage when there is one, else an
  * estimate (~4 characters a token plus ~4 tokens a message) — and what to do:
  * warn at 80%, compact towards 80% above 95%.

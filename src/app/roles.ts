@@ -141,7 +141,7 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   });
   await helperWorker.start();
   parts.push({ name: 'helper queue', close: () => helperQueue.close() });
-  // The scheduler plugs in here: heartbeat and cron job schedulers (brief 8).
+  // Heartbeat and cron: BullMQ job schedulers, so one fires per tick however many workers run.
   const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger, store: cronStore });
   // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
   parts.push({ name: 'worker heartbeat', close: () => beat.close() });

@@ -1,5 +1,5 @@
 /**
- * Iteration hooks (seed 001's "effects"): small per-turn objects the agent
+ * Iteration hooks ("effects"): small per-turn objects the agent
  * loop calls before each LLM call (they may rewrite the request, never the
  * session) and after each response (they may answer tool calls themselves or
  * stop the turn). A fresh set is made for every turn, so hooks keep per-turn
