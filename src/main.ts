@@ -5,7 +5,7 @@
  * builds a role (`start`, `gateway`, `worker`) from a Config and runs it until
  * SIGINT/SIGTERM. The roles' parts (src/app/roles.ts, and through it the bus,
  * channels and worker) load only when a role runs, so `magpie agent` never
- * loads bullmq, ioredis, telegraf or discord.js.
+ * loads bullmq, ioredis or a channel's SDK.
  */
 import type { RoleOptions } from './app/roles.js';
 import { runCli } from './cli/bin.js';

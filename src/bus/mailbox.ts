@@ -46,7 +46,7 @@ export class Mailbox {
   /**
    * Appends an (already validated) message unless a message with its id was
    * appended within the last day (`keys.inboundSeen`): a platform that
-   * delivers a message again (Telegram after a restart before its update was
+   * delivers a message again (a platform after a restart before its update was
    * confirmed, a redone scheduled job) does not start a second turn for it —
    * which would share the first turn's outbound ids and lose the answer to
    * whatever joined it. The check and the append are one script. Resolves

@@ -29,7 +29,7 @@ export interface ChannelConfigSlice<
 /**
  * `config.channels`: each channel's settings under its name. Empty here; each
  * channel's descriptor adds its entry by augmenting this interface, e.g.
- * `declare module '../../config/channel-slices.js' { interface ChannelSettingsMap { telegram: … } }`.
+ * `declare module '../../config/channel-slices.js' { interface ChannelSettingsMap { web: … } }`.
  */
 // biome-ignore lint/suspicious/noEmptyInterface: filled by the channels' module augmentations
 export interface ChannelSettingsMap {}

@@ -21,9 +21,9 @@ export const MediaSchema = z.object({
 export type Media = z.infer<typeof MediaSchema>;
 
 export const InboundMessageSchema = z.object({
-  /** Unique id of this message (platform-derived where possible: `telegram:<chat>:<message_id>`). */
+  /** Unique id of this message (platform-derived where possible: `<channel>:<chat>:<message_id>`). */
   id: z.string().min(1),
-  /** `telegram`, `discord`, `cli`, or `system` (helper results, no user behind them). */
+  /** A registered channel's name (`cli`, `web`, …), or `system` (helper results, no user behind them). */
   channel: z
     .string()
     .min(1)

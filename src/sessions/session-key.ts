@@ -20,7 +20,7 @@ const PLAIN = /[A-Za-z0-9@-]/;
 /**
  * The file-safe base name (no extension) for a session key.
  *
- * @example sessionFileName('telegram:-100123/42') // 'telegram_-100123%2F42'
+ * @example sessionFileName('web:-100123/42') // 'web_-100123%2F42'
  * @throws AppError INVALID_SESSION_KEY for '', '.', '..', or a key whose name would be too long.
  */
 export function sessionFileName(key: string): string {

@@ -12,7 +12,7 @@ const parameters = z.object({
     .string()
     .min(1)
     .optional()
-    .describe('Channel to send to (telegram, discord, cli); default the current one'),
+    .describe('Channel to send to (its name, as in a session key); default the current one'),
   chat_id: z.string().min(1).optional().describe('Chat to send to; default the current chat'),
 });
 
