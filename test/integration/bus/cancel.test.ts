@@ -1,20 +1,16 @@
 /** /stop reaches the worker running the session's turn; queued messages stay queued. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
-import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+import { harnessPerTest, inbound, ScriptedAgent, waitFor } from './helpers.js';
 
 describe('cancellation', () => {
-  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
-  afterEach(async () => {
-    await harness?.close();
-    harness = undefined;
-  });
+  const start = harnessPerTest();
 
   it('/stop aborts the running turn; a message queued behind it still gets its turn', async () => {
     const agent = new ScriptedAgent({
       iterationMs: (contents) => (contents.includes('long task') ? 10_000 : 10),
     });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('s1', 'long task'));
     await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
     await harness.bus.publishInbound(inbound('s1', 'queued'));
@@ -29,7 +25,7 @@ describe('cancellation', () => {
 
   it('/stop with nothing running answers "Nothing to stop." and queues no turn', async () => {
     const agent = new ScriptedAgent();
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     expect(await harness.bus.cancel('test:s2')).toBe(false);
     await harness.bus.publishInbound(inbound('s2', ' /stop '));
     await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'answer');
@@ -40,7 +36,7 @@ describe('cancellation', () => {
 
   it('cancel() returns true while a turn of that session runs', async () => {
     const agent = new ScriptedAgent({ iterationMs: 10_000 });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('s3', 'first'));
     await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
     expect(await harness.bus.cancel('test:s3')).toBe(true);
@@ -52,7 +48,7 @@ describe('cancellation', () => {
     const agent = new ScriptedAgent({
       iterationMs: (contents) => (contents.includes('long task') ? 10_000 : 10),
     });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     for (const [i, spelling] of ['/STOP now', '/stop@magpie_bot'].entries()) {
       await harness.bus.publishInbound(inbound('s4', 'long task'));
       await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn running');
@@ -73,7 +69,7 @@ describe('cancellation', () => {
 
   it('magpie send / chat: a /stop is answered by the client at once, "Stopping." or "Nothing to stop."', async () => {
     const agent = new ScriptedAgent({ iterationMs: 10_000 });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     const idle = await sendAndWait(harness.bus, { content: ' /Stop ', chatId: 'c1', timeoutMs: 5_000 });
     expect(idle).toMatchObject({ channel: 'cli', chatId: 'c1', kind: 'reply', content: 'Nothing to stop.' });
     await harness.bus.publishInbound(inbound('c2', 'long task', { channel: 'cli' }));

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { inject } from 'vitest';
+import { afterEach, inject } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import type { ConsumerTuning } from '../../../src/bus/consumer.js';
@@ -195,6 +195,29 @@ export async function startHarness(options: {
       await delivery.close();
       await bus.close();
     },
+  };
+}
+
+/** What `startHarness` returns. */
+export type Harness = Awaited<ReturnType<typeof startHarness>>;
+
+/**
+ * For a describe block whose tests each start one harness: returns the
+ * starter and closes the harness it last started after each test.
+ *
+ * @example
+ * const start = harnessPerTest();
+ * it('…', async () => { const harness = await start({ agent: new ScriptedAgent() }); });
+ */
+export function harnessPerTest(): typeof startHarness {
+  let current: Harness | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async (options) => {
+    current = await startHarness(options);
+    return current;
   };
 }
 
