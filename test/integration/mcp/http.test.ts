@@ -6,7 +6,6 @@
  * `/stop` as the protocol's cancellation, the call time limit, a server
  * that is down at start and joins later, and two servers whose names clash.
  */
-import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { McpServerConnection } from '../../../src/mcp/connection.js';
 import { McpManager } from '../../../src/mcp/manager.js';
 import { CANCELLED_RESULT, ToolRegistry } from '../../../src/tools/registry.js';
 import { type FakeMcpServer, startFakeMcpServer } from '../../fakes/mcp-http-server.js';
+import { closedPort as freePort } from '../../fakes/net.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { toolContext } from '../../unit/tools/helpers.js';
 
@@ -78,14 +78,6 @@ async function managed(
 
 const call = (registry: ToolRegistry, name: string, args: object = {}, signal?: AbortSignal) =>
   registry.execute(name, JSON.stringify(args), toolContext('/tmp', signal ? { signal } : {}));
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((r) => probe.close(() => r()));
-  return port;
-}
 
 describe('MCP over Streamable HTTP (our own server)', () => {
   it('connects, sends the configured headers and calls a tool', async () => {

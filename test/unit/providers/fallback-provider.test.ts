@@ -8,7 +8,6 @@
  * everything down, one line naming each model. Cool-downs in memory here; the
  * Redis store and two workers are in test/integration/providers.
  */
-import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError, CancelledError } from '../../../src/errors/index.js';
 import { MemoryCooldownStore } from '../../../src/providers/cooldown.js';
@@ -16,7 +15,9 @@ import { type FallbackModel, FallbackProvider } from '../../../src/providers/fal
 import { ModelsUnavailableError, modelsDownApology } from '../../../src/providers/fallback-failures.js';
 import { OpenAIProvider } from '../../../src/providers/openai/provider.js';
 import type { ChatMessage } from '../../../src/providers/types.js';
+import { closedPort } from '../../fakes/net.js';
 import { type FakeOpenAI, type FakeReply, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
 const hi: ChatMessage[] = [{ role: 'user', content: 'hi' }];
@@ -30,15 +31,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await Promise.all([primary.close(), backup.close()]);
 });
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function model(
   id: string,
@@ -72,14 +64,7 @@ function chain(first: FallbackModel, store = new MemoryCooldownStore(), baseMs =
   return { provider, store };
 }
 
-async function failure(promise: Promise<unknown>): Promise<AppError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const failure = (promise: Promise<unknown>) => rejectedWith(AppError, promise);
 
 describe('FallbackProvider: each way an endpoint fails', () => {
   const ways: Array<[string, FakeReply | 'refused', number]> = [
