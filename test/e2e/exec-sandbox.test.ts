@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';
+import { collect } from './cli-helpers.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -79,16 +80,7 @@ describe('magpie agent: exec in the sandbox', () => {
         MAGPIE_EXEC_SANDBOX: 'bwrap',
       },
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-    expect({ code, stdout, stderr }).toMatchObject({ code: 0, stdout: 'All done.\n' });
+    expect(await collect(child)).toMatchObject({ code: 0, stdout: 'All done.\n' });
     const results: string[] = fake.requests[before + 1]?.body.messages
       .filter((m: { role: string }) => m.role === 'tool')
       .slice(-commands.length)

@@ -20,6 +20,7 @@ import {
   type RecordedRequest,
   startFakeOpenAI,
 } from '../fakes/openai-server.js';
+import { collect, type Outcome } from './cli-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -34,10 +35,7 @@ let swapper: ChildProcess | undefined;
 const fifos: string[] = [];
 
 /** Runs `magpie agent --chat <chat> -m <message>` and resolves with its exit code and output. */
-async function agent(
-  chat: string,
-  message: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function agent(chat: string, message: string): Promise<Outcome> {
   const child = spawn(process.execPath, [bin, 'agent', '--chat', chat, '-m', message], {
     cwd: dir,
     env: {
@@ -50,16 +48,7 @@ async function agent(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  const [code] = (await once(child, 'close')) as [number | null];
-  return { code, stdout, stderr };
+  return collect(child);
 }
 
 /** The tool results the model got, by call id. */

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StdioServerSpec } from '../../../src/mcp/config.js';
 import { McpManager } from '../../../src/mcp/manager.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
+import { alive } from '../../fakes/process.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { toolContext } from '../../unit/tools/helpers.js';
 
@@ -79,15 +80,6 @@ async function started(servers: StdioServerSpec[], vision = false) {
 
 const call = (registry: ToolRegistry, name: string, args: object = {}) =>
   registry.execute(name, JSON.stringify(args), toolContext('/tmp'));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('MCP over stdio (server-everything)', () => {
   it('offers the server tools as everything__<tool> with their descriptions and schemas', async () => {
