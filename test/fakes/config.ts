@@ -1,0 +1,38 @@
+/** Config for tests that start a magpie role against the fakes: one place for the settings every such test shares. */
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import { type Config, parseConfig } from '../../src/config/index.js';
+
+/** Where a role under test finds its workspace, model and Redis. */
+export interface RoleConfigOptions {
+  workspace: string;
+  /** The fake OpenAI server (or any endpoint) the role's model calls go to. */
+  openai: { baseURL: string };
+  /** The queue prefix; a fresh `test-<uuid>` when left out. */
+  prefix?: string;
+  /** Defaults to the run's redis-server. */
+  redisUrl?: string;
+}
+
+/**
+ * A parsed Config for `startRole`: the run's Redis under a unique prefix, the
+ * fake model `fake-model`, no heartbeat, plus the platform's own variables.
+ *
+ * @example
+ * roleConfig({ workspace, openai }, { TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot });
+ */
+export function roleConfig(
+  options: RoleConfigOptions,
+  platformEnv: Record<string, string | undefined> = {},
+): Config {
+  return parseConfig({
+    REDIS_URL: options.redisUrl ?? inject('redisUrl'),
+    MAGPIE_QUEUE_PREFIX: options.prefix ?? `test-${randomUUID()}`,
+    MAGPIE_WORKSPACE: options.workspace,
+    OPENAI_API_KEY: 'test-key',
+    OPENAI_BASE_URL: options.openai.baseURL,
+    MAGPIE_MODEL: 'fake-model',
+    MAGPIE_HEARTBEAT_INTERVAL: '0',
+    ...platformEnv,
+  });
+}
