@@ -8,8 +8,7 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, constants, openSync } from 'node:fs';
-import { link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -20,6 +19,7 @@ import {
   type RecordedRequest,
   startFakeOpenAI,
 } from '../fakes/openai-server.js';
+import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { collect, type Outcome } from './cli-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -70,13 +70,8 @@ const call = (id: string, name: string, args: Record<string, unknown>): FakeTool
 
 beforeAll(async () => {
   await exec('npm', ['run', 'build', '--silent'], { cwd: root, timeout: 120_000 });
-  dir = await mkdtemp(path.join(tmpdir(), 'magpie-files-e2e-'));
-  workspace = path.join(dir, 'ws');
+  ({ dir, workspace } = await initedFolder('magpie-files-e2e-'));
   outside = path.join(dir, 'outside');
-  await exec(process.execPath, [bin, 'init', '--workspace', workspace], {
-    cwd: dir,
-    env: { PATH: process.env.PATH },
-  });
   await mkdir(outside);
   await writeFile(path.join(outside, 'secret.txt'), SECRET);
 }, 150_000);
@@ -93,9 +88,7 @@ afterEach(async () => {
   fake = undefined;
 });
 
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => removeFolder(dir));
 
 describe('magpie agent: file tools cannot be tricked', () => {
   it('refuses FIFOs, a hardlink out and writes to sessions/ in one turn, and still reads and writes inside', async () => {

@@ -3,9 +3,13 @@
  * block the helper is called in and removed after it (after the block's own
  * afterEach hooks, which run first).
  */
-import { mkdir } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, beforeEach } from 'vitest';
+import { BIN } from '../e2e/daemon-helpers.js';
 import { tempDir } from '../unit/tools/helpers.js';
 
 /**
@@ -48,4 +52,20 @@ export function workspaceBesideOutsidePerTest(
     await mkdir(dirs.outside);
     await use(dirs);
   });
+}
+
+/** A temporary folder `dir` holding a workspace `dir/ws` made by the built `magpie init` (run from `dir`, so no .env is read). */
+export async function initedFolder(prefix: string): Promise<{ dir: string; workspace: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  const workspace = path.join(dir, 'ws');
+  await promisify(execFile)(process.execPath, [BIN, 'init', '--workspace', workspace], {
+    cwd: dir,
+    env: { PATH: process.env.PATH },
+  });
+  return { dir, workspace };
+}
+
+/** Removes a folder made for a test file, if set-up got that far. */
+export async function removeFolder(dir: string | undefined): Promise<void> {
+  if (dir) await rm(dir, { recursive: true, force: true });
 }
