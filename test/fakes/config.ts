@@ -1,7 +1,8 @@
 /** Config for tests that start a magpie role against the fakes: one place for the settings every such test shares. */
 import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { type Config, parseConfig } from '../../src/config/index.js';
+import { ConfigError } from '../../src/errors/index.js';
 
 /** Where a role under test finds its workspace, model and Redis. */
 export interface RoleConfigOptions {
@@ -35,4 +36,15 @@ export function roleConfig(
     MAGPIE_HEARTBEAT_INTERVAL: '0',
     ...platformEnv,
   });
+}
+
+/** The ConfigError parseConfig throws for `env`; fails the test when it parses or throws something else. */
+export function configRefusal(env: Record<string, string | undefined>): ConfigError {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new ConfigError(`expected ${JSON.stringify(env)} to be refused`);
 }
