@@ -42,3 +42,12 @@ export function daemonSuite(options: { killAfter?: 'each' | 'all' } = {}): Daemo
   if (options.killAfter !== 'all') afterEach(killAll);
   return suite;
 }
+
+/** Stops the processes in order (SIGTERM, as `stop` does), then closes the fake model; any may be missing. */
+export async function stopProcsThenFake(
+  procs: Array<Proc | undefined>,
+  fake: { close(): Promise<void> } | undefined,
+): Promise<void> {
+  for (const proc of procs) await stop(proc);
+  await fake?.close();
+}

@@ -7,9 +7,10 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError, ProviderError } from '../../../src/errors/index.js';
-import { OpenAIProvider, type OpenAIProviderOptions } from '../../../src/providers/openai/provider.js';
+import type { OpenAIProviderOptions } from '../../../src/providers/openai/provider.js';
 import type { ChatMessage } from '../../../src/providers/types.js';
 import { closedPort } from '../../fakes/net.js';
+import { providerFor } from '../../fakes/openai-provider.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { rejectedWith } from '../../fakes/rejection.js';
 
@@ -23,15 +24,7 @@ afterEach(async () => {
   await fake.close();
 });
 
-function provider(options: Partial<OpenAIProviderOptions> = {}): OpenAIProvider {
-  return new OpenAIProvider({
-    apiKey: 'sk-test-key',
-    baseURL: fake.baseURL,
-    model: 'test-model',
-    retryBaseMs: 1,
-    ...options,
-  });
-}
+const provider = (options: Partial<OpenAIProviderOptions> = {}) => providerFor(fake, options);
 
 const failure = (promise: Promise<unknown>) => rejectedWith(ProviderError, promise);
 
