@@ -6,7 +6,6 @@
  * folder. Each is refused or harmless; the positive controls still work.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, constants, openSync } from 'node:fs';
 import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -19,6 +18,7 @@ import {
   type RecordedRequest,
   startFakeOpenAI,
 } from '../fakes/openai-server.js';
+import { killAndWait } from '../fakes/process.js';
 import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { collect, type Outcome } from './cli-helpers.js';
 
@@ -77,11 +77,7 @@ beforeAll(async () => {
 }, 150_000);
 
 afterEach(async () => {
-  if (swapper && swapper.exitCode === null && swapper.signalCode === null) {
-    const exited = once(swapper, 'exit');
-    swapper.kill('SIGKILL');
-    await exited;
-  }
+  await killAndWait(swapper);
   swapper = undefined;
   for (const fifo of fifos.splice(0)) closeSync(openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK));
   await fake?.close();

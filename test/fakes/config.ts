@@ -48,3 +48,11 @@ export function configRefusal(env: Record<string, string | undefined>): ConfigEr
   }
   throw new ConfigError(`expected ${JSON.stringify(env)} to be refused`);
 }
+
+/** The Telegram variables of a role talking to a fake Bot API, open to `allowFrom` (e.g. `@owner`). */
+export function telegramEnv(
+  fake: { token: string; apiRoot: string },
+  allowFrom: string,
+): Record<string, string> {
+  return { TELEGRAM_BOT_TOKEN: fake.token, TELEGRAM_API_ROOT: fake.apiRoot, TELEGRAM_ALLOW_FROM: allowFrom };
+}

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RunningRole, startRole } from '../../../src/main.js';
 import { LONG_REPLY } from '../../contract/harness.js';
-import { roleConfig } from '../../fakes/config.js';
+import { roleConfig, telegramEnv } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { stopRoleAndFakes } from '../../fakes/role.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
@@ -40,14 +40,7 @@ beforeAll(async () => {
   prefix = `test-${randomUUID()}`;
   // Sent while the bot is down: must be answered once it starts.
   queuedBeforeStart = fake.pushUpdate(dmUpdate({ ...owner, id: 5002 }, 'sent while you were away'));
-  const config = roleConfig(
-    { workspace, openai, prefix },
-    {
-      TELEGRAM_BOT_TOKEN: fake.token,
-      TELEGRAM_API_ROOT: fake.apiRoot,
-      TELEGRAM_ALLOW_FROM: `@${owner.username}`,
-    },
-  );
+  const config = roleConfig({ workspace, openai, prefix }, telegramEnv(fake, `@${owner.username}`));
   role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
 }, 60_000);
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RunningRole, startRole } from '../../../src/main.js';
-import { roleConfig } from '../../fakes/config.js';
+import { roleConfig, telegramEnv } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { stopRoleAndFakes } from '../../fakes/role.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
@@ -43,14 +43,7 @@ beforeAll(async () => {
     },
   });
   workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-live-'));
-  const config = roleConfig(
-    { workspace, openai },
-    {
-      TELEGRAM_BOT_TOKEN: fake.token,
-      TELEGRAM_API_ROOT: fake.apiRoot,
-      TELEGRAM_ALLOW_FROM: `@${owner.username}`,
-    },
-  );
+  const config = roleConfig({ workspace, openai }, telegramEnv(fake, `@${owner.username}`));
   role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
 }, 60_000);
 
@@ -184,9 +177,7 @@ describe('TELEGRAM_STREAM=off', () => {
       config: roleConfig(
         { workspace: dir, openai: model },
         {
-          TELEGRAM_BOT_TOKEN: telegram.token,
-          TELEGRAM_API_ROOT: telegram.apiRoot,
-          TELEGRAM_ALLOW_FROM: `@${owner.username}`,
+          ...telegramEnv(telegram, `@${owner.username}`),
           TELEGRAM_STREAM: 'off',
         },
       ),

@@ -5,7 +5,6 @@
  * No call may read the outside secret or change anything outside.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, readdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { createReadFileTool } from '../../../src/tools/read-file.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import type { ToolResult } from '../../../src/tools/types.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import { killAndWait } from '../../fakes/process.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
 import { toolContext } from './helpers.js';
@@ -71,11 +71,7 @@ describe('file tools under a symlink swap race', () => {
   });
 
   afterEach(async () => {
-    if (swapper && swapper.exitCode === null && swapper.signalCode === null) {
-      const exited = once(swapper, 'exit');
-      swapper.kill('SIGKILL');
-      await exited;
-    }
+    await killAndWait(swapper);
     swapper = undefined;
   });
 
