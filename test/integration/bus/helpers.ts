@@ -26,7 +26,9 @@ export function testConfig(url = inject('redisUrl'), extra: Record<string, strin
   });
 }
 
-export { waitFor } from '../../fakes/wait-for.js';
+import { waitFor } from '../../fakes/wait-for.js';
+
+export { waitFor };
 
 /** One recorded turn of the fake agent. */
 export interface RecordedTurn {
@@ -219,6 +221,42 @@ export function harnessPerTest(): typeof startHarness {
     current = await startHarness(options);
     return current;
   };
+}
+
+/** Base of fake agents whose tests send only messages: direct and heartbeat turns throw "not used". */
+export abstract class MessageOnlyAgent implements AgentRunner {
+  abstract processMessage(
+    messages: InboundMessage | InboundMessage[],
+    options?: TurnOptions,
+  ): Promise<TurnResult>;
+
+  processDirect(): Promise<TurnResult> {
+    throw new Error('not used');
+  }
+
+  processHeartbeat(): Promise<TurnResult> {
+    throw new Error('not used');
+  }
+}
+
+/**
+ * The clean-ups a test registers as it starts things (`cleanups.push(() => bus.close())`),
+ * run last-registered first after each test of the describe block.
+ */
+export function cleanupsAfterEach(): Array<() => Promise<void>> {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return cleanups;
+}
+
+/** The reply address of the one CLI request waiting in chat `chatId`'s mailbox (waits up to 5 s for it). */
+export async function cliReplyAddress(bus: Bus, chatId: string): Promise<string> {
+  const mailbox = bus.mailbox(`cli:${chatId}`);
+  await waitFor(async () => (await mailbox.length()) === 1, 5_000, 'the request in the mailbox');
+  const { messages } = await mailbox.read(0);
+  return messages[0]!.metadata.replyAddress as string;
 }
 
 /** An inbound message on channel `test`. */
