@@ -6,7 +6,6 @@
  * `/stop` as the protocol's cancellation, the call time limit, a server
  * that is down at start and joins later, and two servers whose names clash.
  */
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/index.js';
@@ -14,6 +13,7 @@ import type { HttpServerSpec } from '../../../src/mcp/config.js';
 import { McpServerConnection } from '../../../src/mcp/connection.js';
 import { McpManager } from '../../../src/mcp/manager.js';
 import { CANCELLED_RESULT, ToolRegistry } from '../../../src/tools/registry.js';
+import { capturingLogger } from '../../fakes/logger.js';
 import { type FakeMcpServer, startFakeMcpServer } from '../../fakes/mcp-http-server.js';
 import { closedPort as freePort } from '../../fakes/net.js';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -43,17 +43,6 @@ function spec(name: string, url: string, extra: Partial<HttpServerSpec> = {}): H
     secrets: [],
     ...extra,
   };
-}
-
-function capturingLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
 }
 
 async function managed(

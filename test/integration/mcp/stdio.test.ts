@@ -7,12 +7,11 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StdioServerSpec } from '../../../src/mcp/config.js';
 import { McpManager } from '../../../src/mcp/manager.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
+import { capturingLogger } from '../../fakes/logger.js';
 import { alive } from '../../fakes/process.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { toolContext } from '../../unit/tools/helpers.js';
@@ -49,18 +48,6 @@ function everything(name = 'everything', env: Record<string, string> = {}): Stdi
     env,
     secrets: [],
   };
-}
-
-/** A logger whose lines (JSON) land in `lines`. */
-function capturingLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
 }
 
 const managers: McpManager[] = [];
