@@ -201,18 +201,21 @@ describe('FallbackProvider: cool-downs', () => {
   });
 });
 
+/** A stream that sends the text "Hel", then an error event with `message`. */
+function helThenError(message: string): FakeReply {
+  const chunk = {
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: 'm',
+    choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }],
+  };
+  return { raw: `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message } })}\n\n` };
+}
+
 describe('FallbackProvider: what does not fall back', () => {
   it('never falls back after text was streamed to the user', async () => {
-    const chunk = {
-      id: 'c1',
-      object: 'chat.completion.chunk',
-      created: 0,
-      model: 'm',
-      choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }],
-    };
-    primary.setResponder(() => ({
-      raw: `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message: 'overloaded mid-answer' } })}\n\n`,
-    }));
+    primary.setResponder(() => helThenError('overloaded mid-answer'));
     const { provider } = chain(model('main-model', primary.baseURL));
     const deltas: string[] = [];
     const err = await failure(provider.chat({ messages: hi, onDelta: (t) => deltas.push(t) }));
@@ -223,16 +226,7 @@ describe('FallbackProvider: what does not fall back', () => {
   });
 
   it('does fall back when the broken text was never shown (no onDelta)', async () => {
-    const chunk = {
-      id: 'c1',
-      object: 'chat.completion.chunk',
-      created: 0,
-      model: 'm',
-      choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }],
-    };
-    primary.setResponder(() => ({
-      raw: `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message: 'overloaded' } })}\n\n`,
-    }));
+    primary.setResponder(() => helThenError('overloaded'));
     const { provider } = chain(model('main-model', primary.baseURL));
     expect((await provider.chat({ messages: hi })).content).toBe('answered by the backup');
   });

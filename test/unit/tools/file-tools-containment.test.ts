@@ -11,15 +11,10 @@ import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/prom
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAppendFileTool } from '../../../src/tools/append-file.js';
-import { createEditFileTool } from '../../../src/tools/edit-file.js';
-import { createListDirTool } from '../../../src/tools/list-dir.js';
-import { createReadFileTool } from '../../../src/tools/read-file.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
-import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import type { ToolRegistry } from '../../../src/tools/registry.js';
 import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
-import { toolContext } from './helpers.js';
+import { fileToolRegistry, toolContext } from './helpers.js';
 
 const SECRET = 'TOP-SECRET-outside';
 
@@ -40,13 +35,7 @@ describe.each(['proc', 'portable'] as const)('file tools, %s confinement', (conf
     await mkdir(path.join(ws, 'notes'), { recursive: true });
     await writeFile(path.join(outside, 'secret.txt'), SECRET);
     await writeFile(path.join(ws, 'notes', 'a.md'), 'alpha\n');
-    registry = new ToolRegistry([
-      createReadFileTool(ws, { confinement }),
-      createWriteFileTool(ws, { confinement }),
-      createEditFileTool(ws, { confinement }),
-      createAppendFileTool(ws, { confinement }),
-      createListDirTool(ws, { confinement }),
-    ]);
+    registry = fileToolRegistry(ws, confinement);
   });
   afterEach(async () => {
     // A regression would leave a thread blocked opening a FIFO: a writer end releases it.

@@ -6,16 +6,11 @@
 import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createAppendFileTool } from '../../../src/tools/append-file.js';
-import { createEditFileTool } from '../../../src/tools/edit-file.js';
-import { createListDirTool } from '../../../src/tools/list-dir.js';
-import { createReadFileTool } from '../../../src/tools/read-file.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
-import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import type { ToolRegistry } from '../../../src/tools/registry.js';
 import { protectedFolder } from '../../../src/workspace/workspace-path.js';
 import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 import { tempDirPerTest } from '../../fakes/workspace.js';
-import { toolContext } from './helpers.js';
+import { fileToolRegistry, toolContext } from './helpers.js';
 
 const HISTORY = '{"role":"user","content":"hello"}\n';
 
@@ -45,13 +40,7 @@ describe.each(['proc', 'portable'] as const)(
       await mkdir(path.join(ws, 'notes'));
       await writeFile(path.join(ws, 'sessions', 'cli_test.jsonl'), HISTORY);
       await writeFile(path.join(ws, '.redis', 'dump.rdb'), 'REDIS');
-      registry = new ToolRegistry([
-        createReadFileTool(ws, { confinement }),
-        createWriteFileTool(ws, { confinement }),
-        createEditFileTool(ws, { confinement }),
-        createAppendFileTool(ws, { confinement }),
-        createListDirTool(ws, { confinement }),
-      ]);
+      registry = fileToolRegistry(ws, confinement);
     });
 
     const expectUnchanged = async (): Promise<void> => {
