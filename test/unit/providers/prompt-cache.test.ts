@@ -40,38 +40,22 @@ describe('toUsage', () => {
   });
 
   it('reads Anthropic-style cache_read_input_tokens and cache_creation_input_tokens', () => {
+    const cacheFields = { cache_read_input_tokens: 4_000, cache_creation_input_tokens: 900 };
+    const usage = {
+      promptTokens: 5_000,
+      completionTokens: 10,
+      totalTokens: 5_010,
+      cachedTokens: 4_000,
+      cacheWriteTokens: 900,
+    };
     // A router that counts them inside prompt_tokens (LiteLLM does).
     expect(
-      toUsage({
-        prompt_tokens: 5_000,
-        completion_tokens: 10,
-        total_tokens: 5_010,
-        cache_read_input_tokens: 4_000,
-        cache_creation_input_tokens: 900,
-      }),
-    ).toEqual({
-      promptTokens: 5_000,
-      completionTokens: 10,
-      totalTokens: 5_010,
-      cachedTokens: 4_000,
-      cacheWriteTokens: 900,
-    });
+      toUsage({ prompt_tokens: 5_000, completion_tokens: 10, total_tokens: 5_010, ...cacheFields }),
+    ).toEqual(usage);
     // An endpoint that counts only the uncached input in prompt_tokens (Anthropic's own way): added up.
-    expect(
-      toUsage({
-        prompt_tokens: 100,
-        completion_tokens: 10,
-        total_tokens: 110,
-        cache_read_input_tokens: 4_000,
-        cache_creation_input_tokens: 900,
-      }),
-    ).toEqual({
-      promptTokens: 5_000,
-      completionTokens: 10,
-      totalTokens: 5_010,
-      cachedTokens: 4_000,
-      cacheWriteTokens: 900,
-    });
+    expect(toUsage({ prompt_tokens: 100, completion_tokens: 10, total_tokens: 110, ...cacheFields })).toEqual(
+      usage,
+    );
   });
 
   it('reads DeepSeek’s prompt_cache_hit_tokens', () => {
