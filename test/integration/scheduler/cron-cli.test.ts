@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { createCronTool } from '../../../src/tools/cron.js';
-import { schedulerFixturePerTest, testConfig, toolContext } from './helpers.js';
+import { fixtureProcessEnv, schedulerFixturePerTest, testConfig, toolContext } from './helpers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
@@ -20,12 +20,7 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
         ['--import', TSX, BIN, 'cron', ...args],
         {
           cwd: fx.workspace,
-          env: {
-            ...process.env,
-            REDIS_URL: inject('redisUrl'),
-            MAGPIE_QUEUE_PREFIX: fx.prefix,
-            MAGPIE_WORKSPACE: fx.workspace,
-          },
+          env: fixtureProcessEnv(fx),
         },
       );
       return { code: 0, stdout, stderr };

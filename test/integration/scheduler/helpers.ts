@@ -111,3 +111,17 @@ export function schedulerFixturePerTest(): SchedulerFixture {
   });
   return fx;
 }
+
+/** The environment of a `magpie` subprocess on the fixture's Redis prefix and workspace (the test's own env plus `extra`). */
+export function fixtureProcessEnv(
+  fx: SchedulerFixture,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    REDIS_URL: inject('redisUrl'),
+    MAGPIE_QUEUE_PREFIX: fx.prefix,
+    MAGPIE_WORKSPACE: fx.workspace,
+    ...extra,
+  };
+}

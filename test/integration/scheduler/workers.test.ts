@@ -8,10 +8,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCronTool } from '../../../src/tools/cron.js';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
-import { outboundJobs, schedulerFixturePerTest, toolContext, waitFor } from './helpers.js';
+import { fixtureProcessEnv, outboundJobs, schedulerFixturePerTest, toolContext, waitFor } from './helpers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'dist/cli/bin.js');
@@ -53,11 +53,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
       [BIN, 'worker', '--stalled-interval', '1s', '--lock-duration', '2s'],
       {
         cwd: fx.workspace,
-        env: {
-          ...process.env,
-          REDIS_URL: inject('redisUrl'),
-          MAGPIE_QUEUE_PREFIX: fx.prefix,
-          MAGPIE_WORKSPACE: fx.workspace,
+        env: fixtureProcessEnv(fx, {
           MAGPIE_TIMEZONE: 'UTC',
           MAGPIE_HEARTBEAT_INTERVAL: '0',
           OPENAI_BASE_URL: openai.baseURL,
@@ -65,7 +61,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
           LOG_LEVEL: 'info',
           NODE_ENV: 'production',
           ...env,
-        },
+        }),
         stdio: ['ignore', 'ignore', 'pipe'],
       },
     );
