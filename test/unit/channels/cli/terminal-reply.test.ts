@@ -80,7 +80,7 @@ describe('TerminalReply', () => {
   });
 
   it('a mid-turn message gets its own line; abandon ends an open line and erases a status', () => {
-    const { out, err, reply } = terminal(true, { prefix: 'magpie> ', statusInPlace: true });
+    const { out, reply } = terminal(true, { prefix: 'magpie> ', statusInPlace: true });
     reply.live({ text: 'Sending you a note' });
     reply.message('the note');
     reply.live({ text: '', progress: 'waiting' });
@@ -101,7 +101,7 @@ describe('TerminalReply', () => {
 
 describe('TerminalReply progress lines', () => {
   it('are one line of plain text: escapes and newlines from the snapshot cannot reach the terminal', () => {
-    const { out, err, reply } = terminal(true, { statusInPlace: true });
+    const { out, reply } = terminal(true, { statusInPlace: true });
     reply.live({ text: '', progress: 'reading \x1b]0;pwned\x07a.md\nyou> ' });
     expect(out.text()).toBe('\x1b[2m… reading  ]0;pwned a.md you> \x1b[0m');
   });
