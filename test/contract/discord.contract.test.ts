@@ -6,7 +6,7 @@
  */
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../fakes/discord-server.js';
 import { describeChannelContract } from './channel-contract.js';
-import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
+import { type ChannelHarness, type ChatRef, fakeReaders, type HarnessFactory } from './harness.js';
 
 const discord: HarnessFactory = {
   capabilities: { groups: true, pairing: true, media: true, typing: true, edits: true, redelivery: true },
@@ -67,19 +67,7 @@ const discord: HarnessFactory = {
         // The gateway replays events after a resume: the same message, same id.
         if (options.twice) fake.dispatchMessage({ ...message, id });
       },
-      async replies(where) {
-        return shown(where);
-      },
-      async waitForReplies(n, where, timeoutMs) {
-        await fake.waitFor(() => shown(where).length >= n, timeoutMs);
-        return shown(where);
-      },
-      async typingSeen(where) {
-        return typing(where);
-      },
-      async waitForTyping(n, where, timeoutMs) {
-        await fake.waitFor(() => typing(where) >= n, timeoutMs);
-      },
+      ...fakeReaders(fake, { shown, typing }),
       async edits(where) {
         const channel = channelOf(where);
         return fake.edits.filter((e) => e.channelId === channel && e.outcome === 'edited').length;

@@ -90,6 +90,38 @@ export interface ChannelHarness extends ChannelTraits {
   close(): Promise<void>;
 }
 
+/**
+ * The reading half of a harness over a platform fake: `shown` and `typing`
+ * read what the fake recorded for a chat, the waits poll them with the
+ * fake's own `waitFor`. `shownCount` counts the shown messages where that is
+ * cheaper than reading them (defaults to `shown(where).length`).
+ */
+export function fakeReaders(
+  fake: { waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void> },
+  read: {
+    shown(where?: ChatRef): string[];
+    typing(where?: ChatRef): number;
+    shownCount?(where?: ChatRef): number;
+  },
+): Pick<ChannelHarness, 'replies' | 'waitForReplies' | 'typingSeen' | 'waitForTyping'> {
+  const count = read.shownCount ?? ((where?: ChatRef) => read.shown(where).length);
+  return {
+    async replies(where) {
+      return read.shown(where);
+    },
+    async waitForReplies(n, where, timeoutMs) {
+      await fake.waitFor(() => count(where) >= n, timeoutMs);
+      return read.shown(where);
+    },
+    async typingSeen(where) {
+      return read.typing(where);
+    },
+    async waitForTyping(n, where, timeoutMs) {
+      await fake.waitFor(() => read.typing(where) >= n, timeoutMs);
+    },
+  };
+}
+
 /** What a harness factory gets: a way to start magpie against its platform. */
 export interface ContractStack {
   /** Starts the role `magpie start` runs, with the shared environment plus the platform's variables. */

@@ -13,7 +13,7 @@ import {
   startFakeTelegram,
 } from '../fakes/telegram-server.js';
 import { describeChannelContract } from './channel-contract.js';
-import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
+import { type ChannelHarness, type ChatRef, fakeReaders, type HarnessFactory } from './harness.js';
 
 const OWNER = 'owner';
 
@@ -92,19 +92,7 @@ const telegram: HarnessFactory = {
         // drops an id it has passed).
         if (options.twice) fake.pushUpdate({ ...update });
       },
-      async replies(where) {
-        return shown(where);
-      },
-      async waitForReplies(n, where, timeoutMs) {
-        await fake.waitFor(() => fake.shown(chatIdOf(where)).length >= n, timeoutMs);
-        return shown(where);
-      },
-      async typingSeen(where) {
-        return typing(where);
-      },
-      async waitForTyping(n, where, timeoutMs) {
-        await fake.waitFor(() => typing(where) >= n, timeoutMs);
-      },
+      ...fakeReaders(fake, { shown, typing, shownCount: (where) => fake.shown(chatIdOf(where)).length }),
       async edits(where) {
         const chat = String(chatIdOf(where));
         return fake.edits.filter((e) => e.chat_id === chat && e.outcome === 'edited').length;

@@ -5,13 +5,13 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI, withoutContextBlock } from '../fakes/openai-server.js';
+import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { closedPort, collect, type Outcome, said } from './cli-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -44,17 +44,10 @@ function agent(args: string[], extraEnv: Record<string, string> = {}, input?: st
 
 beforeAll(async () => {
   await exec('npm', ['run', 'build', '--silent'], { cwd: root, timeout: 120_000 });
-  dir = await mkdtemp(path.join(tmpdir(), 'magpie-agent-e2e-'));
-  workspace = path.join(dir, 'ws');
-  await exec(process.execPath, [bin, 'init', '--workspace', workspace], {
-    cwd: dir,
-    env: { PATH: process.env.PATH },
-  });
+  ({ dir, workspace } = await initedFolder('magpie-agent-e2e-'));
 }, 150_000);
 
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => removeFolder(dir));
 
 afterEach(async () => {
   await fake?.close();

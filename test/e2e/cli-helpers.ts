@@ -4,7 +4,6 @@
  * and a loopback port nothing listens on.
  */
 import type { ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 
 /** What a finished command printed, and its exit code (128 when a signal ended it). */
 export interface Outcome {
@@ -33,11 +32,4 @@ export function collect(child: ChildProcess): Promise<Outcome> {
 export const said = (stderr: string): string[] =>
   stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
 
-/** A port on 127.0.0.1 that was free a moment ago (connections to it are refused). */
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+export { closedPort } from '../fakes/net.js';

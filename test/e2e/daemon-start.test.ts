@@ -15,18 +15,10 @@ import { Bus } from '../../src/bus/bus.js';
 import { defaultStateDir } from '../../src/config/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
+import { alive } from '../fakes/process.js';
 import { startRedis } from '../fakes/redis-server.js';
 import { waitFor } from '../fakes/wait-for.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('magpie start with a private redis-server', () => {
   let fake: FakeOpenAI;

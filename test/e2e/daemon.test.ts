@@ -4,35 +4,23 @@
  */
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { daemonSuite } from '../fakes/daemon.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { build, daemonEnv, magpie, OPEN_STDIN, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { daemonEnv, magpie, OPEN_STDIN, type Proc } from './daemon-helpers.js';
 
 describe('daemon (gateway + worker processes)', () => {
-  let fake: FakeOpenAI;
-  let workspace: string;
-  const procs: Proc[] = [];
-  const redisUrl = inject('redisUrl');
-
-  beforeAll(async () => {
-    build();
-    workspace = tempWorkspace();
-    fake = await startFakeOpenAI();
-  }, 120_000);
-  afterAll(async () => {
-    await fake?.close();
-  });
-  afterEach(async () => {
-    for (const p of procs.splice(0)) await stop(p, 'SIGKILL');
-    fake.setResponder(() => ({ content: 'ok' }));
+  const suite = daemonSuite();
+  const { procs, redisUrl } = suite;
+  afterEach(() => {
+    suite.fake.setResponder(() => ({ content: 'ok' }));
   });
 
   function envFor(extra: Record<string, string> = {}) {
     return daemonEnv({
       REDIS_URL: redisUrl,
-      OPENAI_BASE_URL: fake.baseURL,
-      MAGPIE_WORKSPACE: workspace,
+      OPENAI_BASE_URL: suite.fake.baseURL,
+      MAGPIE_WORKSPACE: suite.workspace,
       ...extra,
     });
   }
@@ -49,20 +37,20 @@ describe('daemon (gateway + worker processes)', () => {
   }
 
   it('magpie send -m gets the reply through the bus', async () => {
-    fake.setResponder(() => ({ content: 'hello from the model' }));
+    suite.fake.setResponder(() => ({ content: 'hello from the model' }));
     const env = envFor();
     await daemon(env);
     const send = run(['send', '-m', 'hi there', '--chat', 'e2e-1', '--timeout', '20s'], env);
     expect(await send.exited).toBe(0);
     expect(send.stdout().trim()).toBe('hello from the model');
-    const last = fake.requests.at(-1)?.body.messages.at(-1);
+    const last = suite.fake.requests.at(-1)?.body.messages.at(-1);
     expect(last.content).toContain('hi there');
   });
 
   it('three quick messages to one chat: one turn at a time, all reach the model in order', async () => {
     let inFlight = 0;
     let maxInFlight = 0;
-    fake.setResponder(async () => {
+    suite.fake.setResponder(async () => {
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);
       await new Promise((resolve) => setTimeout(resolve, 400));
@@ -71,7 +59,7 @@ describe('daemon (gateway + worker processes)', () => {
     });
     const env = envFor();
     await daemon(env);
-    const before = fake.requests.length;
+    const before = suite.fake.requests.length;
     const mailbox = `${env.MAGPIE_QUEUE_PREFIX}:mailbox:cli:e2e-three`;
     const watcher = new Redis(redisUrl);
     // Three separate processes race to Redis, so each send starts once the previous
@@ -81,7 +69,7 @@ describe('daemon (gateway + worker processes)', () => {
         async () => {
           const entries = await watcher.lrange(mailbox, 0, -1);
           // A user message that is this text (the tools' descriptions hold words such as "network").
-          const sentToModel = fake.requests
+          const sentToModel = suite.fake.requests
             .slice(before)
             .some((r) =>
               (r.body.messages as Array<{ role: string; content: unknown }>).some(
@@ -106,14 +94,14 @@ describe('daemon (gateway + worker processes)', () => {
     for (const send of sends) expect(await send.exited).toBe(0);
     expect(maxInFlight).toBe(1);
     const userTexts = (
-      (fake.requests.at(-1)?.body.messages ?? []) as Array<{ role: string; content: unknown }>
+      (suite.fake.requests.at(-1)?.body.messages ?? []) as Array<{ role: string; content: unknown }>
     )
       .filter((m) => m.role === 'user')
       .map((m) => JSON.stringify(m.content));
     const order = ['one', 'two', 'three'].map((t) => userTexts.findIndex((u) => u.startsWith(`"${t}`)));
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
-    expect(fake.requests.length - before).toBeLessThanOrEqual(3);
+    expect(suite.fake.requests.length - before).toBeLessThanOrEqual(3);
     const redis = new Redis(redisUrl);
     try {
       expect(await redis.llen(`${env.MAGPIE_QUEUE_PREFIX}:mailbox:cli:e2e-three`)).toBe(0);
@@ -123,7 +111,7 @@ describe('daemon (gateway + worker processes)', () => {
   });
 
   it('magpie chat answers each line of piped input in order, through the bus', async () => {
-    fake.setResponder((req) => ({ content: `echo: ${req.body.messages.at(-1).content}` }));
+    suite.fake.setResponder((req) => ({ content: `echo: ${req.body.messages.at(-1).content}` }));
     const env = envFor();
     await daemon(env);
     const chat = magpie(
@@ -162,15 +150,15 @@ describe('daemon (gateway + worker processes)', () => {
 
   it('a worker killed with SIGKILL mid-turn, then restarted: answered exactly once', async () => {
     let calls = 0;
-    fake.setResponder(() =>
+    suite.fake.setResponder(() =>
       ++calls === 1 ? { content: 'slow', delayMs: 30_000 } : { content: 'redone answer' },
     );
     const env = envFor();
     const fast = ['--lock-duration', '2s', '--stalled-interval', '1s'];
     const { worker } = await daemon(env, fast);
-    const before = fake.requests.length;
+    const before = suite.fake.requests.length;
     const send = run(['send', '-m', 'survive this', '--chat', 'e2e-kill', '--timeout', '30s'], env);
-    await fake.waitForRequests(before + 1, 10_000);
+    await suite.fake.waitForRequests(before + 1, 10_000);
     worker.child.kill('SIGKILL');
     await worker.exited;
     const second = run(['worker', ...fast], env);
@@ -191,12 +179,12 @@ describe('daemon (gateway + worker processes)', () => {
   });
 
   it('SIGTERM during a turn: the turn finishes, its reply is delivered, the worker exits 0', async () => {
-    fake.setResponder(() => ({ content: 'finished before exit', delayMs: 1_500 }));
+    suite.fake.setResponder(() => ({ content: 'finished before exit', delayMs: 1_500 }));
     const env = envFor();
     const { worker } = await daemon(env);
-    const before = fake.requests.length;
+    const before = suite.fake.requests.length;
     const send = run(['send', '-m', 'take your time', '--chat', 'e2e-term', '--timeout', '20s'], env);
-    await fake.waitForRequests(before + 1, 10_000);
+    await suite.fake.waitForRequests(before + 1, 10_000);
     worker.child.kill('SIGTERM');
     expect(await send.exited).toBe(0);
     expect(send.stdout().trim()).toBe('finished before exit');

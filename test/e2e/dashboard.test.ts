@@ -8,11 +8,13 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launchChromium } from '../fakes/browser.js';
+import { stopProcsThenFake } from '../fakes/daemon.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { freePort } from '../fakes/redis-server.js';
-import { build, daemonEnv, magpie, type Proc, ROOT, stop, tempWorkspace } from './daemon-helpers.js';
+import { build, daemonEnv, magpie, type Proc, ROOT, tempWorkspace } from './daemon-helpers.js';
 
 const HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">';
 
@@ -63,26 +65,12 @@ describe('dashboard', () => {
     token = readFileSync(tokenFile as string, 'utf8').trim();
     loginUrl = `${baseUrl}?token=${token}`;
     // playwright gives each launch a fresh temporary profile (its own --user-data-dir).
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium(['--disable-quic', '--disable-component-update', '--disable-sync']);
   }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
-    await stop(dashboard);
-    await stop(daemon);
-    await fake?.close();
+    await stopProcsThenFake([dashboard, daemon], fake);
   });
 
   it('never prints or logs the token: the URL and where the token is instead', async () => {

@@ -14,10 +14,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { daemonSuite } from '../fakes/daemon.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { collect } from './cli-helpers.js';
+import { daemonEnv, magpie } from './daemon-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -79,16 +81,7 @@ describe('magpie agent: exec in the sandbox', () => {
         MAGPIE_EXEC_SANDBOX: 'bwrap',
       },
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-    expect({ code, stdout, stderr }).toMatchObject({ code: 0, stdout: 'All done.\n' });
+    expect(await collect(child)).toMatchObject({ code: 0, stdout: 'All done.\n' });
     const results: string[] = fake.requests[before + 1]?.body.messages
       .filter((m: { role: string }) => m.role === 'tool')
       .slice(-commands.length)
@@ -156,20 +149,8 @@ describe('magpie agent: exec in the sandbox', () => {
 });
 
 describe('the daemon: exec in the sandbox', () => {
-  const redisUrl = inject('redisUrl');
-  const procs: Proc[] = [];
-  let fake: FakeOpenAI;
-  let workspace: string;
-
-  beforeAll(async () => {
-    build();
-    workspace = tempWorkspace();
-    fake = await startFakeOpenAI();
-  }, 120_000);
-  afterAll(async () => {
-    for (const p of procs.splice(0)) await stop(p, 'SIGKILL');
-    await fake?.close();
-  });
+  const suite = daemonSuite({ killAfter: 'all' });
+  const { procs, redisUrl } = suite;
 
   it('says at start that exec is sandboxed, and a command cannot reach Redis on loopback', async () => {
     const { port } = new URL(redisUrl);
@@ -177,7 +158,7 @@ describe('the daemon: exec in the sandbox', () => {
     const key = `e2e-sandbox-${randomUUID()}`;
     await redis.set(key, 'kept');
     const flush = `node -e "const s=require('net').connect(${port},'127.0.0.1');s.on('connect',()=>{s.write('FLUSHALL\\r\\n');console.log('CONNECTED')});s.on('error',e=>console.log('ERROR',e.code))"`;
-    fake.enqueue(
+    suite.fake.enqueue(
       {
         toolCalls: [
           { name: 'exec', arguments: JSON.stringify({ command: flush }) },
@@ -188,9 +169,9 @@ describe('the daemon: exec in the sandbox', () => {
     );
     const env = daemonEnv({
       REDIS_URL: redisUrl,
-      OPENAI_BASE_URL: fake.baseURL,
+      OPENAI_BASE_URL: suite.fake.baseURL,
       OPENAI_API_KEY: API_KEY,
-      MAGPIE_WORKSPACE: workspace,
+      MAGPIE_WORKSPACE: suite.workspace,
     });
     const worker = magpie(['worker'], env);
     const gateway = magpie(['gateway'], env);
@@ -201,7 +182,7 @@ describe('the daemon: exec in the sandbox', () => {
     procs.push(send);
     expect(await send.exited).toBe(0);
     expect(send.stdout().trim()).toBe('tried');
-    const [toolResult, environ] = fake.requests[1]!.body.messages.filter(
+    const [toolResult, environ] = suite.fake.requests[1]!.body.messages.filter(
       (m: { role: string }) => m.role === 'tool',
     );
     expect(toolResult.content).toMatch(/^ERROR (ECONNREFUSED|ENETUNREACH)/);

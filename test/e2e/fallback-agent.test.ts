@@ -6,13 +6,12 @@
  * an unknown name is refused; a malformed MAGPIE_FALLBACK_MODELS is exit 2.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
+import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { closedPort, collect, type Outcome as Printed, said } from './cli-helpers.js';
 
 interface Outcome extends Printed {
@@ -43,17 +42,10 @@ function agent(args: string[], env: Record<string, string>): Promise<Outcome> {
 
 beforeAll(async () => {
   await exec('npm', ['run', 'build', '--silent'], { cwd: root, timeout: 120_000 });
-  dir = await mkdtemp(path.join(tmpdir(), 'magpie-fallback-e2e-'));
-  workspace = path.join(dir, 'ws');
-  await exec(process.execPath, [bin, 'init', '--workspace', workspace], {
-    cwd: dir,
-    env: { PATH: process.env.PATH },
-  });
+  ({ dir, workspace } = await initedFolder('magpie-fallback-e2e-'));
 }, 150_000);
 
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => removeFolder(dir));
 
 beforeEach(async () => {
   [main, backup] = await Promise.all([startFakeOpenAI(), startFakeOpenAI()]);

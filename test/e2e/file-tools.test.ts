@@ -6,10 +6,8 @@
  * folder. Each is refused or harmless; the positive controls still work.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, constants, openSync } from 'node:fs';
-import { link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -20,6 +18,9 @@ import {
   type RecordedRequest,
   startFakeOpenAI,
 } from '../fakes/openai-server.js';
+import { killAndWait } from '../fakes/process.js';
+import { initedFolder, removeFolder } from '../fakes/workspace.js';
+import { collect, type Outcome } from './cli-helpers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'dist', 'cli', 'bin.js');
@@ -34,10 +35,7 @@ let swapper: ChildProcess | undefined;
 const fifos: string[] = [];
 
 /** Runs `magpie agent --chat <chat> -m <message>` and resolves with its exit code and output. */
-async function agent(
-  chat: string,
-  message: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function agent(chat: string, message: string): Promise<Outcome> {
   const child = spawn(process.execPath, [bin, 'agent', '--chat', chat, '-m', message], {
     cwd: dir,
     env: {
@@ -50,16 +48,7 @@ async function agent(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  const [code] = (await once(child, 'close')) as [number | null];
-  return { code, stdout, stderr };
+  return collect(child);
 }
 
 /** The tool results the model got, by call id. */
@@ -81,32 +70,21 @@ const call = (id: string, name: string, args: Record<string, unknown>): FakeTool
 
 beforeAll(async () => {
   await exec('npm', ['run', 'build', '--silent'], { cwd: root, timeout: 120_000 });
-  dir = await mkdtemp(path.join(tmpdir(), 'magpie-files-e2e-'));
-  workspace = path.join(dir, 'ws');
+  ({ dir, workspace } = await initedFolder('magpie-files-e2e-'));
   outside = path.join(dir, 'outside');
-  await exec(process.execPath, [bin, 'init', '--workspace', workspace], {
-    cwd: dir,
-    env: { PATH: process.env.PATH },
-  });
   await mkdir(outside);
   await writeFile(path.join(outside, 'secret.txt'), SECRET);
 }, 150_000);
 
 afterEach(async () => {
-  if (swapper && swapper.exitCode === null && swapper.signalCode === null) {
-    const exited = once(swapper, 'exit');
-    swapper.kill('SIGKILL');
-    await exited;
-  }
+  await killAndWait(swapper);
   swapper = undefined;
   for (const fifo of fifos.splice(0)) closeSync(openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK));
   await fake?.close();
   fake = undefined;
 });
 
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => removeFolder(dir));
 
 describe('magpie agent: file tools cannot be tricked', () => {
   it('refuses FIFOs, a hardlink out and writes to sessions/ in one turn, and still reads and writes inside', async () => {

@@ -8,18 +8,18 @@
  * `magpie agent`'s start-up without a dynamic import.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { type FakeSearchServer, startFakeSearch } from '../fakes/search-servers.js';
+import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { collect, type Outcome, said } from './cli-helpers.js';
 import { BIN, build, ROOT } from './daemon-helpers.js';
 
-const exec = promisify(execFile);
+const _exec = promisify(execFile);
 const require = createRequire(import.meta.url);
 const EVERYTHING = path.join(
   path.dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')),
@@ -64,17 +64,10 @@ const toolMessage = (req: { body: { messages: { role: string; content: string }[
 
 beforeAll(async () => {
   build();
-  dir = await mkdtemp(path.join(tmpdir(), 'magpie-mcp-e2e-'));
-  workspace = path.join(dir, 'ws');
-  await exec(process.execPath, [BIN, 'init', '--workspace', workspace], {
-    cwd: dir,
-    env: { PATH: process.env.PATH },
-  });
+  ({ dir, workspace } = await initedFolder('magpie-mcp-e2e-'));
 }, 150_000);
 
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => removeFolder(dir));
 
 afterEach(async () => {
   await fake?.close();

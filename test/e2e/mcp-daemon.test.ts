@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeMcpServer, startFakeMcpServer } from '../fakes/mcp-http-server.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { alive } from '../fakes/process.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 const require = createRequire(import.meta.url);
@@ -35,15 +36,6 @@ function childrenOf(pid: number): number[] {
     }
   }
   return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('MCP in the daemon (gateway + two workers)', () => {

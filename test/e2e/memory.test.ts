@@ -10,13 +10,8 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { collect, type Outcome } from './cli-helpers.js';
 import { BIN, build, stateHome, tempWorkspace } from './daemon-helpers.js';
-
-interface Outcome {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 let workspace: string;
 let fake: FakeOpenAI;
@@ -38,18 +33,7 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 /** Runs `magpie <args>` and collects everything it printed once it has closed its output. */
 function magpie(args: string[]): Promise<Outcome> {
   const child = spawn(process.execPath, [BIN, ...args], { env: env(), cwd: path.dirname(workspace) });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return collect(child);
 }
 
 /** Every file under a folder, relative. */

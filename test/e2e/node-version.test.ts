@@ -23,7 +23,7 @@ function runOld(
       ['--import', pretendOld, script, ...args],
       { cwd: root },
       (err, stdout, stderr) => {
-        const code = err ? ((err as NodeJS.ErrnoException & { code?: number }).code as number | null) : 0;
+        const code: unknown = err ? (err as unknown as { code?: unknown }).code : 0;
         resolve({ code: typeof code === 'number' ? code : null, stdout, stderr });
       },
     );

@@ -187,17 +187,21 @@ MAGPIE_WORKSPACE=./workspace
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  it('a bad Telegram token: exit 2, one line, nothing written', async () => {
+  /** `onboard` with the model flags, `flags` and --yes over an existing .env; expects exit 2. */
+  async function refusedOverExistingEnv(flags: string[]): Promise<{ dir: string; stderr: string }> {
     const dir = folder(EXISTING_ENV);
-    const { code, stderr } = await onboard(dir, [
-      ...modelFlags(),
+    const { code, stderr } = await onboard(dir, [...modelFlags(), ...flags, '--yes']);
+    expect(code).toBe(2);
+    return { dir, stderr };
+  }
+
+  it('a bad Telegram token: exit 2, one line, nothing written', async () => {
+    const { dir, stderr } = await refusedOverExistingEnv([
       '--telegram-token',
       '111:not-the-right-token',
       '--telegram-api-root',
       telegram.apiRoot,
-      '--yes',
     ]);
-    expect(code).toBe(2);
     expect(said(stderr)).toEqual([
       'magpie: Telegram refused the bot token (getMe answered 401): copy it again from @BotFather',
     ]);
@@ -233,33 +237,25 @@ MAGPIE_WORKSPACE=./workspace
   });
 
   it('an allow-list entry that is no user id: exit 2, nothing written', async () => {
-    const dir = folder(EXISTING_ENV);
-    const { code, stderr } = await onboard(dir, [
-      ...modelFlags(),
+    const { dir, stderr } = await refusedOverExistingEnv([
       '--telegram-token',
       TG_TOKEN,
       '--telegram-api-root',
       telegram.apiRoot,
       '--telegram-allow-from',
       '123,@x y',
-      '--yes',
     ]);
-    expect(code).toBe(2);
     expect(said(stderr)).toEqual([expect.stringMatching(/^magpie: "@x y" is not a Telegram user id/)]);
     expectUntouched(dir);
   });
 
   it('a bad Discord token: exit 2, nothing written', async () => {
-    const dir = folder(EXISTING_ENV);
-    const { code, stderr } = await onboard(dir, [
-      ...modelFlags(),
+    const { dir, stderr } = await refusedOverExistingEnv([
       '--discord-token',
       'wrong.discord.token',
       '--discord-api-root',
       discord.apiRoot,
-      '--yes',
     ]);
-    expect(code).toBe(2);
     expect(said(stderr)).toHaveLength(1);
     expect(stderr).toContain('Discord refused the bot token (GET /users/@me answered 401)');
     expectUntouched(dir);

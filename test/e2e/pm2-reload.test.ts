@@ -6,22 +6,18 @@
  * once, and two fresh workers answer afterwards. `pm2 kill` at the end.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/ops/status.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { killPm2, PM2, pm2Env } from '../fakes/pm2.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { build, daemonEnv, magpie, ROOT, tempWorkspace } from './daemon-helpers.js';
+import { build, magpie, ROOT } from './daemon-helpers.js';
 
 const run = promisify(execFile);
-const PM2 = path.join(ROOT, 'node_modules', '.bin', 'pm2');
 
 describe('PM2 reload', () => {
   let fake: FakeOpenAI;
-  let pm2Home: string;
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
@@ -32,21 +28,11 @@ describe('PM2 reload', () => {
           ? { content: 'slow reply', delayMs: 4_000 }
           : { content: 'quick reply' },
     });
-    pm2Home = mkdtempSync(path.join(os.tmpdir(), 'magpie-pm2-reload-'));
-    env = {
-      ...daemonEnv({
-        REDIS_URL: inject('redisUrl'),
-        OPENAI_BASE_URL: fake.baseURL,
-        MAGPIE_WORKSPACE: tempWorkspace(),
-        MAGPIE_WORKERS: '2',
-      }),
-      PM2_HOME: pm2Home,
-    };
+    env = pm2Env(fake.baseURL, 'magpie-pm2-reload-');
   }, 120_000);
 
   afterAll(async () => {
-    await run(PM2, ['kill'], { env, cwd: ROOT }).catch(() => undefined);
-    rmSync(pm2Home, { recursive: true, force: true });
+    await killPm2(env);
     await fake?.close();
   });
 

@@ -9,8 +9,9 @@ import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { StatusReport } from '../../src/ops/status.js';
+import { stopProcsThenFake } from '../fakes/daemon.js';
 import { commonPrefix, type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
-import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { build, daemonEnv, magpie, type Proc, tempWorkspace } from './daemon-helpers.js';
 
 const CHAT = 'cache-e2e';
 
@@ -60,10 +61,7 @@ describe('prompt caching through the daemon', () => {
     await daemon.waitFor(/magpie is running/, 20_000);
   }, 120_000);
 
-  afterAll(async () => {
-    await stop(daemon);
-    await fake?.close();
-  });
+  afterAll(() => stopProcsThenFake([daemon], fake));
 
   async function send(text: string): Promise<string> {
     const proc = magpie(['send', '-m', text, '--chat', CHAT, '--timeout', '20s'], env);

@@ -7,15 +7,16 @@
  */
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/app/config.js';
 import { Bus } from '../../src/bus/bus.js';
 import { helperKeys } from '../../src/bus/keys.js';
 import { INBOUND_QUEUE } from '../../src/bus/queues.js';
 import { silentLogger } from '../../src/log/index.js';
-import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../fakes/openai-server.js';
+import { daemonSuite } from '../fakes/daemon.js';
+import type { RecordedRequest } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { daemonEnv, magpie } from './daemon-helpers.js';
 
 function lastMessage(req: RecordedRequest): { role: string; content: string } {
   const m = req.body.messages.at(-1);
@@ -29,26 +30,12 @@ function lastUser(req: RecordedRequest): string {
 }
 
 describe('spawn through the bus', () => {
-  let fake: FakeOpenAI;
-  let workspace: string;
-  const procs: Proc[] = [];
-  const redisUrl = inject('redisUrl');
-
-  beforeAll(async () => {
-    build();
-    workspace = tempWorkspace();
-    fake = await startFakeOpenAI();
-  }, 120_000);
-  afterAll(async () => {
-    await fake?.close();
-  });
-  afterEach(async () => {
-    for (const p of procs.splice(0)) await stop(p, 'SIGKILL');
-  });
+  const suite = daemonSuite();
+  const { procs, redisUrl } = suite;
 
   it('answers at once, then relays the helper’s result once, across a worker killed mid-helper', async () => {
     let helperCalls = 0;
-    fake.setResponder((req) => {
+    suite.fake.setResponder((req) => {
       const last = lastMessage(req);
       const user = lastUser(req);
       if (user.startsWith('[helper task]')) {
@@ -72,8 +59,8 @@ describe('spawn through the bus', () => {
     });
     const env = daemonEnv({
       REDIS_URL: redisUrl,
-      OPENAI_BASE_URL: fake.baseURL,
-      MAGPIE_WORKSPACE: workspace,
+      OPENAI_BASE_URL: suite.fake.baseURL,
+      MAGPIE_WORKSPACE: suite.workspace,
     });
     const prefix = env.MAGPIE_QUEUE_PREFIX!;
     const fast = ['--lock-duration', '2s', '--stalled-interval', '1s'];
@@ -84,7 +71,7 @@ describe('spawn through the bus', () => {
     const config = parseConfig({
       REDIS_URL: redisUrl,
       MAGPIE_QUEUE_PREFIX: prefix,
-      MAGPIE_WORKSPACE: workspace,
+      MAGPIE_WORKSPACE: suite.workspace,
     });
     const bus = await Bus.connect({ config, logger: silentLogger() });
     const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -141,7 +128,7 @@ describe('spawn through the bus', () => {
       ]);
       expect(all.every((r) => r.chatId === 'spawn-chat')).toBe(true);
       // The result turn saw the helper's text, framed as a background task result.
-      const relay = fake.requests.find((r) => lastUser(r).startsWith('[background task result]'))!;
+      const relay = suite.fake.requests.find((r) => lastUser(r).startsWith('[background task result]'))!;
       expect(lastUser(relay)).toContain('The answer is 42 (from the helper).');
       expect(await connection.llen(`${prefix}:mailbox:cli:spawn-chat`)).toBe(0);
       expect(second.stderr() + second.stdout()).toMatch(/helper result published/);

@@ -5,8 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { StatusReport } from '../../src/ops/status.js';
+import { stopProcsThenFake } from '../fakes/daemon.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
-import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { build, daemonEnv, magpie, type Proc, tempWorkspace } from './daemon-helpers.js';
 
 describe('magpie status', () => {
   let fake: FakeOpenAI;
@@ -34,10 +35,7 @@ describe('magpie status', () => {
     await daemon.waitFor(/magpie is running/, 20_000);
   }, 120_000);
 
-  afterAll(async () => {
-    await stop(daemon);
-    await fake?.close();
-  });
+  afterAll(() => stopProcsThenFake([daemon], fake));
 
   async function status(): Promise<StatusReport> {
     const proc = magpie(['status', '--json'], env);

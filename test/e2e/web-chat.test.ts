@@ -19,15 +19,17 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../../src/app/config.js';
 import { Bus } from '../../src/bus/bus.js';
 import { silentLogger } from '../../src/log/index.js';
+import { launchChromium } from '../fakes/browser.js';
+import { stopProcsThenFake } from '../fakes/daemon.js';
 import { type FakeOpenAI, type FakeReply, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 import { freePort } from '../fakes/redis-server.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { build, daemonEnv, magpie, type Proc, ROOT, stop, tempWorkspace } from './daemon-helpers.js';
+import { build, daemonEnv, magpie, type Proc, ROOT, tempWorkspace } from './daemon-helpers.js';
 
 const TOKEN = `web-e2e-${randomUUID()}`;
 const STREAMED =
@@ -76,23 +78,13 @@ describe('web chat in a browser', () => {
       config: parseConfig({ REDIS_URL: inject('redisUrl'), MAGPIE_QUEUE_PREFIX: prefix }),
       logger: silentLogger(),
     });
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
     await bus?.close();
-    await stop(daemon);
-    await fake?.close();
+    await stopProcsThenFake([daemon], fake);
   });
 
   /** A signed-in page on `/chat?name=<chat>`, its CSP violations and dialogs recorded. */

@@ -532,22 +532,37 @@ export function mentioning(username: string, text: string): { text: string; enti
   };
 }
 
+/** A text message update in `chat` from `user` (a fresh message id, sent now). */
+function messageUpdate(
+  chat: Record<string, unknown>,
+  user: { id: number },
+  text: string,
+  extra: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    message: {
+      message_id: randomInt(1, 2 ** 31),
+      date: now(),
+      chat,
+      from: { is_bot: false, first_name: 'User', ...user },
+      text,
+      ...extra,
+    },
+  };
+}
+
 /** A private-chat text message update from `user`. */
 export function dmUpdate(
   user: { id: number; first_name?: string; username?: string },
   text: string,
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
-  return {
-    message: {
-      message_id: randomInt(1, 2 ** 31),
-      date: now(),
-      chat: { id: user.id, type: 'private', first_name: user.first_name ?? 'User' },
-      from: { is_bot: false, first_name: 'User', ...user },
-      text,
-      ...extra,
-    },
-  };
+  return messageUpdate(
+    { id: user.id, type: 'private', first_name: user.first_name ?? 'User' },
+    user,
+    text,
+    extra,
+  );
 }
 
 /** A group (supergroup) message update from `user`. */
@@ -557,14 +572,5 @@ export function groupUpdate(
   text: string,
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
-  return {
-    message: {
-      message_id: randomInt(1, 2 ** 31),
-      date: now(),
-      chat: { id: chatId, type: 'supergroup', title: 'Group' },
-      from: { is_bot: false, first_name: 'User', ...user },
-      text,
-      ...extra,
-    },
-  };
+  return messageUpdate({ id: chatId, type: 'supergroup', title: 'Group' }, user, text, extra);
 }

@@ -1,14 +1,10 @@
 /** Turn failures: transient ones are retried, permanent ones answer with an error; exactly one reply per id. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AppError, ProviderError } from '../../../src/errors/index.js';
-import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+import { harnessPerTest, inbound, ScriptedAgent, waitFor } from './helpers.js';
 
 describe('turn failures and reply ids', () => {
-  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
-  afterEach(async () => {
-    await harness?.close();
-    harness = undefined;
-  });
+  const start = harnessPerTest();
 
   it('a transient failure is retried and then answered once', async () => {
     let calls = 0;
@@ -16,7 +12,7 @@ describe('turn failures and reply ids', () => {
       fail: () =>
         ++calls === 1 ? new ProviderError('PROVIDER_SERVER', 'server error', { transient: true }) : undefined,
     });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('f1', 'retry me'));
     await waitFor(() => harness!.channel.sent.length === 1, 10_000, 'reply after retry');
     expect(calls).toBe(2);
@@ -32,7 +28,7 @@ describe('turn failures and reply ids', () => {
         return new ProviderError('PROVIDER_AUTH', 'the API key was refused (401): check OPENAI_API_KEY');
       },
     });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('f2', 'hello'));
     await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'error reply');
     expect(harness.channel.sent[0]!.kind).toBe('error');
@@ -49,7 +45,7 @@ describe('turn failures and reply ids', () => {
         return new AppError('PROVIDER_UNREACHABLE', 'endpoint unreachable', { transient: true });
       },
     });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('f3', 'hello'));
     await waitFor(() => harness!.channel.sent.length === 1, 10_000, 'error reply');
     expect(harness.channel.sent[0]!.kind).toBe('error');
@@ -58,7 +54,7 @@ describe('turn failures and reply ids', () => {
   });
 
   it('an outbound id already delivered is not delivered again', async () => {
-    harness = await startHarness({ agent: new ScriptedAgent() });
+    const harness = await start({ agent: new ScriptedAgent() });
     await harness.bus.publishOutbound({ id: 'r-same', channel: 'test', chatId: 'z', content: 'once' });
     await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'first delivery');
     await harness.bus.publishOutbound({ id: 'r-same', channel: 'test', chatId: 'z', content: 'once again' });

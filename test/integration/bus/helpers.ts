@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { inject } from 'vitest';
+import { afterEach, inject } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
@@ -27,7 +27,9 @@ export function testConfig(url = inject('redisUrl'), extra: Record<string, strin
   });
 }
 
-export { waitFor } from '../../fakes/wait-for.js';
+import { waitFor } from '../../fakes/wait-for.js';
+
+export { waitFor };
 
 /** One recorded turn of the fake agent. */
 export interface RecordedTurn {
@@ -197,6 +199,65 @@ export async function startHarness(options: {
       await bus.close();
     },
   };
+}
+
+/** What `startHarness` returns. */
+export type Harness = Awaited<ReturnType<typeof startHarness>>;
+
+/**
+ * For a describe block whose tests each start one harness: returns the
+ * starter and closes the harness it last started after each test.
+ *
+ * @example
+ * const start = harnessPerTest();
+ * it('…', async () => { const harness = await start({ agent: new ScriptedAgent() }); });
+ */
+export function harnessPerTest(): typeof startHarness {
+  let current: Harness | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async (options) => {
+    current = await startHarness(options);
+    return current;
+  };
+}
+
+/** Base of fake agents whose tests send only messages: direct and heartbeat turns throw "not used". */
+export abstract class MessageOnlyAgent implements AgentRunner {
+  abstract processMessage(
+    messages: InboundMessage | InboundMessage[],
+    options?: TurnOptions,
+  ): Promise<TurnResult>;
+
+  processDirect(): Promise<TurnResult> {
+    throw new Error('not used');
+  }
+
+  processHeartbeat(): Promise<TurnResult> {
+    throw new Error('not used');
+  }
+}
+
+/**
+ * The clean-ups a test registers as it starts things (`cleanups.push(() => bus.close())`),
+ * run last-registered first after each test of the describe block.
+ */
+export function cleanupsAfterEach(): Array<() => Promise<void>> {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return cleanups;
+}
+
+/** The reply address of the one CLI request waiting in chat `chatId`'s mailbox (waits up to 5 s for it). */
+export async function cliReplyAddress(bus: Bus, chatId: string): Promise<string> {
+  const mailbox = bus.mailbox(`cli:${chatId}`);
+  await waitFor(async () => (await mailbox.length()) === 1, 5_000, 'the request in the mailbox');
+  const { messages } = await mailbox.read(0);
+  return messages[0]!.metadata.replyAddress as string;
 }
 
 /** An inbound message on channel `test`. */

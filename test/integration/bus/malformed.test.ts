@@ -1,19 +1,15 @@
 /** Malformed payloads are logged and moved aside; the worker keeps serving. */
 import { Queue } from 'bullmq';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keys } from '../../../src/bus/keys.js';
-import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+import { harnessPerTest, inbound, ScriptedAgent, waitFor } from './helpers.js';
 
 describe('malformed payloads', () => {
-  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
-  afterEach(async () => {
-    await harness?.close();
-    harness = undefined;
-  });
+  const start = harnessPerTest();
 
   it('a malformed turn job fails without retry and the worker keeps serving', async () => {
     const agent = new ScriptedAgent();
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     const queue = new Queue('inbound', {
       connection: harness.bus.createWorkerConnection(),
       prefix: harness.bus.prefix,
@@ -33,7 +29,7 @@ describe('malformed payloads', () => {
 
   it('a malformed mailbox entry is moved to the dead list; the valid ones are answered', async () => {
     const agent = new ScriptedAgent();
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     const { bus } = harness;
     await bus.redis.rpush(
       keys.mailbox(bus.prefix, 'test:m2'),
@@ -48,7 +44,7 @@ describe('malformed payloads', () => {
   });
 
   it('publishInbound rejects an invalid message with INVALID_MESSAGE and queues nothing', async () => {
-    harness = await startHarness({ agent: new ScriptedAgent() });
+    const harness = await start({ agent: new ScriptedAgent() });
     await expect(
       harness.bus.publishInbound({ id: '', channel: 'test', chatId: 'x', content: 'hi' }),
     ).rejects.toMatchObject({
@@ -58,7 +54,7 @@ describe('malformed payloads', () => {
   });
 
   it('a malformed outbound job is moved aside without retries; later messages are delivered', async () => {
-    harness = await startHarness({ agent: new ScriptedAgent() });
+    const harness = await start({ agent: new ScriptedAgent() });
     const queue = new Queue('outbound-test', {
       connection: harness.bus.createWorkerConnection(),
       prefix: harness.bus.prefix,

@@ -1,17 +1,13 @@
 /** Per-chat order: quick messages to one chat never run as two turns at once and all reach the agent in order. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { harnessPerTest, inbound, ScriptedAgent, waitFor } from './helpers.js';
 
 describe('per-chat order', () => {
-  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
-  afterEach(async () => {
-    await harness?.close();
-    harness = undefined;
-  });
+  const start = harnessPerTest();
 
   it('three quick messages to one chat: one turn at a time, all in order, mailbox empty', async () => {
     const agent = new ScriptedAgent({ iterationMs: 150, iterations: 2 });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     for (const text of ['one', 'two', 'three']) await harness.bus.publishInbound(inbound('c1', text));
     await waitFor(
       () => agent.turns.flatMap((t) => t.contents).length >= 3,
@@ -31,7 +27,7 @@ describe('per-chat order', () => {
 
   it('messages arriving during a turn are drained into it between iterations', async () => {
     const agent = new ScriptedAgent({ iterationMs: 300, iterations: 2 });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('c2', 'first'));
     await waitFor(() => harness!.worker.activeTurns === 1, 5_000, 'turn started');
     await harness.bus.publishInbound(inbound('c2', 'second'));
@@ -45,7 +41,7 @@ describe('per-chat order', () => {
 
   it('shows activity in the chat while the turn runs', async () => {
     const agent = new ScriptedAgent({ iterationMs: 50 });
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     await harness.bus.publishInbound(inbound('c3', 'hi'));
     await waitFor(() => harness!.channel.activity.length >= 2, 5_000, 'activity start and stop');
     expect(harness.channel.activity).toEqual([

@@ -1,17 +1,13 @@
 /** Parallel chats: 20 chats with a 1 s model are answered together, each chat's order kept. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { harnessPerTest, inbound, ScriptedAgent, waitFor } from './helpers.js';
 
 describe('parallel chats', () => {
-  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
-  afterEach(async () => {
-    await harness?.close();
-    harness = undefined;
-  });
+  const start = harnessPerTest();
 
   it('20 chats at once with a 1 s model: all answered well under 20 s, order kept per chat', async () => {
     const agent = new ScriptedAgent({ iterationMs: 1_000 });
-    harness = await startHarness({ agent, concurrency: 16 });
+    const harness = await start({ agent, concurrency: 16 });
     const started = Date.now();
     await Promise.all(
       Array.from({ length: 20 }, async (_, i) => {

@@ -1,18 +1,14 @@
 /** Redone turns and long turns: reply ids are stable, and a live turn keeps its lock. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { replyId, turnId } from '../../../src/messages/outbound-ids.js';
-import { inbound, ScriptedAgent, startHarness, waitFor } from './helpers.js';
+import { harnessPerTest, inbound, ScriptedAgent, waitFor } from './helpers.js';
 
 describe('redone and long turns', () => {
-  let harness: Awaited<ReturnType<typeof startHarness>> | undefined;
-  afterEach(async () => {
-    await harness?.close();
-    harness = undefined;
-  });
+  const start = harnessPerTest();
 
   it('a turn redone after its reply was already queued does not post a second reply', async () => {
     const agent = new ScriptedAgent();
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     const message = inbound('d1', 'hello');
     // As if an earlier attempt had queued its reply and died before trimming the mailbox.
     await harness.bus.publishOutbound({
@@ -39,7 +35,7 @@ describe('redone and long turns', () => {
 
   it('a turn longer than the lock keeps its lock (renewed) and runs once', async () => {
     const agent = new ScriptedAgent({ iterationMs: 3_000 });
-    harness = await startHarness({ agent, tuning: { lockDurationMs: 1_000, stalledIntervalMs: 500 } });
+    const harness = await start({ agent, tuning: { lockDurationMs: 1_000, stalledIntervalMs: 500 } });
     await harness.bus.publishInbound(inbound('d2', 'long'));
     await waitFor(() => harness!.channel.sent.length === 1, 10_000, 'reply');
     expect(agent.turns).toHaveLength(1);
@@ -49,7 +45,7 @@ describe('redone and long turns', () => {
 
   it('a message delivered again after it was answered is taken once, and the next message is answered', async () => {
     const agent = new ScriptedAgent();
-    harness = await startHarness({ agent });
+    const harness = await start({ agent });
     const first = inbound('d3', 'first');
     await harness.bus.publishInbound(first);
     await waitFor(() => harness!.channel.sent.length === 1, 5_000, 'first answer');

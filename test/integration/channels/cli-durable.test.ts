@@ -9,8 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
+import { describe, expect, it } from 'vitest';
+import type { TurnOptions } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { keys } from '../../../src/bus/keys.js';
 import { CliChannel } from '../../../src/channels/cli/cli-channel.js';
@@ -24,7 +24,13 @@ import { messageId, turnId } from '../../../src/messages/outbound-ids.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { finishedTurn, testConfig } from '../bus/helpers.js';
+import {
+  cliReplyAddress as addressOf,
+  cleanupsAfterEach,
+  finishedTurn,
+  MessageOnlyAgent,
+  testConfig,
+} from '../bus/helpers.js';
 
 const logger = silentLogger();
 
@@ -33,10 +39,12 @@ const logger = silentLogger();
  * path), then answers with the question after `turnMs(question)`. Counts
  * turns started and finished.
  */
-class NotingAgent implements AgentRunner {
+class NotingAgent extends MessageOnlyAgent {
   started = 0;
   finished = 0;
-  constructor(private readonly turnMs: (content: string) => number) {}
+  constructor(private readonly turnMs: (content: string) => number) {
+    super();
+  }
 
   async processMessage(messages: InboundMessage | InboundMessage[], options: TurnOptions = {}) {
     const batch = Array.isArray(messages) ? messages : [messages];
@@ -53,22 +61,10 @@ class NotingAgent implements AgentRunner {
     this.finished += 1;
     return finishedTurn(head, `answer to ${batch.map((m) => m.content).join('+')}`);
   }
-
-  processDirect(): Promise<TurnResult> {
-    throw new Error('not used');
-  }
-
-  processHeartbeat(): Promise<TurnResult> {
-    throw new Error('not used');
-  }
 }
 
 describe('durable CLI replies', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsAfterEach();
 
   /** A redis-server with AOF in a folder of its own (so it can be restarted with its data). */
   async function ownRedis(): Promise<{ redis: RedisHandle; dir: string }> {
@@ -82,14 +78,6 @@ describe('durable CLI replies', () => {
     const bus = await Bus.connect({ config, logger, patient, turnJobs: { backoffMs: 50 } });
     cleanups.push(() => bus.close());
     return bus;
-  }
-
-  /** The reply address of the one CLI request waiting in a chat's mailbox. */
-  async function addressOf(bus: Bus, chatId: string): Promise<string> {
-    const mailbox = bus.mailbox(`cli:${chatId}`);
-    await waitFor(async () => (await mailbox.length()) === 1, 5_000, 'the request in the mailbox');
-    const { messages } = await mailbox.read(0);
-    return messages[0]!.metadata.replyAddress as string;
   }
 
   function outbound(

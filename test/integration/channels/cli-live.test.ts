@@ -7,8 +7,8 @@
  * before the turn ends.
  */
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
+import { describe, expect, it } from 'vitest';
+import type { TurnOptions } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { CliChannel, cliLiveChannel } from '../../../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
@@ -18,18 +18,26 @@ import type { LiveUpdate } from '../../../src/messages/live-update.js';
 import type { InboundMessage, OutboundMessage } from '../../../src/messages/messages.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { finishedTurn, testConfig } from '../bus/helpers.js';
+import {
+  cliReplyAddress as addressOf,
+  cleanupsAfterEach,
+  finishedTurn,
+  MessageOnlyAgent,
+  testConfig,
+} from '../bus/helpers.js';
 
 const logger = silentLogger();
 
 /** A model that writes its answer in `pieces`, one every `pieceMs`, through the turn's onDelta. */
-class SlowWriter implements AgentRunner {
+class SlowWriter extends MessageOnlyAgent {
   /** Pieces written so far (the answer's growth, as the worker saw it). */
   written = 0;
   constructor(
     private readonly pieces: string[],
     private readonly pieceMs: number,
-  ) {}
+  ) {
+    super();
+  }
 
   async processMessage(messages: InboundMessage | InboundMessage[], options: TurnOptions = {}) {
     const head = (Array.isArray(messages) ? messages : [messages])[0]!;
@@ -41,34 +49,15 @@ class SlowWriter implements AgentRunner {
     }
     return finishedTurn(head, this.pieces.join(''));
   }
-
-  processDirect(): Promise<TurnResult> {
-    throw new Error('not used');
-  }
-
-  processHeartbeat(): Promise<TurnResult> {
-    throw new Error('not used');
-  }
 }
 
 describe('live CLI replies', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsAfterEach();
 
   async function connect(config = testConfig(), patient = false): Promise<Bus> {
     const bus = await Bus.connect({ config, logger, patient });
     cleanups.push(() => bus.close());
     return bus;
-  }
-
-  async function addressOf(bus: Bus, chatId: string): Promise<string> {
-    const mailbox = bus.mailbox(`cli:${chatId}`);
-    await waitFor(async () => (await mailbox.length()) === 1, 5_000, 'the request in the mailbox');
-    const { messages } = await mailbox.read(0);
-    return messages[0]!.metadata.replyAddress as string;
   }
 
   function snapshot(address: string, text: string, seq: number, progress?: string): LiveUpdate {

@@ -6,15 +6,16 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { parseConfig } from '../../../src/app/config.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { roleConfig } from '../../fakes/config.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { stopRoleAndFakes } from '../../fakes/role.js';
 
 let fake: FakeDiscord;
 let openai: FakeOpenAI;
@@ -35,27 +36,18 @@ beforeAll(async () => {
   });
   workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-discord-e2e-'));
   prefix = `test-${randomUUID()}`;
-  const config = parseConfig({
-    REDIS_URL: inject('redisUrl'),
-    MAGPIE_QUEUE_PREFIX: prefix,
-    MAGPIE_WORKSPACE: workspace,
-    OPENAI_API_KEY: 'test-key',
-    OPENAI_BASE_URL: openai.baseURL,
-    MAGPIE_MODEL: 'fake-model',
-    MAGPIE_HEARTBEAT_INTERVAL: '0',
-    DISCORD_BOT_TOKEN: token,
-    DISCORD_API_ROOT: fake.apiRoot,
-    DISCORD_ALLOW_FROM: owner.id,
-  });
+  const config = roleConfig(
+    { workspace, openai, prefix },
+    {
+      DISCORD_BOT_TOKEN: token,
+      DISCORD_API_ROOT: fake.apiRoot,
+      DISCORD_ALLOW_FROM: owner.id,
+    },
+  );
   role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
 }, 60_000);
 
-afterAll(async () => {
-  await role?.stop();
-  await fake?.close();
-  await openai?.close();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
-});
+afterAll(() => stopRoleAndFakes(role, [fake, openai], workspace));
 
 describe('discord through the bus', () => {
   it("answers a DM as a reply to the user's message (a message reference)", async () => {

@@ -11,6 +11,7 @@ import { DiscordLiveSurface } from '../../../src/channels/discord/live.js';
 import { discordParts } from '../../../src/channels/discord/sender.js';
 import { AppError } from '../../../src/errors/index.js';
 import { type FakeDiscord, startFakeDiscord } from '../../fakes/discord-server.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 
 const TOKEN = 'test-token.discord.live';
 const EDIT_ROUTE = 'PATCH /channels/:id/messages/:id';
@@ -26,15 +27,7 @@ function restFor(options: ConstructorParameters<typeof REST>[0] = {}): REST {
   return rest;
 }
 
-/** The AppError a promise rejects with (fails the test when it resolves or throws something else). */
-async function refusal(promise: Promise<unknown>): Promise<AppError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const refusal = (promise: Promise<unknown>) => rejectedWith(AppError, promise);
 
 beforeEach(async () => {
   fake = await startFakeDiscord({ token: TOKEN });

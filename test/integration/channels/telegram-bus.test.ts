@@ -6,15 +6,16 @@
  * Channel contract (test/contract); these are Telegram's own cases.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { parseConfig } from '../../../src/app/config.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { LONG_REPLY } from '../../contract/harness.js';
+import { roleConfig, telegramEnv } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { stopRoleAndFakes } from '../../fakes/role.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 
 let fake: FakeTelegram;
@@ -39,27 +40,11 @@ beforeAll(async () => {
   prefix = `test-${randomUUID()}`;
   // Sent while the bot is down: must be answered once it starts.
   queuedBeforeStart = fake.pushUpdate(dmUpdate({ ...owner, id: 5002 }, 'sent while you were away'));
-  const config = parseConfig({
-    REDIS_URL: inject('redisUrl'),
-    MAGPIE_QUEUE_PREFIX: prefix,
-    MAGPIE_WORKSPACE: workspace,
-    OPENAI_API_KEY: 'test-key',
-    OPENAI_BASE_URL: openai.baseURL,
-    MAGPIE_MODEL: 'fake-model',
-    MAGPIE_HEARTBEAT_INTERVAL: '0',
-    TELEGRAM_BOT_TOKEN: fake.token,
-    TELEGRAM_API_ROOT: fake.apiRoot,
-    TELEGRAM_ALLOW_FROM: `@${owner.username}`,
-  });
+  const config = roleConfig({ workspace, openai, prefix }, telegramEnv(fake, `@${owner.username}`));
   role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
 }, 60_000);
 
-afterAll(async () => {
-  await role?.stop();
-  await fake?.close();
-  await openai?.close();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
-});
+afterAll(() => stopRoleAndFakes(role, [fake, openai], workspace));
 
 describe('telegram through the bus', () => {
   it('answers an update that was sent while the bot was stopped', async () => {

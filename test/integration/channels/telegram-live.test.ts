@@ -5,13 +5,14 @@
  * no sleep), the final HTML falls back to plain text, deletions tolerate a gone
  * message.
  */
-import { createServer } from 'node:net';
 import { Telegram } from 'telegraf';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TelegramLiveSurface } from '../../../src/channels/telegram/live.js';
 import { formatForTelegram, TelegramSender } from '../../../src/channels/telegram/sender.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { closedPort } from '../../fakes/net.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 import {
   type FakeTelegram,
   type FakeTelegramOptions,
@@ -39,15 +40,7 @@ function surfaceFor(apiRoot: string, token: string): TelegramLiveSurface {
   });
 }
 
-/** The AppError a promise rejects with (fails the test when it resolves or throws something else). */
-async function refusal(promise: Promise<unknown>): Promise<AppError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const refusal = (promise: Promise<unknown>) => rejectedWith(AppError, promise);
 
 beforeEach(async () => {
   await start();
@@ -247,12 +240,3 @@ describe('TelegramLiveSurface', () => {
     expect(fake.shown(CHAT)).toEqual(['keep']);
   });
 });
-
-/** A loopback port with nothing listening. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

@@ -4,15 +4,15 @@
  * Bot API (which refuses edits faster than one per 900 ms, as Telegram does
  * with 429s). The final reply is the preview edited into its formatted form.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { parseConfig } from '../../../src/app/config.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { roleConfig, telegramEnv } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { stopRoleAndFakes } from '../../fakes/role.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 
 const SLOW_TEXT = Array.from({ length: 20 }, (_, i) => `Sentence ${i + 1} of a **slow** answer.`).join(' ');
@@ -43,27 +43,11 @@ beforeAll(async () => {
     },
   });
   workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-live-'));
-  const config = parseConfig({
-    REDIS_URL: inject('redisUrl'),
-    MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
-    MAGPIE_WORKSPACE: workspace,
-    OPENAI_API_KEY: 'test-key',
-    OPENAI_BASE_URL: openai.baseURL,
-    MAGPIE_MODEL: 'fake-model',
-    MAGPIE_HEARTBEAT_INTERVAL: '0',
-    TELEGRAM_BOT_TOKEN: fake.token,
-    TELEGRAM_API_ROOT: fake.apiRoot,
-    TELEGRAM_ALLOW_FROM: `@${owner.username}`,
-  });
+  const config = roleConfig({ workspace, openai }, telegramEnv(fake, `@${owner.username}`));
   role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
 }, 60_000);
 
-afterAll(async () => {
-  await role?.stop();
-  await fake?.close();
-  await openai?.close();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
-});
+afterAll(() => stopRoleAndFakes(role, [fake, openai], workspace));
 
 const editsIn = (chatId: number) => fake.edits.filter((e) => e.chat_id === String(chatId));
 const shownText = (chatId: number) => fake.shown(chatId).join('\n');
@@ -190,19 +174,13 @@ describe('TELEGRAM_STREAM=off', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-live-off-'));
     const off = await startRole({
       role: 'start',
-      config: parseConfig({
-        REDIS_URL: inject('redisUrl'),
-        MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
-        MAGPIE_WORKSPACE: dir,
-        OPENAI_API_KEY: 'test-key',
-        OPENAI_BASE_URL: model.baseURL,
-        MAGPIE_MODEL: 'fake-model',
-        MAGPIE_HEARTBEAT_INTERVAL: '0',
-        TELEGRAM_BOT_TOKEN: telegram.token,
-        TELEGRAM_API_ROOT: telegram.apiRoot,
-        TELEGRAM_ALLOW_FROM: `@${owner.username}`,
-        TELEGRAM_STREAM: 'off',
-      }),
+      config: roleConfig(
+        { workspace: dir, openai: model },
+        {
+          ...telegramEnv(telegram, `@${owner.username}`),
+          TELEGRAM_STREAM: 'off',
+        },
+      ),
       logger: silentLogger(),
     });
     try {

@@ -6,8 +6,6 @@
  * `/stop` as the protocol's cancellation, the call time limit, a server
  * that is down at start and joins later, and two servers whose names clash.
  */
-import { createServer } from 'node:net';
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/index.js';
@@ -15,7 +13,9 @@ import type { HttpServerSpec } from '../../../src/mcp/config.js';
 import { McpServerConnection } from '../../../src/mcp/connection.js';
 import { McpManager } from '../../../src/mcp/manager.js';
 import { CANCELLED_RESULT, ToolRegistry } from '../../../src/tools/registry.js';
+import { capturingLogger } from '../../fakes/logger.js';
 import { type FakeMcpServer, startFakeMcpServer } from '../../fakes/mcp-http-server.js';
+import { closedPort as freePort } from '../../fakes/net.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { toolContext } from '../../unit/tools/helpers.js';
 
@@ -45,17 +45,6 @@ function spec(name: string, url: string, extra: Partial<HttpServerSpec> = {}): H
   };
 }
 
-function capturingLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
-
 async function managed(
   servers: HttpServerSpec[],
   options: { callTimeoutMs?: number; vision?: boolean } = {},
@@ -78,14 +67,6 @@ async function managed(
 
 const call = (registry: ToolRegistry, name: string, args: object = {}, signal?: AbortSignal) =>
   registry.execute(name, JSON.stringify(args), toolContext('/tmp', signal ? { signal } : {}));
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((r) => probe.close(() => r()));
-  return port;
-}
 
 describe('MCP over Streamable HTTP (our own server)', () => {
   it('connects, sends the configured headers and calls a tool', async () => {

@@ -7,12 +7,12 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StdioServerSpec } from '../../../src/mcp/config.js';
 import { McpManager } from '../../../src/mcp/manager.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
+import { capturingLogger } from '../../fakes/logger.js';
+import { alive } from '../../fakes/process.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { toolContext } from '../../unit/tools/helpers.js';
 
@@ -50,18 +50,6 @@ function everything(name = 'everything', env: Record<string, string> = {}): Stdi
   };
 }
 
-/** A logger whose lines (JSON) land in `lines`. */
-function capturingLogger() {
-  const lines: { level: number; msg: string }[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'info' }, stream), lines };
-}
-
 const managers: McpManager[] = [];
 afterEach(async () => {
   for (const m of managers.splice(0)) await m.close();
@@ -79,15 +67,6 @@ async function started(servers: StdioServerSpec[], vision = false) {
 
 const call = (registry: ToolRegistry, name: string, args: object = {}) =>
   registry.execute(name, JSON.stringify(args), toolContext('/tmp'));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('MCP over stdio (server-everything)', () => {
   it('offers the server tools as everything__<tool> with their descriptions and schemas', async () => {

@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,14 +23,11 @@ import {
 } from '../../../src/ops/dashboard-auth.js';
 import { CONTENT_SECURITY_POLICY } from '../../../src/ops/dashboard-guard.js';
 import { type Dashboard, startDashboard } from '../../../src/ops/dashboard-server.js';
+import { type WebAnswer, webRequest } from '../../fakes/web-client.js';
 
 const TOKEN = 'a-test-token-that-is-long-enough-0123456789';
 
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
+type Reply = WebAnswer;
 
 let redis: Redis;
 let dashboard: Dashboard;
@@ -42,28 +38,7 @@ function request(
   pathname: string,
   options: { method?: string; headers?: Record<string, string>; body?: string; port?: number } = {},
 ): Promise<Reply> {
-  const to = options.port ?? port;
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port: to,
-        path: pathname,
-        method: options.method ?? 'GET',
-        headers: { host: `127.0.0.1:${to}`, ...options.headers },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.once('error', reject);
-    req.end(options.body);
-  });
+  return webRequest(options.port ?? port, options.method ?? 'GET', pathname, options);
 }
 
 const bearer = { authorization: `Bearer ${TOKEN}` };

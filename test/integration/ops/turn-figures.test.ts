@@ -5,7 +5,7 @@
  * connection.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
+import type { TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { opsKeys } from '../../../src/bus/keys.js';
 import { TurnRecorder } from '../../../src/bus/turn-recorder.js';
@@ -17,7 +17,7 @@ import { sessionKeyOf } from '../../../src/messages/messages.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
 import { collectStatus } from '../../../src/ops/status.js';
 import { TurnWorker } from '../../../src/worker/turn-worker.js';
-import { testConfig, waitFor } from '../bus/helpers.js';
+import { MessageOnlyAgent, testConfig, waitFor } from '../bus/helpers.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 /** A fake agent: reports iteration 1, then 2, then waits for `release()`; answers with usage figures. */
-class GatedAgent implements AgentRunner {
+class GatedAgent extends MessageOnlyAgent {
   private release: () => void = () => {};
   private readonly gate = new Promise<void>((resolve) => {
     this.release = resolve;
@@ -56,12 +56,6 @@ class GatedAgent implements AgentRunner {
         outcome: 'ok',
       },
     };
-  }
-  processDirect(): Promise<TurnResult> {
-    throw new Error('not used');
-  }
-  processHeartbeat(): Promise<TurnResult> {
-    throw new Error('not used');
   }
 }
 

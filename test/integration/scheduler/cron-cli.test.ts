@@ -1,36 +1,17 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import type { Bus } from '../../../src/bus/bus.js';
-import { CronStore } from '../../../src/bus/cron-store.js';
+import { describe, expect, inject, it } from 'vitest';
 import { createCronTool } from '../../../src/tools/cron.js';
-import { connectBus, tempWorkspace, testConfig, toolContext } from './helpers.js';
+import { fixtureProcessEnv, schedulerFixturePerTest, testConfig, toolContext } from './helpers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'src/main.ts');
 const TSX = import.meta.resolve('tsx');
 
 describe('magpie cron list / remove (subprocess, real Redis)', () => {
-  let workspace: string;
-  let prefix: string;
-  let bus: Bus;
-  let store: CronStore;
-
-  beforeEach(async () => {
-    workspace = await tempWorkspace();
-    prefix = `test-${randomUUID()}`;
-    bus = await connectBus(testConfig(inject('redisUrl'), prefix, workspace));
-    store = new CronStore({ connection: bus.redis, prefix });
-  });
-  afterEach(async () => {
-    await store.close();
-    await bus.close();
-    await rm(workspace, { recursive: true, force: true });
-  });
+  const fx = schedulerFixturePerTest();
 
   const magpie = async (...args: string[]) => {
     try {
@@ -38,13 +19,8 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
         process.execPath,
         ['--import', TSX, BIN, 'cron', ...args],
         {
-          cwd: workspace,
-          env: {
-            ...process.env,
-            REDIS_URL: inject('redisUrl'),
-            MAGPIE_QUEUE_PREFIX: prefix,
-            MAGPIE_WORKSPACE: workspace,
-          },
+          cwd: fx.workspace,
+          env: fixtureProcessEnv(fx),
         },
       );
       return { code: 0, stdout, stderr };
@@ -55,8 +31,8 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
   };
 
   it("lists every chat's tasks with schedule, next run in its zone, mode and message; removes by id", async () => {
-    const config = testConfig(inject('redisUrl'), prefix, workspace);
-    const tool = createCronTool({ store, config });
+    const config = testConfig(inject('redisUrl'), fx.prefix, fx.workspace);
+    const tool = createCronTool({ store: fx.store, config });
     const a = await tool.execute(
       {
         action: 'add',
@@ -65,11 +41,11 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
         tz: 'Europe/Lisbon',
         mode: 'agent',
       },
-      toolContext('telegram', '111', workspace),
+      toolContext('telegram', '111', fx.workspace),
     );
     const b = await tool.execute(
       { action: 'add', message: 'ask about the report', at: '2099-12-01T09:00', tz: 'Asia/Tokyo' },
-      toolContext('discord', '222', workspace),
+      toolContext('discord', '222', fx.workspace),
     );
     const idA = /task ([a-z0-9]+)/.exec(a.forLLM)![1]!;
     const idB = /reminder ([a-z0-9]+)/.exec(b.forLLM)![1]!;

@@ -1,11 +1,14 @@
 /** Shared set-up for the scheduler's integration tests: config, bus, tool context, polling. */
-import { mkdtemp } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
+import { afterEach, beforeEach, inject } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
+import { CronStore } from '../../../src/bus/cron-store.js';
 import type { Config } from '../../../src/config/index.js';
 import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
 import type { ToolContext } from '../../../src/tools/types.js';
@@ -73,4 +76,53 @@ export async function outboundJobs(
   } finally {
     await queue.close();
   }
+}
+
+/** What each scheduler test gets: a fresh workspace, a unique prefix, its config, a bus and the cron store. */
+export interface SchedulerFixture {
+  workspace: string;
+  prefix: string;
+  config: Config;
+  bus: Bus;
+  store: CronStore;
+}
+
+/**
+ * Makes a fresh {@link SchedulerFixture} before each test of the describe
+ * block and closes it after (after the block's own afterEach hooks). The
+ * returned object's fields are those of the running test.
+ *
+ * @example
+ * const fx = schedulerFixturePerTest();
+ * it('…', async () => { await fx.store.list(); });
+ */
+export function schedulerFixturePerTest(): SchedulerFixture {
+  const fx = {} as SchedulerFixture;
+  beforeEach(async () => {
+    fx.workspace = await tempWorkspace();
+    fx.prefix = `test-${randomUUID()}`;
+    fx.config = testConfig(inject('redisUrl'), fx.prefix, fx.workspace);
+    fx.bus = await connectBus(fx.config);
+    fx.store = new CronStore({ connection: fx.bus.redis, prefix: fx.prefix });
+  });
+  afterEach(async () => {
+    await fx.store.close();
+    await fx.bus.close();
+    await rm(fx.workspace, { recursive: true, force: true });
+  });
+  return fx;
+}
+
+/** The environment of a `magpie` subprocess on the fixture's Redis prefix and workspace (the test's own env plus `extra`). */
+export function fixtureProcessEnv(
+  fx: SchedulerFixture,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    REDIS_URL: inject('redisUrl'),
+    MAGPIE_QUEUE_PREFIX: fx.prefix,
+    MAGPIE_WORKSPACE: fx.workspace,
+    ...extra,
+  };
 }

@@ -1,13 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { Queue } from 'bullmq';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import type { AgentRunner } from '../../../src/agent/types.js';
-import type { Bus } from '../../../src/bus/bus.js';
-import { CronStore } from '../../../src/bus/cron-store.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { startScheduler } from '../../../src/scheduler/index.js';
-import { connectBus, tempWorkspace, testConfig } from './helpers.js';
+import { schedulerFixturePerTest, testConfig } from './helpers.js';
 
 const unused = async () => {
   throw new Error('not used');
@@ -16,34 +12,21 @@ const agent: AgentRunner = { processMessage: unused, processDirect: unused, proc
 const state = { setLastChannel: async () => undefined, getLastChannel: async () => undefined };
 
 describe('startScheduler: the heartbeat job scheduler', () => {
-  let workspace: string;
-  let prefix: string;
-  let bus: Bus;
-  let store: CronStore;
-
-  beforeEach(async () => {
-    workspace = await tempWorkspace();
-    prefix = `test-${randomUUID()}`;
-    bus = await connectBus(testConfig(inject('redisUrl'), prefix, workspace));
-    store = new CronStore({ connection: bus.redis, prefix });
-  });
-  afterEach(async () => {
-    await store.close();
-    await bus.close();
-    await rm(workspace, { recursive: true, force: true });
-  });
+  const fx = schedulerFixturePerTest();
 
   const start = (interval: string) =>
     startScheduler({
-      config: testConfig(inject('redisUrl'), prefix, workspace, { MAGPIE_HEARTBEAT_INTERVAL: interval }),
-      bus,
+      config: testConfig(inject('redisUrl'), fx.prefix, fx.workspace, {
+        MAGPIE_HEARTBEAT_INTERVAL: interval,
+      }),
+      bus: fx.bus,
       agent,
       state,
       logger: silentLogger(),
-      store,
+      store: fx.store,
     });
   const heartbeatScheduler = async () => {
-    const queue = new Queue('scheduled', { connection: bus.redis, prefix });
+    const queue = new Queue('scheduled', { connection: fx.bus.redis, prefix: fx.prefix });
     try {
       return await queue.getJobScheduler('heartbeat');
     } finally {
@@ -59,13 +42,13 @@ describe('startScheduler: the heartbeat job scheduler', () => {
     expect(scheduler?.every).toBe(3_600_000);
     expect(scheduler?.next).toBeGreaterThanOrEqual(before + 3_600_000);
     expect(scheduler?.next).toBeLessThanOrEqual(Date.now() + 3_600_000);
-    expect(await bus.pendingJobs('scheduled')).toBe(1);
+    expect(await fx.bus.pendingJobs('scheduled')).toBe(1);
     await Promise.all([a.close(), b.close()]);
     expect(a.close()).toBe(a.close()); // same promise
 
     const off = await start('0');
     expect(await heartbeatScheduler()).toBeUndefined();
-    expect(await bus.pendingJobs('scheduled')).toBe(0);
+    expect(await fx.bus.pendingJobs('scheduled')).toBe(0);
     await off.close();
   });
 });

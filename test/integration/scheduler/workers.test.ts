@@ -4,18 +4,14 @@
  * and a reminder that survives a killed worker.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import type { Bus } from '../../../src/bus/bus.js';
-import { CronStore } from '../../../src/bus/cron-store.js';
-import type { Config } from '../../../src/config/index.js';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCronTool } from '../../../src/tools/cron.js';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
-import { connectBus, outboundJobs, tempWorkspace, testConfig, toolContext, waitFor } from './helpers.js';
+import { fixtureProcessEnv, outboundJobs, schedulerFixturePerTest, toolContext, waitFor } from './helpers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'dist/cli/bin.js');
@@ -31,11 +27,6 @@ const isHeartbeat = (req: RecordedRequest) =>
 
 describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
   let openai: FakeOpenAI;
-  let workspace: string;
-  let prefix: string;
-  let config: Config;
-  let bus: Bus;
-  let store: CronStore;
   const procs: Proc[] = [];
 
   beforeAll(async () => {
@@ -45,12 +36,8 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
   afterAll(async () => {
     await openai?.close();
   });
-  beforeEach(async () => {
-    workspace = await tempWorkspace();
-    prefix = `test-${randomUUID()}`;
-    config = testConfig(inject('redisUrl'), prefix, workspace);
-    bus = await connectBus(config);
-    store = new CronStore({ connection: bus.redis, prefix });
+  const fx = schedulerFixturePerTest();
+  beforeEach(() => {
     openai.requests.length = 0;
   });
   afterEach(async () => {
@@ -58,9 +45,6 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
       await p.exited;
     }
-    await store.close();
-    await bus.close();
-    await rm(workspace, { recursive: true, force: true });
   });
 
   function spawnWorker(env: Record<string, string> = {}): Proc {
@@ -68,12 +52,8 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
       process.execPath,
       [BIN, 'worker', '--stalled-interval', '1s', '--lock-duration', '2s'],
       {
-        cwd: workspace,
-        env: {
-          ...process.env,
-          REDIS_URL: inject('redisUrl'),
-          MAGPIE_QUEUE_PREFIX: prefix,
-          MAGPIE_WORKSPACE: workspace,
+        cwd: fx.workspace,
+        env: fixtureProcessEnv(fx, {
           MAGPIE_TIMEZONE: 'UTC',
           MAGPIE_HEARTBEAT_INTERVAL: '0',
           OPENAI_BASE_URL: openai.baseURL,
@@ -81,7 +61,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
           LOG_LEVEL: 'info',
           NODE_ENV: 'production',
           ...env,
-        },
+        }),
         stdio: ['ignore', 'ignore', 'pipe'],
       },
     );
@@ -114,7 +94,7 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
     p.lines.filter((l) => String(l.msg).startsWith('heartbeat done')).map((l) => String(l.job));
 
   it('runs one heartbeat turn per tick with three workers (1 s interval, ~5 s)', async () => {
-    await writeFile(path.join(workspace, 'HEARTBEAT.md'), '# Tasks\n- check the disk\n');
+    await writeFile(path.join(fx.workspace, 'HEARTBEAT.md'), '# Tasks\n- check the disk\n');
     const workers = [1, 2, 3].map(() => spawnWorker({ MAGPIE_HEARTBEAT_INTERVAL: '1s' }));
     await Promise.all(workers.map(ready));
     const startedAt = Date.now();
@@ -143,19 +123,19 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
   it('delivers a reminder once although its worker was killed and restarted before it was due', async () => {
     const first = spawnWorker();
     await ready(first);
-    const tool = createCronTool({ store, config });
-    const ctx = toolContext('telegram', 'ana', workspace);
+    const tool = createCronTool({ store: fx.store, config: fx.config });
+    const ctx = toolContext('telegram', 'ana', fx.workspace);
     const added = await tool.execute({ action: 'add', message: 'call Ana', in_seconds: 4 }, ctx);
     expect(added.isError).toBeUndefined();
     first.child.kill('SIGKILL');
     await first.exited;
-    expect(await outboundJobs(bus, 'telegram')).toHaveLength(0);
+    expect(await outboundJobs(fx.bus, 'telegram')).toHaveLength(0);
 
     const second = spawnWorker();
     await ready(second);
     const [job] = await waitFor(
       async () => {
-        const jobs = await outboundJobs(bus, 'telegram');
+        const jobs = await outboundJobs(fx.bus, 'telegram');
         return jobs.length > 0 ? jobs : undefined;
       },
       20_000,
@@ -165,6 +145,6 @@ describe('scheduler in real worker processes (real Redis, fake OpenAI)', () => {
     await waitFor(async () =>
       (await tool.execute({ action: 'list' }, ctx)).forLLM.startsWith('No scheduled'),
     );
-    expect(await outboundJobs(bus, 'telegram')).toHaveLength(1);
+    expect(await outboundJobs(fx.bus, 'telegram')).toHaveLength(1);
   }, 90_000);
 });

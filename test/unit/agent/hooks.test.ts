@@ -13,7 +13,7 @@ import { createMessageTool } from '../../../src/tools/message.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { ok, type Tool } from '../../../src/tools/types.js';
 import { tempDir } from '../tools/helpers.js';
-import { assertPairsWhole, type Harness, harness, ScriptedProvider } from './loop-fixtures.js';
+import { assertPairsWhole, constantTool, type Harness, harness, ScriptedProvider } from './loop-fixtures.js';
 
 let h: Harness | undefined;
 let cleanupWs: (() => Promise<void>) | undefined;
@@ -38,14 +38,7 @@ const lastUser = (req: ChatRequest) => {
 describe('trim oversized tool results', () => {
   it('sends a 20,000-character tool result trimmed (head + tail + marker) but stores it whole', async () => {
     const big = `HEAD${'x'.repeat(20_000)}TAIL`;
-    const dump: Tool = {
-      name: 'dump',
-      description: 'returns a lot',
-      parameters: z.object({}),
-      async execute() {
-        return ok(big);
-      },
-    };
+    const dump = constantTool('dump', 'returns a lot', ok(big));
     const provider = new ScriptedProvider([
       { toolCalls: [{ id: 'd1', name: 'dump', arguments: '{}' }] },
       { content: 'That was long.' },

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { z } from 'zod';
 import { AgentLoop, type AgentLoopOptions, type LoopContextBuilder } from '../../../src/agent/loop.js';
 import type { OutboundSink, StateStore } from '../../../src/agent/ports.js';
 import type { Logger } from '../../../src/log/index.js';
@@ -15,7 +16,7 @@ import type { InboundMessage, OutboundMessageInput } from '../../../src/messages
 import type { ChatMessage, ChatRequest, ChatResponse, LLMProvider } from '../../../src/providers/types.js';
 import { JsonlSessionStore } from '../../../src/sessions/jsonl-store.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import type { Tool } from '../../../src/tools/types.js';
+import type { Tool, ToolResult } from '../../../src/tools/types.js';
 
 /** One scripted answer: a response, an error to throw, or a function of the request. */
 export type Script = Partial<ChatResponse> | Error | ((req: ChatRequest) => Promise<Partial<ChatResponse>>);
@@ -113,6 +114,21 @@ export async function harness(
     ...overrides,
   });
   return { dir, sessions, sink, agent, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Lets the harness's agent finish what it runs and removes its workspace;
+ * resolves to undefined, for `h = await closeHarness(h)` in an afterEach.
+ */
+export async function closeHarness(h: Harness | undefined): Promise<undefined> {
+  await h?.agent.idle();
+  await h?.cleanup();
+  return undefined;
+}
+
+/** A tool without parameters whose every call gives `result`. */
+export function constantTool(name: string, description: string, result: ToolResult): Tool {
+  return { name, description, parameters: z.object({}), execute: async () => result };
 }
 
 /** An inbound message with the schema's defaults filled in. */

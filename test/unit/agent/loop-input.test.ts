@@ -5,13 +5,18 @@ import { toUserMessage, VOICE_NOT_TRANSCRIBED } from '../../../src/agent/user-co
 import { silentLogger } from '../../../src/log/index.js';
 import type { AudioFile, ContentPart } from '../../../src/providers/types.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import { type Harness, harness, inbound, ScriptedProvider, simpleContext } from './loop-fixtures.js';
+import {
+  closeHarness,
+  type Harness,
+  harness,
+  inbound,
+  ScriptedProvider,
+  simpleContext,
+} from './loop-fixtures.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
-  await h?.agent.idle();
-  await h?.cleanup();
-  h = undefined;
+  h = await closeHarness(h);
 });
 
 describe('slash commands', () => {

@@ -9,6 +9,8 @@ import { fail, ok, type Tool } from '../../../src/tools/types.js';
 import {
   assertPairsWhole,
   captureLogger,
+  closeHarness,
+  constantTool,
   type Harness,
   harness,
   inbound,
@@ -25,20 +27,11 @@ const echo: Tool = {
   },
 };
 
-const broken: Tool = {
-  name: 'broken',
-  description: 'always fails',
-  parameters: z.object({}),
-  async execute() {
-    return fail('the disk is on fire');
-  },
-};
+const broken = constantTool('broken', 'always fails', fail('the disk is on fire'));
 
 let h: Harness | undefined;
 afterEach(async () => {
-  await h?.agent.idle();
-  await h?.cleanup();
-  h = undefined;
+  h = await closeHarness(h);
 });
 
 const toolMessages = (req: { messages: ChatMessage[] }) =>

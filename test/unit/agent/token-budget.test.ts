@@ -1,19 +1,23 @@
 /** Token budget: the model table, thresholds, API usage vs estimate, and the loop's warn / compact / refuse. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { contextFullReply } from '../../../src/agent/loop.js';
 import { contextLimitFor, DEFAULT_CONTEXT_TOKENS } from '../../../src/agent/model-limits.js';
 import { estimateTokens, SUMMARY_SYSTEM_PROMPT } from '../../../src/agent/summarize.js';
 import { budgetLevel, requestTokens } from '../../../src/agent/token-budget.js';
 import type { ChatMessage } from '../../../src/providers/types.js';
-import { ok, type Tool } from '../../../src/tools/types.js';
-import { captureLogger, type Harness, harness, ScriptedProvider } from './loop-fixtures.js';
+import { ok } from '../../../src/tools/types.js';
+import {
+  captureLogger,
+  closeHarness,
+  constantTool,
+  type Harness,
+  harness,
+  ScriptedProvider,
+} from './loop-fixtures.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
-  await h?.agent.idle();
-  await h?.cleanup();
-  h = undefined;
+  h = await closeHarness(h);
 });
 
 describe('model context limits', () => {
@@ -57,14 +61,7 @@ describe('thresholds', () => {
 });
 
 describe('the loop keeps within the window', () => {
-  const noop: Tool = {
-    name: 'noop',
-    description: 'does nothing',
-    parameters: z.object({}),
-    async execute() {
-      return ok('done');
-    },
-  };
+  const noop = constantTool('noop', 'does nothing', ok('done'));
 
   it('logs a warning at 80% (from the usage the API reported)', async () => {
     const provider = new ScriptedProvider([
@@ -106,14 +103,7 @@ describe('the loop keeps within the window', () => {
   });
 
   it('measures the request as sent: a huge tool result trimmed by the hooks does not force a compaction', async () => {
-    const dump: Tool = {
-      name: 'dump',
-      description: 'returns a lot',
-      parameters: z.object({}),
-      async execute() {
-        return ok('d'.repeat(50_000));
-      },
-    };
+    const dump = constantTool('dump', 'returns a lot', ok('d'.repeat(50_000)));
     const provider = new ScriptedProvider([
       { toolCalls: [{ id: 'd1', name: 'dump', arguments: '{}' }] },
       { content: 'read it' },

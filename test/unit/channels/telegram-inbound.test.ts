@@ -16,29 +16,26 @@ const group = (extra: Partial<TgMessage>): TgMessage => ({
 });
 
 describe('telegram inbound', () => {
-  it('sees a mention anywhere in the text, case-insensitively, and strips it', () => {
-    const text = 'hey @magpiebot what is up';
-    const m = group({ text, entities: [{ type: 'mention', offset: 4, length: 10 }] });
+  it.each<[string, Partial<TgMessage>, string]>([
+    [
+      'sees a mention anywhere in the text, case-insensitively, and strips it',
+      { text: 'hey @magpiebot what is up', entities: [{ type: 'mention', offset: 4, length: 10 }] },
+      'hey what is up',
+    ],
+    [
+      'uses caption entities for captioned media',
+      { caption: '@MagpieBot look', caption_entities: [{ type: 'mention', offset: 0, length: 10 }] },
+      'look',
+    ],
+    [
+      'counts a text_mention of the bot (users without a username) and keeps its visible name',
+      { text: 'Magpie, help', entities: [{ type: 'text_mention', offset: 0, length: 6, user: { id: 42 } }] },
+      'Magpie, help',
+    ],
+  ])('%s', (_name, fields, cleaned) => {
+    const m = group(fields);
     expect(isAddressedToBot(m, bot)).toBe(true);
-    expect(cleanText(m, bot)).toBe('hey what is up');
-  });
-
-  it('uses caption entities for captioned media', () => {
-    const m = group({
-      caption: '@MagpieBot look',
-      caption_entities: [{ type: 'mention', offset: 0, length: 10 }],
-    });
-    expect(isAddressedToBot(m, bot)).toBe(true);
-    expect(cleanText(m, bot)).toBe('look');
-  });
-
-  it('counts a text_mention of the bot (users without a username) and keeps its visible name', () => {
-    const m = group({
-      text: 'Magpie, help',
-      entities: [{ type: 'text_mention', offset: 0, length: 6, user: { id: 42 } }],
-    });
-    expect(isAddressedToBot(m, bot)).toBe(true);
-    expect(cleanText(m, bot)).toBe('Magpie, help');
+    expect(cleanText(m, bot)).toBe(cleaned);
   });
 
   it('does not count mentions of others or replies to other people', () => {

@@ -9,20 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { EnvSchema, parseConfig } from '../../../src/app/config.js';
 import { checkDuration, MAX_TIMER_MS, parseDuration } from '../../../src/config/duration.js';
 import { streamsTo } from '../../../src/config/index.js';
-import { ConfigError, ExitCode } from '../../../src/errors/index.js';
+import { ExitCode } from '../../../src/errors/index.js';
+import { configRefusal } from '../../fakes/config.js';
 
 const base = { MAGPIE_WORKSPACE: '/tmp/magpie-bounds-ws', MAGPIE_TIMEZONE: 'UTC' };
 
-/** The ConfigError parseConfig throws for `env`, or fails the test. */
-function refusal(env: Record<string, string>): ConfigError {
-  try {
-    parseConfig({ ...base, ...env });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new ConfigError(`expected ${JSON.stringify(env)} to be refused`);
-}
+const refusal = (env: Record<string, string>) => configRefusal({ ...base, ...env });
 
 /** Every duration variable in the schema (its default parses as a duration). */
 const durationVariables = Object.keys(EnvSchema.shape).filter((name) => /_(TIMEOUT|INTERVAL)$/.test(name));

@@ -5,19 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
-import { ConfigError, ExitCode } from '../../../src/errors/index.js';
+import { ExitCode } from '../../../src/errors/index.js';
+import { configRefusal } from '../../fakes/config.js';
 
 const base = { MAGPIE_WORKSPACE: '/tmp/magpie-usage-ws', MAGPIE_TIMEZONE: 'UTC' };
 
-function refusal(env: Record<string, string>): ConfigError {
-  try {
-    parseConfig({ ...base, ...env });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return err as ConfigError;
-  }
-  throw new ConfigError(`expected ${JSON.stringify(env)} to be refused`);
-}
+const refusal = (env: Record<string, string>) => configRefusal({ ...base, ...env });
 
 describe('MAGPIE_PROMPT_CACHE', () => {
   it('is auto by default and takes auto or off in any case', () => {

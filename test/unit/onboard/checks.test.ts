@@ -13,6 +13,7 @@ import { chatOnce, listModels } from '../../../src/onboard/checks.js';
 import { closedPort } from '../../e2e/cli-helpers.js';
 import { type FakeDiscord, startFakeDiscord } from '../../fakes/discord-server.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 import { type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 
 const KEY = 'sk-checks-secret-0123456789';
@@ -29,14 +30,7 @@ afterAll(async () => {
   await Promise.all([openai.close(), telegram.close(), discord.close()]);
 });
 
-async function failure(promise: Promise<unknown>): Promise<AppError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const failure = (promise: Promise<unknown>) => rejectedWith(AppError, promise);
 
 describe('model checks', () => {
   const endpoint = (apiKey = KEY) => ({ baseURL: openai.baseURL, apiKey, keySource: 'the key you typed' });

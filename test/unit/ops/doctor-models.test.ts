@@ -4,12 +4,12 @@
  * ✗ whose fix names its own setting (the entry in MAGPIE_FALLBACK_MODELS, its
  * #VAR key) — never the key itself. Against fake OpenAI servers.
  */
-import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { formatChecks, runChecks } from '../../../src/ops/doctor.js';
 import { modelChecks } from '../../../src/ops/doctor-models.js';
+import { closedPort } from '../../fakes/net.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
 
 let main: FakeOpenAI;
@@ -26,14 +26,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await Promise.all([main.close(), mistral.close(), local.close()]);
 });
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 function config(fallbacks: string, extra: Record<string, string> = {}) {
   return parseConfig({

@@ -8,7 +8,6 @@
  * everything down, one line naming each model. Cool-downs in memory here; the
  * Redis store and two workers are in test/integration/providers.
  */
-import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError, CancelledError } from '../../../src/errors/index.js';
 import { MemoryCooldownStore } from '../../../src/providers/cooldown.js';
@@ -16,7 +15,9 @@ import { type FallbackModel, FallbackProvider } from '../../../src/providers/fal
 import { ModelsUnavailableError, modelsDownApology } from '../../../src/providers/fallback-failures.js';
 import { OpenAIProvider } from '../../../src/providers/openai/provider.js';
 import type { ChatMessage } from '../../../src/providers/types.js';
+import { closedPort } from '../../fakes/net.js';
 import { type FakeOpenAI, type FakeReply, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
 const hi: ChatMessage[] = [{ role: 'user', content: 'hi' }];
@@ -30,15 +31,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await Promise.all([primary.close(), backup.close()]);
 });
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function model(
   id: string,
@@ -72,14 +64,7 @@ function chain(first: FallbackModel, store = new MemoryCooldownStore(), baseMs =
   return { provider, store };
 }
 
-async function failure(promise: Promise<unknown>): Promise<AppError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const failure = (promise: Promise<unknown>) => rejectedWith(AppError, promise);
 
 describe('FallbackProvider: each way an endpoint fails', () => {
   const ways: Array<[string, FakeReply | 'refused', number]> = [
@@ -216,18 +201,21 @@ describe('FallbackProvider: cool-downs', () => {
   });
 });
 
+/** A stream that sends the text "Hel", then an error event with `message`. */
+function helThenError(message: string): FakeReply {
+  const chunk = {
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: 'm',
+    choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }],
+  };
+  return { raw: `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message } })}\n\n` };
+}
+
 describe('FallbackProvider: what does not fall back', () => {
   it('never falls back after text was streamed to the user', async () => {
-    const chunk = {
-      id: 'c1',
-      object: 'chat.completion.chunk',
-      created: 0,
-      model: 'm',
-      choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }],
-    };
-    primary.setResponder(() => ({
-      raw: `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message: 'overloaded mid-answer' } })}\n\n`,
-    }));
+    primary.setResponder(() => helThenError('overloaded mid-answer'));
     const { provider } = chain(model('main-model', primary.baseURL));
     const deltas: string[] = [];
     const err = await failure(provider.chat({ messages: hi, onDelta: (t) => deltas.push(t) }));
@@ -238,16 +226,7 @@ describe('FallbackProvider: what does not fall back', () => {
   });
 
   it('does fall back when the broken text was never shown (no onDelta)', async () => {
-    const chunk = {
-      id: 'c1',
-      object: 'chat.completion.chunk',
-      created: 0,
-      model: 'm',
-      choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }],
-    };
-    primary.setResponder(() => ({
-      raw: `data: ${JSON.stringify(chunk)}\n\ndata: ${JSON.stringify({ error: { message: 'overloaded' } })}\n\n`,
-    }));
+    primary.setResponder(() => helThenError('overloaded'));
     const { provider } = chain(model('main-model', primary.baseURL));
     expect((await provider.chat({ messages: hi })).content).toBe('answered by the backup');
   });

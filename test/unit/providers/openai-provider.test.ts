@@ -1,10 +1,12 @@
 /** OpenAIProvider against the fake OpenAI server (a real HTTP server), no mocks. */
-import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError, CancelledError, ProviderError } from '../../../src/errors/index.js';
-import { OpenAIProvider, type OpenAIProviderOptions } from '../../../src/providers/openai/provider.js';
+import type { OpenAIProviderOptions } from '../../../src/providers/openai/provider.js';
 import type { ChatMessage } from '../../../src/providers/types.js';
+import { closedPort } from '../../fakes/net.js';
+import { providerFor } from '../../fakes/openai-provider.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 
 const hi: ChatMessage[] = [{ role: 'user', content: 'hi' }];
 let fake: FakeOpenAI;
@@ -16,34 +18,9 @@ afterEach(async () => {
   await fake.close();
 });
 
-function provider(options: Partial<OpenAIProviderOptions> = {}): OpenAIProvider {
-  return new OpenAIProvider({
-    apiKey: 'sk-test-key',
-    baseURL: fake.baseURL,
-    model: 'test-model',
-    retryBaseMs: 1,
-    ...options,
-  });
-}
+const provider = (options: Partial<OpenAIProviderOptions> = {}) => providerFor(fake, options);
 
-async function failure(promise: Promise<unknown>): Promise<AppError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
-
-/** A port on 127.0.0.1 where nothing listens. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+const failure = (promise: Promise<unknown>) => rejectedWith(AppError, promise);
 
 describe('OpenAIProvider: streaming', () => {
   it('streams text in several deltas and returns the whole text', async () => {

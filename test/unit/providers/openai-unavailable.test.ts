@@ -5,12 +5,14 @@
  * retries that would only delay, and messages naming a fallback's own settings.
  * Against the fake OpenAI server; a refused connection is a closed port.
  */
-import { createServer } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError, ProviderError } from '../../../src/errors/index.js';
-import { OpenAIProvider, type OpenAIProviderOptions } from '../../../src/providers/openai/provider.js';
+import type { OpenAIProviderOptions } from '../../../src/providers/openai/provider.js';
 import type { ChatMessage } from '../../../src/providers/types.js';
+import { closedPort } from '../../fakes/net.js';
+import { providerFor } from '../../fakes/openai-provider.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 
 const hi: ChatMessage[] = [{ role: 'user', content: 'hi' }];
 let fake: FakeOpenAI;
@@ -22,33 +24,9 @@ afterEach(async () => {
   await fake.close();
 });
 
-function provider(options: Partial<OpenAIProviderOptions> = {}): OpenAIProvider {
-  return new OpenAIProvider({
-    apiKey: 'sk-test-key',
-    baseURL: fake.baseURL,
-    model: 'test-model',
-    retryBaseMs: 1,
-    ...options,
-  });
-}
+const provider = (options: Partial<OpenAIProviderOptions> = {}) => providerFor(fake, options);
 
-async function failure(promise: Promise<unknown>): Promise<ProviderError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ProviderError);
-  return err as ProviderError;
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+const failure = (promise: Promise<unknown>) => rejectedWith(ProviderError, promise);
 
 describe('OpenAIProvider: a model that cannot be used now', () => {
   it.each([

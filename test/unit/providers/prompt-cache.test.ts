@@ -40,38 +40,22 @@ describe('toUsage', () => {
   });
 
   it('reads Anthropic-style cache_read_input_tokens and cache_creation_input_tokens', () => {
+    const cacheFields = { cache_read_input_tokens: 4_000, cache_creation_input_tokens: 900 };
+    const usage = {
+      promptTokens: 5_000,
+      completionTokens: 10,
+      totalTokens: 5_010,
+      cachedTokens: 4_000,
+      cacheWriteTokens: 900,
+    };
     // A router that counts them inside prompt_tokens (LiteLLM does).
     expect(
-      toUsage({
-        prompt_tokens: 5_000,
-        completion_tokens: 10,
-        total_tokens: 5_010,
-        cache_read_input_tokens: 4_000,
-        cache_creation_input_tokens: 900,
-      }),
-    ).toEqual({
-      promptTokens: 5_000,
-      completionTokens: 10,
-      totalTokens: 5_010,
-      cachedTokens: 4_000,
-      cacheWriteTokens: 900,
-    });
+      toUsage({ prompt_tokens: 5_000, completion_tokens: 10, total_tokens: 5_010, ...cacheFields }),
+    ).toEqual(usage);
     // An endpoint that counts only the uncached input in prompt_tokens (Anthropic's own way): added up.
-    expect(
-      toUsage({
-        prompt_tokens: 100,
-        completion_tokens: 10,
-        total_tokens: 110,
-        cache_read_input_tokens: 4_000,
-        cache_creation_input_tokens: 900,
-      }),
-    ).toEqual({
-      promptTokens: 5_000,
-      completionTokens: 10,
-      totalTokens: 5_010,
-      cachedTokens: 4_000,
-      cacheWriteTokens: 900,
-    });
+    expect(toUsage({ prompt_tokens: 100, completion_tokens: 10, total_tokens: 110, ...cacheFields })).toEqual(
+      usage,
+    );
   });
 
   it('reads DeepSeek’s prompt_cache_hit_tokens', () => {
@@ -110,25 +94,20 @@ describe('toUsage', () => {
 
 describe('cache hints', () => {
   it('sends prompt_cache_key to OpenAI’s API only, cache_control for Claude models elsewhere, nothing when off', () => {
-    expect(cacheHintsFor('https://api.openai.com/v1', 'gpt-4o-mini', 'auto')).toEqual({
-      promptCacheKey: true,
-      cacheControl: false,
-    });
-    expect(cacheHintsFor('https://openrouter.ai/api/v1', 'anthropic/claude-sonnet-4', 'auto')).toEqual({
-      promptCacheKey: false,
-      cacheControl: true,
-    });
+    const auto: Array<[string, string, { promptCacheKey: boolean; cacheControl: boolean }]> = [
+      ['https://api.openai.com/v1', 'gpt-4o-mini', { promptCacheKey: true, cacheControl: false }],
+      [
+        'https://openrouter.ai/api/v1',
+        'anthropic/claude-sonnet-4',
+        { promptCacheKey: false, cacheControl: true },
+      ],
+      ['https://openrouter.ai/api/v1', 'openai/gpt-4o', { promptCacheKey: false, cacheControl: false }],
+      ['http://127.0.0.1:11434/v1', 'llama3.1:8b', { promptCacheKey: false, cacheControl: false }],
+    ];
+    for (const [url, model, hints] of auto) expect(cacheHintsFor(url, model, 'auto')).toEqual(hints);
     expect(cacheHintsFor('http://127.0.0.1:4000/v1', 'claude-3-5-haiku-latest', 'auto').cacheControl).toBe(
       true,
     );
-    expect(cacheHintsFor('https://openrouter.ai/api/v1', 'openai/gpt-4o', 'auto')).toEqual({
-      promptCacheKey: false,
-      cacheControl: false,
-    });
-    expect(cacheHintsFor('http://127.0.0.1:11434/v1', 'llama3.1:8b', 'auto')).toEqual({
-      promptCacheKey: false,
-      cacheControl: false,
-    });
     // A look-alike host is not OpenAI's.
     expect(cacheHintsFor('https://api.openai.com.example.net/v1', 'gpt-4o', 'auto').promptCacheKey).toBe(
       false,

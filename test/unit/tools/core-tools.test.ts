@@ -1,17 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decodeEntities, htmlToText } from '../../../src/tools/html-text.js';
 import { createCoreTools, ToolRegistry } from '../../../src/tools/index.js';
-import { tempDir, toolContext } from './helpers.js';
+import { tempDirPerTest } from '../../fakes/workspace.js';
+import { toolContext } from './helpers.js';
 
 describe('createCoreTools', () => {
   let ws: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir: ws, cleanup } = await tempDir());
+  tempDirPerTest((dir) => {
+    ws = dir;
   });
-  afterEach(() => cleanup());
 
   it('builds the eight core tools, each with an object JSON Schema', () => {
     const registry = new ToolRegistry(createCoreTools({ workspace: ws }));
@@ -64,11 +63,9 @@ describe('createCoreTools', () => {
 
 describe('message tool', () => {
   let ws: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir: ws, cleanup } = await tempDir());
+  tempDirPerTest((dir) => {
+    ws = dir;
   });
-  afterEach(() => cleanup());
   const registry = () => new ToolRegistry(createCoreTools({ workspace: ws }));
 
   it('sends to the current chat (thread included) by default', async () => {

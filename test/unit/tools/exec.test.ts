@@ -2,11 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createExecTool, type ExecOptions, OutputCapture } from '../../../src/tools/exec.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { tempDir, toolContext } from './helpers.js';
+import { tempDirPerTest } from '../../fakes/workspace.js';
+import { toolContext } from './helpers.js';
 
 /** True while `pid` runs; a zombie (killed, not yet reaped by init) counts as gone. */
 function alive(pid: number): boolean {
@@ -22,11 +23,9 @@ function alive(pid: number): boolean {
 
 describe('exec', () => {
   let ws: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir: ws, cleanup } = await tempDir());
+  tempDirPerTest((dir) => {
+    ws = dir;
   });
-  afterEach(() => cleanup());
 
   const run = (
     command: string,

@@ -10,23 +10,17 @@ import { closeSync, constants, openSync } from 'node:fs';
 import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createAppendFileTool } from '../../../src/tools/append-file.js';
-import { createEditFileTool } from '../../../src/tools/edit-file.js';
-import { createListDirTool } from '../../../src/tools/list-dir.js';
-import { createReadFileTool } from '../../../src/tools/read-file.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
-import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ToolRegistry } from '../../../src/tools/registry.js';
 import type { Confinement } from '../../../src/workspace/workspace-walk.js';
-import { tempDir, toolContext } from './helpers.js';
+import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
+import { fileToolRegistry, toolContext } from './helpers.js';
 
 const SECRET = 'TOP-SECRET-outside';
 
 describe.each(['proc', 'portable'] as const)('file tools, %s confinement', (confinement: Confinement) => {
-  let root: string;
   let ws: string;
   let outside: string;
-  let cleanup: () => Promise<void>;
   let registry: ToolRegistry;
   const fifos: string[] = [];
   const call = (name: string, args: Record<string, unknown>) =>
@@ -36,26 +30,16 @@ describe.each(['proc', 'portable'] as const)('file tools, %s confinement', (conf
     expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe(SECRET);
   };
 
-  beforeEach(async () => {
-    ({ dir: root, cleanup } = await tempDir());
-    ws = path.join(root, 'ws');
-    outside = path.join(root, 'outside');
+  workspaceBesideOutsidePerTest(async (dirs) => {
+    ({ ws, outside } = dirs);
     await mkdir(path.join(ws, 'notes'), { recursive: true });
-    await mkdir(outside);
     await writeFile(path.join(outside, 'secret.txt'), SECRET);
     await writeFile(path.join(ws, 'notes', 'a.md'), 'alpha\n');
-    registry = new ToolRegistry([
-      createReadFileTool(ws, { confinement }),
-      createWriteFileTool(ws, { confinement }),
-      createEditFileTool(ws, { confinement }),
-      createAppendFileTool(ws, { confinement }),
-      createListDirTool(ws, { confinement }),
-    ]);
+    registry = fileToolRegistry(ws, confinement);
   });
   afterEach(async () => {
     // A regression would leave a thread blocked opening a FIFO: a writer end releases it.
     for (const fifo of fifos.splice(0)) closeSync(openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK));
-    await cleanup();
   });
 
   const mkfifo = (name: string): string => {

@@ -5,10 +5,9 @@
  * No call may read the outside secret or change anything outside.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, readdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createAppendFileTool } from '../../../src/tools/append-file.js';
 import { createEditFileTool } from '../../../src/tools/edit-file.js';
 import { createListDirTool } from '../../../src/tools/list-dir.js';
@@ -16,8 +15,10 @@ import { createReadFileTool } from '../../../src/tools/read-file.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import type { ToolResult } from '../../../src/tools/types.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import { killAndWait } from '../../fakes/process.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { tempDir, toolContext } from './helpers.js';
+import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
+import { toolContext } from './helpers.js';
 
 /**
  * The attacker, in its own process until killed; prints its swap count.
@@ -57,16 +58,11 @@ const OUTSIDE_FILES = { 'f.txt': `${SECRET}\n`, 'log.txt': 'outside log\n', 'e.t
 describe('file tools under a symlink swap race', () => {
   let ws: string;
   let outside: string;
-  let cleanup: () => Promise<void>;
   let swapper: ChildProcess | undefined;
 
-  beforeEach(async () => {
-    let root: string;
-    ({ dir: root, cleanup } = await tempDir());
-    ws = path.join(root, 'ws');
-    outside = path.join(root, 'outside');
+  workspaceBesideOutsidePerTest(async (dirs) => {
+    ({ ws, outside } = dirs);
     await mkdir(path.join(ws, 'd'), { recursive: true });
-    await mkdir(outside);
     for (const [name, text] of Object.entries(OUTSIDE_FILES)) await writeFile(path.join(outside, name), text);
     await writeFile(path.join(outside, 'only-outside.marker'), '');
     await writeFile(path.join(ws, 'd', 'f.txt'), 'inside text\n');
@@ -75,13 +71,8 @@ describe('file tools under a symlink swap race', () => {
   });
 
   afterEach(async () => {
-    if (swapper && swapper.exitCode === null && swapper.signalCode === null) {
-      const exited = once(swapper, 'exit');
-      swapper.kill('SIGKILL');
-      await exited;
-    }
+    await killAndWait(swapper);
     swapper = undefined;
-    await cleanup();
   });
 
   const startSwapper = async (style: 'folder' | 'link'): Promise<() => number> => {

@@ -5,16 +5,12 @@
  */
 import { link, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createAppendFileTool } from '../../../src/tools/append-file.js';
-import { createEditFileTool } from '../../../src/tools/edit-file.js';
-import { createListDirTool } from '../../../src/tools/list-dir.js';
-import { createReadFileTool } from '../../../src/tools/read-file.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
-import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import { describe, expect, it } from 'vitest';
+import type { ToolRegistry } from '../../../src/tools/registry.js';
 import { protectedFolder } from '../../../src/workspace/workspace-path.js';
 import type { Confinement } from '../../../src/workspace/workspace-walk.js';
-import { tempDir, toolContext } from './helpers.js';
+import { tempDirPerTest } from '../../fakes/workspace.js';
+import { fileToolRegistry, toolContext } from './helpers.js';
 
 const HISTORY = '{"role":"user","content":"hello"}\n';
 
@@ -34,27 +30,18 @@ describe.each(['proc', 'portable'] as const)(
   'sessions/ is read-only to the file tools (%s)',
   (confinement: Confinement) => {
     let ws: string;
-    let cleanup: () => Promise<void>;
     let registry: ToolRegistry;
     const call = (name: string, args: Record<string, unknown>) =>
       registry.execute(name, JSON.stringify(args), toolContext(ws));
-
-    beforeEach(async () => {
-      ({ dir: ws, cleanup } = await tempDir());
+    tempDirPerTest(async (dir) => {
+      ws = dir;
       await mkdir(path.join(ws, 'sessions'));
       await mkdir(path.join(ws, '.redis'));
       await mkdir(path.join(ws, 'notes'));
       await writeFile(path.join(ws, 'sessions', 'cli_test.jsonl'), HISTORY);
       await writeFile(path.join(ws, '.redis', 'dump.rdb'), 'REDIS');
-      registry = new ToolRegistry([
-        createReadFileTool(ws, { confinement }),
-        createWriteFileTool(ws, { confinement }),
-        createEditFileTool(ws, { confinement }),
-        createAppendFileTool(ws, { confinement }),
-        createListDirTool(ws, { confinement }),
-      ]);
+      registry = fileToolRegistry(ws, confinement);
     });
-    afterEach(() => cleanup());
 
     const expectUnchanged = async (): Promise<void> => {
       expect(await readdir(path.join(ws, 'sessions'))).toEqual(['cli_test.jsonl']);

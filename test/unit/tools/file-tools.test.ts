@@ -1,29 +1,24 @@
 import { chmod, mkdir, open, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createAppendFileTool } from '../../../src/tools/append-file.js';
 import { createEditFileTool } from '../../../src/tools/edit-file.js';
 import { createListDirTool } from '../../../src/tools/list-dir.js';
 import { createReadFileTool } from '../../../src/tools/read-file.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
-import { tempDir, toolContext } from './helpers.js';
+import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
+import { toolContext } from './helpers.js';
 
 describe('file tools', () => {
-  let root: string;
   let ws: string;
   let outside: string;
-  let cleanup: () => Promise<void>;
   let registry: ToolRegistry;
   const call = (name: string, args: Record<string, unknown>) =>
     registry.execute(name, JSON.stringify(args), toolContext(ws));
 
-  beforeEach(async () => {
-    ({ dir: root, cleanup } = await tempDir());
-    ws = path.join(root, 'ws');
-    outside = path.join(root, 'outside');
-    await mkdir(ws);
-    await mkdir(outside);
+  workspaceBesideOutsidePerTest(async (dirs) => {
+    ({ ws, outside } = dirs);
     await writeFile(path.join(outside, 'secret.txt'), 'top secret');
     registry = new ToolRegistry([
       createReadFileTool(ws, { maxChars: 100, maxFileBytes: 1024 * 1024 }),
@@ -33,7 +28,6 @@ describe('file tools', () => {
       createListDirTool(ws, { maxEntries: 3 }),
     ]);
   });
-  afterEach(() => cleanup());
 
   describe('confinement (every file tool)', () => {
     it.each([

@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '../../../src/log/index.js';
 import type { OutboundMessageInput } from '../../../src/messages/messages.js';
+import { createAppendFileTool } from '../../../src/tools/append-file.js';
+import { createEditFileTool } from '../../../src/tools/edit-file.js';
+import { createListDirTool } from '../../../src/tools/list-dir.js';
+import { createReadFileTool } from '../../../src/tools/read-file.js';
+import { ToolRegistry } from '../../../src/tools/registry.js';
 import type { ToolContext } from '../../../src/tools/types.js';
+import { createWriteFileTool } from '../../../src/tools/write-file.js';
+import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 
 /** A fresh folder under the OS temp dir (real path); `cleanup` removes it. */
 export async function tempDir(
@@ -34,4 +41,15 @@ export function toolContext(
     ...overrides,
     sent,
   };
+}
+
+/** A registry of the five file tools (read, write, edit, append, list) over `workspace` with `confinement`. */
+export function fileToolRegistry(workspace: string, confinement: Confinement): ToolRegistry {
+  return new ToolRegistry([
+    createReadFileTool(workspace, { confinement }),
+    createWriteFileTool(workspace, { confinement }),
+    createEditFileTool(workspace, { confinement }),
+    createAppendFileTool(workspace, { confinement }),
+    createListDirTool(workspace, { confinement }),
+  ]);
 }

@@ -1,9 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../../../src/errors/index.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { ok, type Tool } from '../../../src/tools/types.js';
-import { tempDir, toolContext } from './helpers.js';
+import { tempDirPerTest } from '../../fakes/workspace.js';
+import { toolContext } from './helpers.js';
 
 const echo: Tool = {
   name: 'echo',
@@ -34,11 +35,9 @@ const leaky: Tool = {
 
 describe('ToolRegistry', () => {
   let ws: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir: ws, cleanup } = await tempDir());
+  tempDirPerTest((dir) => {
+    ws = dir;
   });
-  afterEach(() => cleanup());
 
   it('makes each definition once (the schema is not regenerated per turn) and keeps new tools in order', () => {
     const registry = new ToolRegistry([echo]);
@@ -161,11 +160,9 @@ describe('ToolRegistry', () => {
 
 describe('ToolRegistry time limits', () => {
   let ws: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir: ws, cleanup } = await tempDir());
+  tempDirPerTest((dir) => {
+    ws = dir;
   });
-  afterEach(() => cleanup());
 
   /** A tool that never resolves and records the signal it was given. */
   const stuck = (timeLimitMs?: Tool['timeLimitMs']): Tool & { signals: AbortSignal[] } => {

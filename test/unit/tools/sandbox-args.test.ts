@@ -1,6 +1,6 @@
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type BwrapArgsInput,
   bwrapArgs,
@@ -8,13 +8,12 @@ import {
   SANDBOX_PATH,
   sandboxEnv,
 } from '../../../src/tools/sandbox-args.js';
-import { tempDir } from './helpers.js';
+import { tempDirPerTest } from '../../fakes/workspace.js';
 
 describe('the /etc the sandbox shows', () => {
   let etc: string;
-  let cleanup: () => Promise<void>;
-  beforeEach(async () => {
-    ({ dir: etc, cleanup } = await tempDir('magpie-etc-'));
+  tempDirPerTest(async (made) => {
+    etc = made;
     for (const dir of ['ssl/certs', 'ssl/private', 'ssh', 'python3.11', 'sudoers.d', 'pki/tls/private']) {
       await mkdir(path.join(etc, dir), { recursive: true });
     }
@@ -40,8 +39,7 @@ describe('the /etc the sandbox shows', () => {
     }
     await symlink('/usr/share/zoneinfo/Europe/Lisbon', path.join(etc, 'localtime'));
     await symlink('../run/systemd/resolve/stub-resolv.conf', path.join(etc, 'resolv.conf'));
-  });
-  afterEach(() => cleanup());
+  }, 'magpie-etc-');
 
   it('holds what programs need and none of the secrets', async () => {
     const { etc: entries } = await readHostLayout(etc);

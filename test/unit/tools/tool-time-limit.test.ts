@@ -9,7 +9,7 @@ import { parseConfig } from '../../../src/app/config.js';
 import { ConfigError } from '../../../src/errors/index.js';
 import type { ChatMessage, ChatRequest } from '../../../src/providers/types.js';
 import type { Tool } from '../../../src/tools/types.js';
-import { type Harness, harness, ScriptedProvider } from '../agent/loop-fixtures.js';
+import { closeHarness, type Harness, harness, ScriptedProvider } from '../agent/loop-fixtures.js';
 
 /** Never resolves; reports each abort of its signal. */
 function stuckTool(timeLimitMs: number, aborted: string[]): Tool {
@@ -37,9 +37,7 @@ async function answer(req: ChatRequest) {
 
 let h: Harness | undefined;
 afterEach(async () => {
-  await h?.agent.idle();
-  await h?.cleanup();
-  h = undefined;
+  h = await closeHarness(h);
 });
 
 describe('tool time limits in a turn', () => {

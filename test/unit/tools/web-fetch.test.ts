@@ -21,6 +21,23 @@ describe('web_fetch against a local server', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       hits.push(req.url ?? '');
+      // Redirects: the path → [status, Location].
+      const redirects: Record<string, [number, string]> = {
+        '/redirect-ok': [301, '/page'],
+        '/redirect-metadata': [302, 'http://169.254.169.254/latest/meta-data/'],
+        '/redirect-mapped-metadata': [302, 'http://[::ffff:a9fe:a9fe]/latest/meta-data/'],
+        '/redirect-compatible-loopback': [302, `http://[::127.0.0.2]:${port()}/page`],
+        '/redirect-metadata-decimal': [302, 'http://2852039166/latest/meta-data/'],
+        '/redirect-metadata-v6': [302, 'http://[fd00:ec2::254]/latest/meta-data/'],
+        '/redirect-metadata-name': [302, 'http://metadata.test/computeMetadata/v1/'],
+        '/redirect-ftp': [302, 'ftp://127.0.0.1/file'],
+        '/loop': [302, '/loop'],
+      };
+      const redirect = redirects[req.url ?? ''];
+      if (redirect) {
+        res.writeHead(redirect[0], { location: redirect[1] }).end();
+        return;
+      }
       switch (req.url) {
         case '/page':
           res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
@@ -41,33 +58,6 @@ describe('web_fetch against a local server', () => {
           return;
         case '/slow':
           return; // never answers
-        case '/redirect-ok':
-          res.writeHead(301, { location: '/page' }).end();
-          return;
-        case '/redirect-metadata':
-          res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
-          return;
-        case '/redirect-mapped-metadata':
-          res.writeHead(302, { location: 'http://[::ffff:a9fe:a9fe]/latest/meta-data/' }).end();
-          return;
-        case '/redirect-compatible-loopback':
-          res.writeHead(302, { location: `http://[::127.0.0.2]:${port()}/page` }).end();
-          return;
-        case '/redirect-metadata-decimal':
-          res.writeHead(302, { location: 'http://2852039166/latest/meta-data/' }).end();
-          return;
-        case '/redirect-metadata-v6':
-          res.writeHead(302, { location: 'http://[fd00:ec2::254]/latest/meta-data/' }).end();
-          return;
-        case '/redirect-metadata-name':
-          res.writeHead(302, { location: 'http://metadata.test/computeMetadata/v1/' }).end();
-          return;
-        case '/redirect-ftp':
-          res.writeHead(302, { location: 'ftp://127.0.0.1/file' }).end();
-          return;
-        case '/loop':
-          res.writeHead(302, { location: '/loop' }).end();
-          return;
         case '/image':
           res
             .writeHead(200, { 'content-type': 'image/png' })

@@ -5,7 +5,7 @@
  */
 import { link, mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { runInit } from '../../../src/cli/commands/init.js';
 import { AppError } from '../../../src/errors/index.js';
 import { createAppendFileTool } from '../../../src/tools/append-file.js';
@@ -15,15 +15,13 @@ import { ToolRegistry } from '../../../src/tools/registry.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
 import { ensureWorkspaceId, readWorkspaceId, WORKSPACE_ID_FILE } from '../../../src/workspace/identity.js';
 import type { Confinement } from '../../../src/workspace/workspace-walk.js';
-import { tempDir, toolContext } from '../tools/helpers.js';
+import { tempDirPerTest } from '../../fakes/workspace.js';
+import { toolContext } from '../tools/helpers.js';
 
 let ws: string;
-let cleanup: () => Promise<void>;
-
-beforeEach(async () => {
-  ({ dir: ws, cleanup } = await tempDir('magpie-identity-'));
-});
-afterEach(() => cleanup());
+tempDirPerTest((dir) => {
+  ws = dir;
+}, 'magpie-identity-');
 
 describe('workspace id', () => {
   it('is made once and read back the same; the file holds only the id', async () => {

@@ -1,26 +1,21 @@
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors/index.js';
 import { resolveInWorkspace } from '../../../src/workspace/workspace-path.js';
-import { tempDir } from '../tools/helpers.js';
+import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
 
 describe('resolveInWorkspace', () => {
   let root: string;
   let ws: string;
   let outside: string;
-  let cleanup: () => Promise<void>;
 
-  beforeEach(async () => {
-    ({ dir: root, cleanup } = await tempDir());
-    ws = path.join(root, 'ws');
-    outside = path.join(root, 'outside');
+  workspaceBesideOutsidePerTest(async (dirs) => {
+    ({ root, ws, outside } = dirs);
     await mkdir(path.join(ws, 'notes'), { recursive: true });
-    await mkdir(outside);
     await writeFile(path.join(outside, 'secret.txt'), 'top secret');
     await writeFile(path.join(ws, 'notes', 'a.md'), 'a');
   });
-  afterEach(() => cleanup());
 
   const refused = async (requested: string): Promise<AppError> => {
     const err = await resolveInWorkspace(ws, requested).catch((e: unknown) => e);

@@ -7,27 +7,22 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileToolError } from '../../../src/workspace/workspace-path.js';
 import { walkInWorkspace } from '../../../src/workspace/workspace-walk.js';
-import { tempDir } from '../tools/helpers.js';
+import { workspaceBesideOutsidePerTest } from '../../fakes/workspace.js';
 
 describe('walkInWorkspace', () => {
   let root: string;
   let ws: string;
   let outside: string;
-  let cleanup: () => Promise<void>;
 
-  beforeEach(async () => {
-    ({ dir: root, cleanup } = await tempDir());
-    ws = path.join(root, 'ws');
-    outside = path.join(root, 'outside');
+  workspaceBesideOutsidePerTest(async (dirs) => {
+    ({ root, ws, outside } = dirs);
     await mkdir(path.join(ws, 'd'), { recursive: true });
-    await mkdir(outside);
     await writeFile(path.join(ws, 'd', 'f.txt'), 'inside');
     await writeFile(path.join(outside, 'f.txt'), 'SECRET');
   });
-  afterEach(() => cleanup());
 
   const refusal = async (promise: Promise<unknown>): Promise<FileToolError> => {
     const err = await promise.then(

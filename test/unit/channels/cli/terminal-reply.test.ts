@@ -19,11 +19,16 @@ function stream(isTTY: boolean) {
   };
 }
 
+/** A TerminalReply over two recording streams, both terminals or both not (`tty`). */
+function terminal(tty: boolean, options: { prefix?: string; statusInPlace?: boolean } = {}) {
+  const out = stream(tty);
+  const err = stream(tty);
+  return { out, err, reply: new TerminalReply({ out, err, ...options }) };
+}
+
 describe('TerminalReply', () => {
   it('stdout redirected: the answer only, progress on stderr, ending with the reply', () => {
-    const out = stream(false);
-    const err = stream(false);
-    const reply = new TerminalReply({ out, err });
+    const { out, err, reply } = terminal(false);
     reply.live({ text: 'Let me look.' });
     reply.live({ text: 'Let me look.', progress: 'searching the web: weather' });
     reply.live({ text: 'Let me look.', progress: 'searching the web: weather' });
@@ -36,9 +41,7 @@ describe('TerminalReply', () => {
   });
 
   it('stdout and stderr on one terminal: the answer line ends before a progress line', () => {
-    const out = stream(true);
-    const err = stream(true);
-    const reply = new TerminalReply({ out, err });
+    const { out, err, reply } = terminal(true);
     reply.live({ text: 'Checking' });
     reply.live({ text: 'Checking', progress: 'reading a file' });
     expect(out.text()).toBe('Checking\n');
@@ -49,9 +52,7 @@ describe('TerminalReply', () => {
   });
 
   it('chat on a terminal: a dim status line in place, erased by the next text', () => {
-    const out = stream(true);
-    const err = stream(true);
-    const reply = new TerminalReply({ out, err, prefix: 'magpie> ', statusInPlace: true });
+    const { out, err, reply } = terminal(true, { prefix: 'magpie> ', statusInPlace: true });
     reply.live({ text: 'On it.' });
     reply.live({ text: 'On it.', progress: 'reading a.md' });
     reply.live({ text: '', progress: 'reading b.md' });
@@ -71,9 +72,7 @@ describe('TerminalReply', () => {
   });
 
   it('chat piped: the status goes to stderr like send', () => {
-    const out = stream(false);
-    const err = stream(false);
-    const reply = new TerminalReply({ out, err, prefix: 'magpie> ', statusInPlace: true });
+    const { out, err, reply } = terminal(false, { prefix: 'magpie> ', statusInPlace: true });
     reply.live({ text: '', progress: 'reading a.md' });
     reply.final('hi');
     expect(out.text()).toBe('magpie> hi\n');
@@ -81,9 +80,7 @@ describe('TerminalReply', () => {
   });
 
   it('a mid-turn message gets its own line; abandon ends an open line and erases a status', () => {
-    const out = stream(true);
-    const err = stream(true);
-    const reply = new TerminalReply({ out, err, prefix: 'magpie> ', statusInPlace: true });
+    const { out, reply } = terminal(true, { prefix: 'magpie> ', statusInPlace: true });
     reply.live({ text: 'Sending you a note' });
     reply.message('the note');
     reply.live({ text: '', progress: 'waiting' });
@@ -104,9 +101,7 @@ describe('TerminalReply', () => {
 
 describe('TerminalReply progress lines', () => {
   it('are one line of plain text: escapes and newlines from the snapshot cannot reach the terminal', () => {
-    const out = stream(true);
-    const err = stream(true);
-    const reply = new TerminalReply({ out, err, statusInPlace: true });
+    const { out, reply } = terminal(true, { statusInPlace: true });
     reply.live({ text: '', progress: 'reading \x1b]0;pwned\x07a.md\nyou> ' });
     expect(out.text()).toBe('\x1b[2m… reading  ]0;pwned a.md you> \x1b[0m');
   });

@@ -26,10 +26,17 @@ function flakyBus() {
   return { state, publish };
 }
 
+/** A PublishBuffer (silent logger, `options` on top) over a {@link flakyBus}. */
+function bufferOverFlakyBus(
+  options: Partial<ConstructorParameters<typeof PublishBuffer<InboundMessageInput>>[0]> = {},
+) {
+  const { state, publish } = flakyBus();
+  return { state, buffer: new PublishBuffer({ publish, idOf, logger: silentLogger(), ...options }) };
+}
+
 describe('PublishBuffer', () => {
   it('publishes in arrival order', async () => {
-    const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({ publish, idOf, logger: silentLogger() });
+    const { state, buffer } = bufferOverFlakyBus();
     for (const c of ['a', 'b', 'c']) buffer.push(msg(c));
     await buffer.idle();
     expect(state.published).toEqual(['a', 'b', 'c']);
@@ -37,14 +44,7 @@ describe('PublishBuffer', () => {
   });
 
   it('holds messages while the bus fails and publishes them in order when it returns', async () => {
-    const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({
-      publish,
-      idOf,
-      logger: silentLogger(),
-      initialDelayMs: 5,
-      maxDelayMs: 20,
-    });
+    const { state, buffer } = bufferOverFlakyBus({ initialDelayMs: 5, maxDelayMs: 20 });
     state.down = true;
     for (const c of ['a', 'b', 'c']) buffer.push(msg(c));
     await waitFor(() => state.attempts >= 3, 5_000, 'three failed attempts', 5);
@@ -57,14 +57,7 @@ describe('PublishBuffer', () => {
   });
 
   it('drops the oldest message when full', async () => {
-    const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({
-      publish,
-      idOf,
-      logger: silentLogger(),
-      capacity: 2,
-      initialDelayMs: 5,
-    });
+    const { state, buffer } = bufferOverFlakyBus({ capacity: 2, initialDelayMs: 5 });
     state.down = true;
     for (const c of ['a', 'b', 'c', 'd']) buffer.push(msg(c));
     expect(buffer.size).toBe(2);
@@ -100,14 +93,7 @@ describe('PublishBuffer', () => {
   });
 
   it('stops retrying on close and ignores later pushes', async () => {
-    const { state, publish } = flakyBus();
-    const buffer = new PublishBuffer({
-      publish,
-      idOf,
-      logger: silentLogger(),
-      initialDelayMs: 10_000,
-      maxDelayMs: 10_000,
-    });
+    const { state, buffer } = bufferOverFlakyBus({ initialDelayMs: 10_000, maxDelayMs: 10_000 });
     state.down = true;
     buffer.push(msg('a'));
     const started = Date.now();
