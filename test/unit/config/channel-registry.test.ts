@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { EnvSchema, parseConfig } from '../../../src/app/config.js';
-import { CHANNELS, enabledChannels } from '../../../src/channels/registry.js';
+import { CHANNELS, channelDoctorChecks, enabledChannels } from '../../../src/channels/registry.js';
 import { streamsTo } from '../../../src/config/index.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { textRedactor } from '../../../src/log/index.js';
@@ -93,7 +93,8 @@ describe('the channel registry', () => {
   );
 
   it("gives doctor each channel's check, skipped for a channel that is off", async () => {
-    const doctor = buildChecks({ config: parseConfig({}) });
+    const config = parseConfig({});
+    const doctor = buildChecks({ config, channelChecks: channelDoctorChecks(config) });
     try {
       const checks = doctor.checks.filter((c) => CHANNELS.some((d) => d.name === c.name));
       expect(checks.map((c) => c.name)).toEqual(CHANNELS.filter((d) => d.doctor).map((d) => d.name));
