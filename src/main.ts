@@ -8,7 +8,7 @@
  * loads bullmq, ioredis or a channel's SDK.
  */
 import type { RoleOptions } from './app/roles.js';
-import { runCli } from './cli/bin.js';
+import { runCli } from './cli/run.js';
 
 /**
  * Builds and runs a role until SIGINT/SIGTERM, then shuts it down in order
