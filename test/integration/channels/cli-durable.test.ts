@@ -11,24 +11,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TurnOptions } from '../../../src/agent/types.js';
-import { Bus } from '../../../src/bus/bus.js';
+import type { Bus } from '../../../src/bus/bus.js';
 import { keys } from '../../../src/bus/keys.js';
 import { CliChannel } from '../../../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
-import type { Config } from '../../../src/config/index.js';
-import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { describeError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type InboundMessage, type OutboundMessage, sessionKeyOf } from '../../../src/messages/messages.js';
 import { messageId, turnId } from '../../../src/messages/outbound-ids.js';
-import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import {
   cliReplyAddress as addressOf,
+  busConnector,
   cleanupsAfterEach,
   finishedTurn,
   MessageOnlyAgent,
+  startCliStack,
   testConfig,
 } from '../bus/helpers.js';
 
@@ -74,11 +73,7 @@ describe('durable CLI replies', () => {
     return { redis, dir };
   }
 
-  async function connect(config: Config, patient = false): Promise<Bus> {
-    const bus = await Bus.connect({ config, logger, patient, turnJobs: { backoffMs: 50 } });
-    cleanups.push(() => bus.close());
-    return bus;
-  }
+  const connect = busConnector(cleanups, { turnJobs: { backoffMs: 50 } });
 
   function outbound(
     chatId: string,
@@ -103,17 +98,7 @@ describe('durable CLI replies', () => {
     cleanups.push(() => redis.stop());
     const config = testConfig(redis.url);
     const agent = new NotingAgent((content) => 300 + Number(content.slice(1)) * 100);
-    const workerBus = await connect(config, true);
-    const worker = new TurnWorker({ bus: workerBus, agent, logger, concurrency: 10 });
-    await worker.start();
-    cleanups.push(() => worker.close());
-    const gatewayBus = await connect(config);
-    const delivery = await OutboundDelivery.start({
-      bus: gatewayBus,
-      channel: new CliChannel({ bus: gatewayBus, logger }),
-      logger,
-    });
-    cleanups.push(() => delivery.close());
+    await startCliStack(connect, config, cleanups, { agent, concurrency: 10 });
 
     const clients = await Promise.all(Array.from({ length: 10 }, () => connect(config)));
     const notes = clients.map(() => [] as string[]);
