@@ -16,6 +16,7 @@ import {
   inbound,
   MemoryState,
   ScriptedProvider,
+  toolCallsResponse,
 } from './loop-fixtures.js';
 
 const echo: Tool = {
@@ -57,13 +58,11 @@ describe('AgentLoop', () => {
 
   it('sends a failing tool, an unknown tool and malformed JSON back to the model, and still answers', async () => {
     const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { id: 'a', name: 'broken', arguments: '{}' },
-          { id: 'b', name: 'nosuch', arguments: '{}' },
-          { id: 'c', name: 'echo', arguments: '{"text": "unterminated' },
-        ],
-      },
+      toolCallsResponse(
+        ['a', 'broken', '{}'],
+        ['b', 'nosuch', '{}'],
+        ['c', 'echo', '{"text": "unterminated'],
+      ),
       { content: 'Sorry, those failed.' },
     ]);
     h = await harness(provider, [echo, broken]);
@@ -113,12 +112,7 @@ describe('AgentLoop', () => {
       },
     };
     const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { id: '1', name: 'slow', arguments: '{}' },
-          { id: '2', name: 'fast', arguments: '{}' },
-        ],
-      },
+      toolCallsResponse(['1', 'slow', '{}'], ['2', 'fast', '{}']),
       { content: 'both done' },
     ]);
     h = await harness(provider, [slow, fast]);
@@ -163,14 +157,7 @@ describe('AgentLoop', () => {
         return new Promise(() => {});
       },
     };
-    const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { id: 'h1', name: 'hang', arguments: '{}' },
-          { id: 'h2', name: 'hang', arguments: '{}' },
-        ],
-      },
-    ]);
+    const provider = new ScriptedProvider([toolCallsResponse(['h1', 'hang', '{}'], ['h2', 'hang', '{}'])]);
     h = await harness(provider, [hang]);
     const result = await h.agent.processDirect('hang twice', 'cli:stop', { signal: controller.signal });
     expect(result.metrics.outcome).toBe('cancelled');
