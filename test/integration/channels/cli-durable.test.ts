@@ -75,6 +75,27 @@ describe('durable CLI replies', () => {
 
   const connect = busConnector(cleanups, { turnJobs: { backoffMs: 50 } });
 
+  /**
+   * On a Redis of its own: a client asking "hello" in `chatId` (the messages it hears kept in
+   * `notes`, its answer in `waiting`), the gateway's bus and the request's reply address.
+   */
+  async function helloWaiting(chatId: string) {
+    const { redis } = await ownRedis();
+    cleanups.push(() => redis.stop());
+    const config = testConfig(redis.url);
+    const client = await connect(config);
+    const gateway = await connect(config);
+    const notes: string[] = [];
+    const waiting = sendAndWait(client, {
+      content: 'hello',
+      chatId,
+      timeoutMs: 20_000,
+      onMessage: (m) => notes.push(m.content),
+    });
+    const address = await addressOf(gateway, chatId);
+    return { config, gateway, notes, waiting, address };
+  }
+
   function outbound(
     chatId: string,
     address: string,
@@ -135,19 +156,7 @@ describe('durable CLI replies', () => {
   }, 60_000);
 
   it('a reply published while the client subscriber is away is read from the reply list', async () => {
-    const { redis } = await ownRedis();
-    cleanups.push(() => redis.stop());
-    const config = testConfig(redis.url);
-    const client = await connect(config);
-    const gateway = await connect(config);
-    const notes: string[] = [];
-    const waiting = sendAndWait(client, {
-      content: 'hello',
-      chatId: 'p1',
-      timeoutMs: 20_000,
-      onMessage: (m) => notes.push(m.content),
-    });
-    const address = await addressOf(gateway, 'p1');
+    const { config, gateway, notes, waiting, address } = await helloWaiting('p1');
     const channel = `${config.redis.prefix}:cli:${address}`;
     await waitFor(
       async () => ((await gateway.redis.pubsub('NUMSUB', channel)) as [string, number])[1] === 1,
@@ -182,20 +191,8 @@ describe('durable CLI replies', () => {
   });
 
   it('a message heard by pub/sub and read again from the list after a reconnect is shown once', async () => {
-    const { redis } = await ownRedis();
-    cleanups.push(() => redis.stop());
-    const config = testConfig(redis.url);
-    const client = await connect(config);
-    const gateway = await connect(config);
+    const { gateway, notes, waiting, address } = await helloWaiting('p2');
     const cli = new CliChannel({ bus: gateway, logger });
-    const notes: string[] = [];
-    const waiting = sendAndWait(client, {
-      content: 'hello',
-      chatId: 'p2',
-      timeoutMs: 20_000,
-      onMessage: (m) => notes.push(m.content),
-    });
-    const address = await addressOf(gateway, 'p2');
     await cli.send(outbound('p2', address, 'first note', 'message'));
     await waitFor(() => notes.length === 1, 5_000, 'the note heard');
 
