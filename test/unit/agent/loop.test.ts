@@ -38,6 +38,10 @@ afterEach(async () => {
 const toolMessages = (req: { messages: ChatMessage[] }) =>
   req.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
 
+/** A model that calls the message tool once with `args` (JSON), then ends with `finalText`. */
+const messageToolProvider = (args: string, finalText: string) =>
+  new ScriptedProvider([toolCallsResponse(['m', 'message', args]), { content: finalText }]);
+
 describe('AgentLoop', () => {
   it('runs assistant → tool call → tool output → assistant and stores each message as it happens', async () => {
     const provider = new ScriptedProvider([
@@ -131,10 +135,7 @@ describe('AgentLoop', () => {
   });
 
   it('an empty final text after the message tool answered the chat is a silent turn', async () => {
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"Here you go"}' }] },
-      { content: '' },
-    ]);
+    const provider = messageToolProvider('{"content":"Here you go"}', '');
     h = await harness(provider, [createMessageTool()]);
     const result = await h.agent.processDirect('send it', 'cli:silent');
     expect(result.reply).toBeUndefined();
@@ -188,10 +189,7 @@ describe('AgentLoop', () => {
   });
 
   it('does not send the final text again when the message tool answered the origin chat', async () => {
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"Here you go"}' }] },
-      { content: 'Sent it.' },
-    ]);
+    const provider = messageToolProvider('{"content":"Here you go"}', 'Sent it.');
     h = await harness(provider, [createMessageTool()]);
     const result = await h.agent.processMessage(inbound({ content: 'tell me', chatId: '7' }));
     expect(result.reply).toBeUndefined();
@@ -206,10 +204,7 @@ describe('AgentLoop', () => {
   });
 
   it('still replies when the message tool sent to another chat', async () => {
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"psst","chat_id":"99"}' }] },
-      { content: 'Told them.' },
-    ]);
+    const provider = messageToolProvider('{"content":"psst","chat_id":"99"}', 'Told them.');
     h = await harness(provider, [createMessageTool()]);
     const result = await h.agent.processMessage(inbound({ content: 'tell 99', chatId: '7' }));
     expect(result.reply).toBe('Told them.');
