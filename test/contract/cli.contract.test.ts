@@ -10,7 +10,7 @@ import type { Bus } from '../../src/bus/bus.js';
 import { onUnsolicited, sendAndWait } from '../../src/channels/cli/client.js';
 import { waitFor } from '../fakes/wait-for.js';
 import { describeChannelContract } from './channel-contract.js';
-import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
+import { type ChannelHarness, type ChatRef, type HarnessFactory, textOnlyCapabilities } from './harness.js';
 
 /** One CLI chat: what the user has read, and the failures of requests that got no answer. */
 interface CliChat {
@@ -23,14 +23,7 @@ interface CliChat {
 }
 
 const cli: HarnessFactory = {
-  capabilities: {
-    groups: false,
-    pairing: false,
-    media: false,
-    typing: false,
-    edits: false,
-    redelivery: true,
-  },
+  capabilities: textOnlyCapabilities(true),
   textLimit: undefined,
   async start(stack) {
     const role = await stack.startMagpie({});

@@ -34,6 +34,11 @@ export interface ChannelCapabilities {
   redelivery: boolean;
 }
 
+/** The capabilities of a text-only channel: no groups, pairing, media, typing indicator or edits. */
+export function textOnlyCapabilities(redelivery: boolean): ChannelCapabilities {
+  return { groups: false, pairing: false, media: false, typing: false, edits: false, redelivery };
+}
+
 /** Which conversation: a name picks a chat of its own; the defaults are a DM from an allowed user. */
 export interface ChatRef {
   /** Each distinct name is a chat of its own (a platform may have only one group for all). @defaultValue 'main' */

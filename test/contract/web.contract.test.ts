@@ -20,7 +20,7 @@ import {
   webRequest,
 } from '../fakes/web-client.js';
 import { describeChannelContract } from './channel-contract.js';
-import type { ChannelHarness, ChatRef, HarnessFactory } from './harness.js';
+import { type ChannelHarness, type ChatRef, type HarnessFactory, textOnlyCapabilities } from './harness.js';
 
 const TOKEN = 'contract-web-token';
 
@@ -45,14 +45,7 @@ function shown(reader: EventReader): string[] {
 }
 
 const web: HarnessFactory = {
-  capabilities: {
-    groups: false,
-    pairing: false,
-    media: false,
-    typing: false,
-    edits: false,
-    redelivery: false,
-  },
+  capabilities: textOnlyCapabilities(false),
   textLimit: undefined,
   async start(stack) {
     const port = await freePort();

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, type FakeReply, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
-import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
+import { build, daemonEnv, magpie, type Proc, pipedChat, stop, tempWorkspace } from './daemon-helpers.js';
 
 const SLOW = Array.from({ length: 10 }, (_, i) => `Sentence ${i + 1} of a slow answer.`).join(' ');
 const AFTER_TOOL = 'The notes say nothing about it.';
@@ -84,13 +84,7 @@ describe('magpie send streaming (gateway + worker processes)', () => {
   });
 
   it('magpie chat (piped) streams the answer after its prompt and ends with the whole reply', async () => {
-    const chat = magpie(
-      ['chat', '--chat', 'stream-5', '--timeout', '30s'],
-      env,
-      undefined,
-      'tell me slowly\n',
-    );
-    procs.push(chat);
+    const chat = pipedChat(procs, 'stream-5', '30s', env, 'tell me slowly\n');
     const chunks: string[] = [];
     chat.child.stdout?.on('data', (c: Buffer) => chunks.push(c.toString()));
     expect(await chat.exited).toBe(0);

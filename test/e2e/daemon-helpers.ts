@@ -87,6 +87,22 @@ export interface Proc {
 export const OPEN_STDIN = Symbol('open stdin');
 
 /**
+ * `magpie chat --chat <chatId> --timeout <timeout>` with `input` piped to it, pushed to `procs`
+ * (the test's processes, stopped after it).
+ */
+export function pipedChat(
+  procs: Proc[],
+  chatId: string,
+  timeout: string,
+  env: NodeJS.ProcessEnv,
+  input: string,
+): Proc {
+  const chat = magpie(['chat', '--chat', chatId, '--timeout', timeout], env, undefined, input);
+  procs.push(chat);
+  return chat;
+}
+
+/**
  * Spawns `node dist/cli/bin.js ...args` in `cwd` (default: a temp dir, so no stray .env is read);
  * `input`, when a string, is written to stdin, which is then closed.
  */

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { daemonSuite } from '../fakes/daemon.js';
 import { waitFor } from '../fakes/wait-for.js';
-import { daemonEnv, magpie, OPEN_STDIN, type Proc } from './daemon-helpers.js';
+import { daemonEnv, magpie, OPEN_STDIN, type Proc, pipedChat } from './daemon-helpers.js';
 
 describe('daemon (gateway + worker processes)', () => {
   const suite = daemonSuite();
@@ -114,13 +114,7 @@ describe('daemon (gateway + worker processes)', () => {
     suite.fake.setResponder((req) => ({ content: `echo: ${req.body.messages.at(-1).content}` }));
     const env = envFor();
     await daemon(env);
-    const chat = magpie(
-      ['chat', '--chat', 'e2e-chat', '--timeout', '20s'],
-      env,
-      undefined,
-      'first\nsecond\n',
-    );
-    procs.push(chat);
+    const chat = pipedChat(procs, 'e2e-chat', '20s', env, 'first\nsecond\n');
     expect(await chat.exited).toBe(0);
     const replies = chat.stdout().match(/magpie> .*/g) ?? [];
     expect(replies).toHaveLength(2);

@@ -8,15 +8,16 @@ import os from 'node:os';
 import { afterEach, inject } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { parseConfig } from '../../../src/app/config.js';
-import { Bus } from '../../../src/bus/bus.js';
+import { Bus, type BusConnectOptions } from '../../../src/bus/bus.js';
 import type { ConsumerTuning } from '../../../src/bus/consumer.js';
+import { CliChannel } from '../../../src/channels/cli/cli-channel.js';
 import type { Channel } from '../../../src/channels/types.js';
 import type { Config } from '../../../src/config/index.js';
 import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { InboundMessage, OutboundMessage } from '../../../src/messages/messages.js';
 import { sessionKeyOf } from '../../../src/messages/messages.js';
-import { TurnWorker } from '../../../src/worker/turn-worker.js';
+import { TurnWorker, type TurnWorkerOptions } from '../../../src/worker/turn-worker.js';
 
 export function testConfig(url = inject('redisUrl'), extra: Record<string, string> = {}): Config {
   return parseConfig({
@@ -250,6 +251,44 @@ export function cleanupsAfterEach(): Array<() => Promise<void>> {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
   return cleanups;
+}
+
+/** Connects a bus to `config` (patient or not). */
+export type Connect = (config: Config, patient?: boolean) => Promise<Bus>;
+
+/** A `Connect` whose buses are closed by `cleanups` (from cleanupsAfterEach). */
+export function busConnector(
+  cleanups: Array<() => Promise<void>>,
+  extra: Partial<BusConnectOptions> = {},
+): Connect {
+  return async (config, patient = false) => {
+    const bus = await Bus.connect({ config, logger: silentLogger(), patient, ...extra });
+    cleanups.push(() => bus.close());
+    return bus;
+  };
+}
+
+/**
+ * The CLI path of a daemon: a started TurnWorker (`worker` options) on a patient bus, and
+ * OutboundDelivery through a CliChannel on a gateway bus; both closed by `cleanups`.
+ */
+export async function startCliStack(
+  connect: Connect,
+  config: Config,
+  cleanups: Array<() => Promise<void>>,
+  worker: Omit<TurnWorkerOptions, 'bus' | 'logger'>,
+): Promise<void> {
+  const logger = silentLogger();
+  const turnWorker = new TurnWorker({ bus: await connect(config, true), logger, ...worker });
+  await turnWorker.start();
+  cleanups.push(() => turnWorker.close());
+  const gatewayBus = await connect(config);
+  const delivery = await OutboundDelivery.start({
+    bus: gatewayBus,
+    channel: new CliChannel({ bus: gatewayBus, logger }),
+    logger,
+  });
+  cleanups.push(() => delivery.close());
 }
 
 /** The reply address of the one CLI request waiting in chat `chatId`'s mailbox (waits up to 5 s for it). */

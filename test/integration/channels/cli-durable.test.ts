@@ -11,24 +11,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TurnOptions } from '../../../src/agent/types.js';
-import { Bus } from '../../../src/bus/bus.js';
+import type { Bus } from '../../../src/bus/bus.js';
 import { keys } from '../../../src/bus/keys.js';
 import { CliChannel } from '../../../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
-import type { Config } from '../../../src/config/index.js';
-import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { describeError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type InboundMessage, type OutboundMessage, sessionKeyOf } from '../../../src/messages/messages.js';
 import { messageId, turnId } from '../../../src/messages/outbound-ids.js';
-import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import {
   cliReplyAddress as addressOf,
+  busConnector,
   cleanupsAfterEach,
   finishedTurn,
   MessageOnlyAgent,
+  startCliStack,
   testConfig,
 } from '../bus/helpers.js';
 
@@ -74,10 +73,27 @@ describe('durable CLI replies', () => {
     return { redis, dir };
   }
 
-  async function connect(config: Config, patient = false): Promise<Bus> {
-    const bus = await Bus.connect({ config, logger, patient, turnJobs: { backoffMs: 50 } });
-    cleanups.push(() => bus.close());
-    return bus;
+  const connect = busConnector(cleanups, { turnJobs: { backoffMs: 50 } });
+
+  /**
+   * On a Redis of its own: a client asking "hello" in `chatId` (the messages it hears kept in
+   * `notes`, its answer in `waiting`), the gateway's bus and the request's reply address.
+   */
+  async function helloWaiting(chatId: string) {
+    const { redis } = await ownRedis();
+    cleanups.push(() => redis.stop());
+    const config = testConfig(redis.url);
+    const client = await connect(config);
+    const gateway = await connect(config);
+    const notes: string[] = [];
+    const waiting = sendAndWait(client, {
+      content: 'hello',
+      chatId,
+      timeoutMs: 20_000,
+      onMessage: (m) => notes.push(m.content),
+    });
+    const address = await addressOf(gateway, chatId);
+    return { config, gateway, notes, waiting, address };
   }
 
   function outbound(
@@ -103,17 +119,7 @@ describe('durable CLI replies', () => {
     cleanups.push(() => redis.stop());
     const config = testConfig(redis.url);
     const agent = new NotingAgent((content) => 300 + Number(content.slice(1)) * 100);
-    const workerBus = await connect(config, true);
-    const worker = new TurnWorker({ bus: workerBus, agent, logger, concurrency: 10 });
-    await worker.start();
-    cleanups.push(() => worker.close());
-    const gatewayBus = await connect(config);
-    const delivery = await OutboundDelivery.start({
-      bus: gatewayBus,
-      channel: new CliChannel({ bus: gatewayBus, logger }),
-      logger,
-    });
-    cleanups.push(() => delivery.close());
+    await startCliStack(connect, config, cleanups, { agent, concurrency: 10 });
 
     const clients = await Promise.all(Array.from({ length: 10 }, () => connect(config)));
     const notes = clients.map(() => [] as string[]);
@@ -150,19 +156,7 @@ describe('durable CLI replies', () => {
   }, 60_000);
 
   it('a reply published while the client subscriber is away is read from the reply list', async () => {
-    const { redis } = await ownRedis();
-    cleanups.push(() => redis.stop());
-    const config = testConfig(redis.url);
-    const client = await connect(config);
-    const gateway = await connect(config);
-    const notes: string[] = [];
-    const waiting = sendAndWait(client, {
-      content: 'hello',
-      chatId: 'p1',
-      timeoutMs: 20_000,
-      onMessage: (m) => notes.push(m.content),
-    });
-    const address = await addressOf(gateway, 'p1');
+    const { config, gateway, notes, waiting, address } = await helloWaiting('p1');
     const channel = `${config.redis.prefix}:cli:${address}`;
     await waitFor(
       async () => ((await gateway.redis.pubsub('NUMSUB', channel)) as [string, number])[1] === 1,
@@ -197,20 +191,8 @@ describe('durable CLI replies', () => {
   });
 
   it('a message heard by pub/sub and read again from the list after a reconnect is shown once', async () => {
-    const { redis } = await ownRedis();
-    cleanups.push(() => redis.stop());
-    const config = testConfig(redis.url);
-    const client = await connect(config);
-    const gateway = await connect(config);
+    const { gateway, notes, waiting, address } = await helloWaiting('p2');
     const cli = new CliChannel({ bus: gateway, logger });
-    const notes: string[] = [];
-    const waiting = sendAndWait(client, {
-      content: 'hello',
-      chatId: 'p2',
-      timeoutMs: 20_000,
-      onMessage: (m) => notes.push(m.content),
-    });
-    const address = await addressOf(gateway, 'p2');
     await cli.send(outbound('p2', address, 'first note', 'message'));
     await waitFor(() => notes.length === 1, 5_000, 'the note heard');
 

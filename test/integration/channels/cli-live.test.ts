@@ -9,20 +9,20 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { TurnOptions } from '../../../src/agent/types.js';
-import { Bus } from '../../../src/bus/bus.js';
+import type { Bus } from '../../../src/bus/bus.js';
 import { CliChannel, cliLiveChannel } from '../../../src/channels/cli/cli-channel.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
-import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { LiveUpdate } from '../../../src/messages/live-update.js';
 import type { InboundMessage, OutboundMessage } from '../../../src/messages/messages.js';
-import { TurnWorker } from '../../../src/worker/turn-worker.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import {
   cliReplyAddress as addressOf,
+  busConnector,
   cleanupsAfterEach,
   finishedTurn,
   MessageOnlyAgent,
+  startCliStack,
   testConfig,
 } from '../bus/helpers.js';
 
@@ -54,11 +54,8 @@ class SlowWriter extends MessageOnlyAgent {
 describe('live CLI replies', () => {
   const cleanups = cleanupsAfterEach();
 
-  async function connect(config = testConfig(), patient = false): Promise<Bus> {
-    const bus = await Bus.connect({ config, logger, patient });
-    cleanups.push(() => bus.close());
-    return bus;
-  }
+  const connectTo = busConnector(cleanups);
+  const connect = (config = testConfig(), patient = false): Promise<Bus> => connectTo(config, patient);
 
   function snapshot(address: string, text: string, seq: number, progress?: string): LiveUpdate {
     return {
@@ -192,23 +189,11 @@ describe('live CLI replies', () => {
     const config = testConfig();
     const pieces = ['The answer ', 'grows ', 'piece ', 'by ', 'piece.'];
     const agent = new SlowWriter(pieces, 250);
-    const workerBus = await connect(config, true);
-    const worker = new TurnWorker({
-      bus: workerBus,
+    await startCliStack(connect, config, cleanups, {
       agent,
-      logger,
       streams: () => true,
       livePace: { firstAfterMs: 0, intervalMs: 50 },
     });
-    await worker.start();
-    cleanups.push(() => worker.close());
-    const gatewayBus = await connect(config);
-    const delivery = await OutboundDelivery.start({
-      bus: gatewayBus,
-      channel: new CliChannel({ bus: gatewayBus, logger }),
-      logger,
-    });
-    cleanups.push(() => delivery.close());
 
     const client = await connect(config);
     const texts: Array<{ text: string; written: number }> = [];

@@ -21,6 +21,13 @@ import type { Tool, ToolResult } from '../../../src/tools/types.js';
 /** One scripted answer: a response, an error to throw, or a function of the request. */
 export type Script = Partial<ChatResponse> | Error | ((req: ChatRequest) => Promise<Partial<ChatResponse>>);
 
+/** A response asking for `calls` in one go, each [id, tool name, JSON arguments]. */
+export function toolCallsResponse(
+  ...calls: Array<[id: string, name: string, args: string]>
+): Partial<ChatResponse> {
+  return { toolCalls: calls.map(([id, name, args]) => ({ id, name, arguments: args })) };
+}
+
 /** An LLMProvider that answers from a script and records every request. */
 export class ScriptedProvider implements LLMProvider {
   readonly model = 'scripted-model';

@@ -16,6 +16,7 @@ import {
   inbound,
   MemoryState,
   ScriptedProvider,
+  toolCallsResponse,
 } from './loop-fixtures.js';
 
 const echo: Tool = {
@@ -37,6 +38,10 @@ afterEach(async () => {
 const toolMessages = (req: { messages: ChatMessage[] }) =>
   req.messages.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
 
+/** A model that calls the message tool once with `args` (JSON), then ends with `finalText`. */
+const messageToolProvider = (args: string, finalText: string) =>
+  new ScriptedProvider([toolCallsResponse(['m', 'message', args]), { content: finalText }]);
+
 describe('AgentLoop', () => {
   it('runs assistant → tool call → tool output → assistant and stores each message as it happens', async () => {
     const provider = new ScriptedProvider([
@@ -57,13 +62,11 @@ describe('AgentLoop', () => {
 
   it('sends a failing tool, an unknown tool and malformed JSON back to the model, and still answers', async () => {
     const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { id: 'a', name: 'broken', arguments: '{}' },
-          { id: 'b', name: 'nosuch', arguments: '{}' },
-          { id: 'c', name: 'echo', arguments: '{"text": "unterminated' },
-        ],
-      },
+      toolCallsResponse(
+        ['a', 'broken', '{}'],
+        ['b', 'nosuch', '{}'],
+        ['c', 'echo', '{"text": "unterminated'],
+      ),
       { content: 'Sorry, those failed.' },
     ]);
     h = await harness(provider, [echo, broken]);
@@ -113,12 +116,7 @@ describe('AgentLoop', () => {
       },
     };
     const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { id: '1', name: 'slow', arguments: '{}' },
-          { id: '2', name: 'fast', arguments: '{}' },
-        ],
-      },
+      toolCallsResponse(['1', 'slow', '{}'], ['2', 'fast', '{}']),
       { content: 'both done' },
     ]);
     h = await harness(provider, [slow, fast]);
@@ -137,10 +135,7 @@ describe('AgentLoop', () => {
   });
 
   it('an empty final text after the message tool answered the chat is a silent turn', async () => {
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"Here you go"}' }] },
-      { content: '' },
-    ]);
+    const provider = messageToolProvider('{"content":"Here you go"}', '');
     h = await harness(provider, [createMessageTool()]);
     const result = await h.agent.processDirect('send it', 'cli:silent');
     expect(result.reply).toBeUndefined();
@@ -163,14 +158,7 @@ describe('AgentLoop', () => {
         return new Promise(() => {});
       },
     };
-    const provider = new ScriptedProvider([
-      {
-        toolCalls: [
-          { id: 'h1', name: 'hang', arguments: '{}' },
-          { id: 'h2', name: 'hang', arguments: '{}' },
-        ],
-      },
-    ]);
+    const provider = new ScriptedProvider([toolCallsResponse(['h1', 'hang', '{}'], ['h2', 'hang', '{}'])]);
     h = await harness(provider, [hang]);
     const result = await h.agent.processDirect('hang twice', 'cli:stop', { signal: controller.signal });
     expect(result.metrics.outcome).toBe('cancelled');
@@ -201,10 +189,7 @@ describe('AgentLoop', () => {
   });
 
   it('does not send the final text again when the message tool answered the origin chat', async () => {
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"Here you go"}' }] },
-      { content: 'Sent it.' },
-    ]);
+    const provider = messageToolProvider('{"content":"Here you go"}', 'Sent it.');
     h = await harness(provider, [createMessageTool()]);
     const result = await h.agent.processMessage(inbound({ content: 'tell me', chatId: '7' }));
     expect(result.reply).toBeUndefined();
@@ -219,10 +204,7 @@ describe('AgentLoop', () => {
   });
 
   it('still replies when the message tool sent to another chat', async () => {
-    const provider = new ScriptedProvider([
-      { toolCalls: [{ id: 'm', name: 'message', arguments: '{"content":"psst","chat_id":"99"}' }] },
-      { content: 'Told them.' },
-    ]);
+    const provider = messageToolProvider('{"content":"psst","chat_id":"99"}', 'Told them.');
     h = await harness(provider, [createMessageTool()]);
     const result = await h.agent.processMessage(inbound({ content: 'tell 99', chatId: '7' }));
     expect(result.reply).toBe('Told them.');

@@ -37,6 +37,11 @@ interface BadCase {
   hidden?: string[];
 }
 
+/** A case whose bad value is `value`, set in the variable the line must name. */
+function bad(what: string, variable: string, value: string, says: RegExp, hidden?: string[]): BadCase {
+  return { what, env: { [variable]: value }, variable, says, ...(hidden ? { hidden } : {}) };
+}
+
 const CASES: BadCase[] = [
   {
     what: 'a missing API key for a command that calls the model',
@@ -45,117 +50,47 @@ const CASES: BadCase[] = [
     variable: 'OPENAI_API_KEY',
     says: /is not set/,
   },
-  {
-    what: 'a base URL that is not a URL',
-    env: { OPENAI_BASE_URL: 'api.openai.com/v1' },
-    variable: 'OPENAI_BASE_URL',
-    says: /is not a URL/,
-  },
-  {
-    what: 'a base URL with a password in it',
-    env: { OPENAI_BASE_URL: 'https://alice:PW-in-base-url-8d@api.example.com/v1' },
-    variable: 'OPENAI_BASE_URL',
-    says: /user name or password/,
-    hidden: ['PW-in-base-url-8d', 'alice'],
-  },
-  {
-    what: 'an API root that is not a URL',
-    env: { TELEGRAM_API_ROOT: 'http//127.0.0.1' },
-    variable: 'TELEGRAM_API_ROOT',
-    says: /is not a URL/,
-  },
-  {
-    what: 'a duration without a unit word',
-    env: { MAGPIE_LLM_TIMEOUT: 'soon' },
-    variable: 'MAGPIE_LLM_TIMEOUT',
-    says: /not a duration/,
-  },
-  {
-    what: 'a duration over the limit',
-    env: { MAGPIE_EXEC_TIMEOUT: '999999h' },
-    variable: 'MAGPIE_EXEC_TIMEOUT',
-    says: /too long/,
-  },
-  {
-    what: 'a zero duration where 0 does not mean off',
-    env: { MAGPIE_TOOL_TIMEOUT: '0s' },
-    variable: 'MAGPIE_TOOL_TIMEOUT',
-    says: /above 0/,
-  },
-  {
-    what: 'a number out of range',
-    env: { MAGPIE_LLM_MAX_RETRIES: '11' },
-    variable: 'MAGPIE_LLM_MAX_RETRIES',
-    says: /from 0 to 10/,
-  },
-  {
-    what: 'a port out of range',
-    env: { MAGPIE_DASHBOARD_PORT: '70000' },
-    variable: 'MAGPIE_DASHBOARD_PORT',
-    says: /from 1 to 65535/,
-  },
-  {
-    what: 'a count that is not a positive whole number',
-    env: { MAGPIE_WORKER_CONCURRENCY: '2.5' },
-    variable: 'MAGPIE_WORKER_CONCURRENCY',
-    says: /positive whole number/,
-  },
-  {
-    what: 'a log level that is not one of the names',
-    env: { LOG_LEVEL: 'loud' },
-    variable: 'LOG_LEVEL',
-    says: /fatal|info|expected one of/i,
-  },
-  {
-    what: 'an unknown web search backend',
-    env: { MAGPIE_WEB_SEARCH: 'google' },
-    variable: 'MAGPIE_WEB_SEARCH',
-    says: /brave, tavily, searxng or off/,
-  },
-  {
-    what: 'a switch that is neither on nor off',
-    env: { MAGPIE_STREAM: 'sometimes' },
-    variable: 'MAGPIE_STREAM',
-    says: /on or off/,
-  },
-  {
-    what: 'an unknown MAGPIE_EXEC_SANDBOX',
-    env: { MAGPIE_EXEC_SANDBOX: 'docker' },
-    variable: 'MAGPIE_EXEC_SANDBOX',
-    says: /auto, bwrap or off/,
-  },
-  {
-    what: 'a REDIS_URL with another scheme, its password kept out',
-    env: { REDIS_URL: 'http://:PW-redis-61c0@127.0.0.1:6379' },
-    variable: 'REDIS_URL',
-    says: /redis:\/\/ or rediss:\/\//,
-    hidden: ['PW-redis-61c0'],
-  },
-  {
-    what: 'a REDIS_URL that is not a URL at all, its password kept out',
-    env: { REDIS_URL: 'PW-redis-7d11@localhost:6379' },
-    variable: 'REDIS_URL',
-    says: /is not a URL/,
-    hidden: ['PW-redis-7d11'],
-  },
-  {
-    what: 'a queue prefix with a separator in it',
-    env: { MAGPIE_QUEUE_PREFIX: 'magpie:prod' },
-    variable: 'MAGPIE_QUEUE_PREFIX',
-    says: /letters, digits/,
-  },
-  {
-    what: 'a time zone that does not exist',
-    env: { MAGPIE_TIMEZONE: 'Mars/Olympus_Mons' },
-    variable: 'MAGPIE_TIMEZONE',
-    says: /IANA time zone/,
-  },
-  {
-    what: 'active hours in another form',
-    env: { MAGPIE_HEARTBEAT_ACTIVE_HOURS: '8-22' },
-    variable: 'MAGPIE_HEARTBEAT_ACTIVE_HOURS',
-    says: /08:00-22:00/,
-  },
+  bad('a base URL that is not a URL', 'OPENAI_BASE_URL', 'api.openai.com/v1', /is not a URL/),
+  bad(
+    'a base URL with a password in it',
+    'OPENAI_BASE_URL',
+    'https://alice:PW-in-base-url-8d@api.example.com/v1',
+    /user name or password/,
+    ['PW-in-base-url-8d', 'alice'],
+  ),
+  bad('an API root that is not a URL', 'TELEGRAM_API_ROOT', 'http//127.0.0.1', /is not a URL/),
+  bad('a duration without a unit word', 'MAGPIE_LLM_TIMEOUT', 'soon', /not a duration/),
+  bad('a duration over the limit', 'MAGPIE_EXEC_TIMEOUT', '999999h', /too long/),
+  bad('a zero duration where 0 does not mean off', 'MAGPIE_TOOL_TIMEOUT', '0s', /above 0/),
+  bad('a number out of range', 'MAGPIE_LLM_MAX_RETRIES', '11', /from 0 to 10/),
+  bad('a port out of range', 'MAGPIE_DASHBOARD_PORT', '70000', /from 1 to 65535/),
+  bad(
+    'a count that is not a positive whole number',
+    'MAGPIE_WORKER_CONCURRENCY',
+    '2.5',
+    /positive whole number/,
+  ),
+  bad('a log level that is not one of the names', 'LOG_LEVEL', 'loud', /fatal|info|expected one of/i),
+  bad('an unknown web search backend', 'MAGPIE_WEB_SEARCH', 'google', /brave, tavily, searxng or off/),
+  bad('a switch that is neither on nor off', 'MAGPIE_STREAM', 'sometimes', /on or off/),
+  bad('an unknown MAGPIE_EXEC_SANDBOX', 'MAGPIE_EXEC_SANDBOX', 'docker', /auto, bwrap or off/),
+  bad(
+    'a REDIS_URL with another scheme, its password kept out',
+    'REDIS_URL',
+    'http://:PW-redis-61c0@127.0.0.1:6379',
+    /redis:\/\/ or rediss:\/\//,
+    ['PW-redis-61c0'],
+  ),
+  bad(
+    'a REDIS_URL that is not a URL at all, its password kept out',
+    'REDIS_URL',
+    'PW-redis-7d11@localhost:6379',
+    /is not a URL/,
+    ['PW-redis-7d11'],
+  ),
+  bad('a queue prefix with a separator in it', 'MAGPIE_QUEUE_PREFIX', 'magpie:prod', /letters, digits/),
+  bad('a time zone that does not exist', 'MAGPIE_TIMEZONE', 'Mars/Olympus_Mons', /IANA time zone/),
+  bad('active hours in another form', 'MAGPIE_HEARTBEAT_ACTIVE_HOURS', '8-22', /08:00-22:00/),
   {
     what: 'an input price without an output price',
     env: { MAGPIE_PRICE_INPUT: '0.15' },
@@ -175,19 +110,19 @@ const CASES: BadCase[] = [
     variable: 'MAGPIE_FALLBACK_MODELS',
     says: /BACKUP_KEY is not set/,
   },
-  {
-    what: 'a fallback model whose URL holds a password, the password kept out',
-    env: { MAGPIE_FALLBACK_MODELS: 'backup-model@https://bob:PW-fall@back-2a@backup.example/v1' },
-    variable: 'MAGPIE_FALLBACK_MODELS',
-    says: /user name or password/,
-    hidden: ['PW-fall', 'back-2a', 'bob'],
-  },
-  {
-    what: 'a bad value that holds a line break (it must not start a second line)',
-    env: { MAGPIE_EXEC_SANDBOX: 'bwrap\nFAKE: second line' },
-    variable: 'MAGPIE_EXEC_SANDBOX',
-    says: /auto, bwrap or off/,
-  },
+  bad(
+    'a fallback model whose URL holds a password, the password kept out',
+    'MAGPIE_FALLBACK_MODELS',
+    'backup-model@https://bob:PW-fall@back-2a@backup.example/v1',
+    /user name or password/,
+    ['PW-fall', 'back-2a', 'bob'],
+  ),
+  bad(
+    'a bad value that holds a line break (it must not start a second line)',
+    'MAGPIE_EXEC_SANDBOX',
+    'bwrap\nFAKE: second line',
+    /auto, bwrap or off/,
+  ),
 ];
 
 /** The error `run` throws, or fails the test. */

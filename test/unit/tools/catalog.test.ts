@@ -7,7 +7,7 @@ import { parseConfig } from '../../../src/app/config.js';
 import { createMcpTool } from '../../../src/mcp/tool-adapter.js';
 import { buildTools, TOOL_CATALOG, type ToolDeps } from '../../../src/tools/catalog.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
-import { tempDir } from './helpers.js';
+import { CORE_TOOL_NAMES, tempDir } from './helpers.js';
 
 /** Each built-in tool and whether it only reads. */
 const BUILT_IN: Record<string, boolean> = {
@@ -71,16 +71,7 @@ describe('the tool catalog', () => {
     expect(names).not.toContain('spawn');
     expect(names).toContain('memory_search');
     const bare = (await buildTools({ workspace: ws })).map((t) => t.name);
-    expect(bare).toEqual([
-      'read_file',
-      'write_file',
-      'edit_file',
-      'append_file',
-      'list_dir',
-      'exec',
-      'web_fetch',
-      'message',
-    ]);
+    expect(bare).toEqual(CORE_TOOL_NAMES);
   });
 
   it('counts an MCP tool as read-only only when its server marks it readOnlyHint', () => {

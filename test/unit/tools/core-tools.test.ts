@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeEntities, htmlToText } from '../../../src/tools/html-text.js';
 import { createCoreTools, ToolRegistry } from '../../../src/tools/index.js';
 import { tempDirPerTest } from '../../fakes/workspace.js';
-import { toolContext } from './helpers.js';
+import { CORE_TOOL_NAMES, toolContext } from './helpers.js';
 
 describe('createCoreTools', () => {
   let ws: string;
@@ -14,16 +14,7 @@ describe('createCoreTools', () => {
 
   it('builds the eight core tools, each with an object JSON Schema', () => {
     const registry = new ToolRegistry(createCoreTools({ workspace: ws }));
-    expect(registry.names()).toEqual([
-      'read_file',
-      'write_file',
-      'edit_file',
-      'append_file',
-      'list_dir',
-      'exec',
-      'web_fetch',
-      'message',
-    ]);
+    expect(registry.names()).toEqual(CORE_TOOL_NAMES);
     for (const def of registry.definitions()) {
       expect(def.parameters, def.name).toMatchObject({ type: 'object' });
       expect(def.parameters, def.name).not.toHaveProperty('$schema');

@@ -13,6 +13,18 @@ import type { ToolContext } from '../../../src/tools/types.js';
 import { createWriteFileTool } from '../../../src/tools/write-file.js';
 import type { Confinement } from '../../../src/workspace/workspace-walk.js';
 
+/** The core tools every agent has (createCoreTools, and buildTools with nothing else given), in order. */
+export const CORE_TOOL_NAMES = [
+  'read_file',
+  'write_file',
+  'edit_file',
+  'append_file',
+  'list_dir',
+  'exec',
+  'web_fetch',
+  'message',
+];
+
 /** A fresh folder under the OS temp dir (real path); `cleanup` removes it. */
 export async function tempDir(
   prefix = 'magpie-tools-',
