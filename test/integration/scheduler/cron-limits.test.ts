@@ -9,6 +9,8 @@ import { Redis } from 'ioredis';
 import { describe, expect, inject, it } from 'vitest';
 import { CronStore, type CronTask, newTaskId } from '../../../src/bus/cron-store.js';
 import type { OutboundMessageInput } from '../../../src/messages/messages.js';
+import { collectStatus } from '../../../src/ops/status.js';
+import { formatStatus } from '../../../src/ops/status-format.js';
 import { createCronTool } from '../../../src/tools/cron.js';
 import type { ToolContext } from '../../../src/tools/types.js';
 import { schedulerFixturePerTest, testConfig, toolContext } from './helpers.js';
@@ -164,5 +166,24 @@ describe('cron limits (real Redis)', () => {
     await cron.execute({ action: 'add', message: 'b', in_seconds: 600 }, ctx);
     const third = await cron.execute({ action: 'add', message: 'c', in_seconds: 600 }, ctx);
     expect(third.forLLM).toContain('MAGPIE_CRON_MAX_PER_CHAT=2');
+  });
+
+  it('marks agent-mode tasks in magpie status', async () => {
+    const cron = tool();
+    const ctx = toolContext('telegram', '1', fx.workspace);
+    await cron.execute({ action: 'add', message: 'summarise', every_seconds: 3600, mode: 'agent' }, ctx);
+    await cron.execute({ action: 'add', message: 'stretch', in_seconds: 600 }, ctx);
+    const report = await collectStatus({
+      reader: fx.bus.opsReader,
+      url: fx.bus.url,
+      prefix: fx.bus.prefix,
+      workspace: fx.workspace,
+      timezone: 'UTC',
+    });
+    const lines = formatStatus(report).split('\n');
+    expect(lines.find((l) => l.includes('summarise'))).toContain(
+      'telegram:1 [AGENT: full turn with tools]: summarise',
+    );
+    expect(lines.find((l) => l.includes('stretch'))).not.toContain('AGENT');
   });
 });
