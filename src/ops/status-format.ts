@@ -45,7 +45,9 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
   );
   for (const t of report.schedules.tasks) {
     const agent = t.mode === 'agent' ? ' [AGENT: full turn with tools]' : '';
-    lines.push(`  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}${agent}: ${cut(t.message, 50)}`);
+    lines.push(
+      `  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}${agent}: ${cut(t.message, 50)}`,
+    );
   }
   lines.push(`Sessions   ${report.sessions}`);
   lines.push(...usageLines(report.usage));

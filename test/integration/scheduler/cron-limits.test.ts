@@ -120,13 +120,15 @@ describe('cron limits (real Redis)', () => {
     const connection = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
     const other = new CronStore({ connection, prefix: fx.prefix });
     try {
+      // 40 reminders first: each add lists them, which leaves a wide window for a race without the lock.
+      for (let i = 0; i < 40; i++) await fx.store.addWithinLimits(reminder('1'), unlimited);
       const limits = { maxPerChat: 50, maxAgentPerChat: 1 };
       const results = await Promise.all([
         fx.store.addWithinLimits(reminder('1', 'agent'), limits),
         other.addWithinLimits(reminder('1', 'agent'), limits),
       ]);
       expect(results.filter((r) => r.added)).toHaveLength(1);
-      expect(await fx.store.list({ sessionKey: 'telegram:1' })).toHaveLength(1);
+      expect(await fx.store.list({ sessionKey: 'telegram:1' })).toHaveLength(41);
     } finally {
       await other.close();
       await connection.quit();
