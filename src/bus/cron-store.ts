@@ -166,7 +166,7 @@ export class CronStore {
     return { next: stored.next ?? undefined, everyMs: stored.every ? Number(stored.every) : undefined };
   }
 
-  /** Stores a task; returns its first run. */
+  /** Stores a task, without counting the chat's tasks (the cron tool uses addWithinLimits); returns its first run. */
   async add(task: CronTask, now = Date.now()): Promise<number | undefined> {
     const jobId = taskJobId(task.id);
     const schedule = task.schedule;
