@@ -76,7 +76,9 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
     description:
       'Schedule reminders and recurring tasks for this chat. action add: give message, mode (remind|agent) and ' +
       'exactly one of at / in_seconds / every_seconds / cron, plus tz if the user is not in the default zone. ' +
-      "action list: this chat's tasks. action remove: id.",
+      "action list: this chat's tasks. action remove: id. " +
+      `Limits per chat: ${options.config.cron.maxPerChat} tasks, ${options.config.cron.maxAgentPerChat} of them ` +
+      `mode agent, each run at most every ${formatDuration(options.config.cron.minAgentIntervalMs)}.`,
     parameters,
     async execute(args, ctx) {
       try {
