@@ -5,10 +5,13 @@
  * worker that fires it needs nothing else. The heartbeat's job scheduler
  * lives on the same queue. The jobs are run by scheduled-worker.ts.
  */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { nextRun } from '../time/schedule.js';
+import { keys } from './keys.js';
 
 /** The queue of heartbeat and scheduled-task jobs. */
 export const SCHEDULED_QUEUE = 'scheduled';
@@ -40,6 +43,11 @@ export const CronTaskSchema = z.object({
 });
 export type CronTask = z.infer<typeof CronTaskSchema>;
 
+/** The mode as listings show it: an agent-mode task is marked, since each run is a full turn with tools. */
+export function modeLabel(mode: CronTask['mode']): string {
+  return mode === 'agent' ? 'AGENT (full turn with tools)' : mode;
+}
+
 /** A task with its next run (undefined when due now or no longer scheduled). */
 export interface ListedTask {
   task: CronTask;
@@ -69,6 +77,23 @@ const ONE_SHOT_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3_600 },
 };
 
+/** How many tasks one chat (session) may hold; see Config['cron']. */
+export interface CronLimits {
+  /** Tasks of any kind. */
+  maxPerChat: number;
+  /** Agent-mode tasks. */
+  maxAgentPerChat: number;
+}
+
+/** What addWithinLimits did: the task's first run, or the one line saying why it was refused. */
+export type AddResult = { added: true; nextRun: number | undefined } | { added: false; reason: string };
+
+/** How long one add may hold a chat's lock (it is released as soon as the add is done). */
+const ADD_LOCK_MS = 10_000;
+/** How long an add waits for another add of the same chat before giving up. */
+const ADD_WAIT_MS = 15_000;
+const RELEASE_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
+
 export interface CronStoreOptions {
   /** A Redis connection the store borrows (not closed by it). */
   connection: Redis;
@@ -81,8 +106,36 @@ export class CronStore {
   private readonly queue: Queue;
   private closing: Promise<void> | undefined;
 
-  constructor(options: CronStoreOptions) {
+  constructor(private readonly options: CronStoreOptions) {
     this.queue = new Queue(SCHEDULED_QUEUE, { connection: options.connection, prefix: options.prefix });
+  }
+
+  /**
+   * Stores a task unless its chat already holds `maxPerChat` tasks, or
+   * `maxAgentPerChat` agent-mode ones for an agent-mode task. Adds of one chat
+   * are serialised by a lock in Redis (`<prefix>:cron-add:<session>`, SET NX
+   * with a lifetime), so two concurrent adds at the limit — in one worker or
+   * two — cannot both pass the count.
+   */
+  async addWithinLimits(task: CronTask, limits: CronLimits, now = Date.now()): Promise<AddResult> {
+    const { connection, prefix } = this.options;
+    const key = keys.cronAdd(prefix, task.sessionKey);
+    const token = randomUUID();
+    const deadline = Date.now() + ADD_WAIT_MS;
+    while ((await connection.set(key, token, 'PX', ADD_LOCK_MS, 'NX')) !== 'OK') {
+      if (Date.now() > deadline) {
+        return { added: false, reason: 'another schedule change in this chat is still running; try again' };
+      }
+      await sleep(20);
+    }
+    try {
+      const tasks = (await this.list({ sessionKey: task.sessionKey })).map((t) => t.task);
+      const refusal = limitRefusal(tasks, task, limits);
+      if (refusal) return { added: false, reason: refusal };
+      return { added: true, nextRun: await this.add(task, now) };
+    } finally {
+      await connection.eval(RELEASE_SCRIPT, 1, key, token);
+    }
   }
 
   /**
@@ -113,7 +166,7 @@ export class CronStore {
     return { next: stored.next ?? undefined, everyMs: stored.every ? Number(stored.every) : undefined };
   }
 
-  /** Stores a task; returns its first run. */
+  /** Stores a task, without counting the chat's tasks (the cron tool uses addWithinLimits); returns its first run. */
   async add(task: CronTask, now = Date.now()): Promise<number | undefined> {
     const jobId = taskJobId(task.id);
     const schedule = task.schedule;
@@ -183,6 +236,24 @@ export class CronStore {
     this.closing ??= this.queue.close();
     return this.closing;
   }
+}
+
+/** Why `task` may not join the chat's `existing` tasks under `limits`, or undefined when it may. */
+export function limitRefusal(existing: CronTask[], task: CronTask, limits: CronLimits): string | undefined {
+  if (existing.length >= limits.maxPerChat) {
+    return (
+      `this chat already has ${existing.length} scheduled tasks, the most allowed ` +
+      `(MAGPIE_CRON_MAX_PER_CHAT=${limits.maxPerChat}); remove one first (action list, then remove)`
+    );
+  }
+  const agents = existing.filter((t) => t.mode === 'agent').length;
+  if (task.mode === 'agent' && agents >= limits.maxAgentPerChat) {
+    return (
+      `this chat already has ${agents} agent-mode tasks, the most allowed ` +
+      `(MAGPIE_CRON_MAX_AGENT_PER_CHAT=${limits.maxAgentPerChat}); use mode remind, or remove one first`
+    );
+  }
+  return undefined;
 }
 
 /** A short random task id: lowercase letters and digits, no `:`. */

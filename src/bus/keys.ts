@@ -12,6 +12,8 @@ export const keys = {
   inboundSeen: (prefix: string, idHash: string) => `${prefix}:seen:${idHash}`,
   dead: (prefix: string) => `${prefix}:dead`,
   running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
+  /** Held while a scheduled task is added to a chat, so its limits are counted one add at a time (cron-store.ts). */
+  cronAdd: (prefix: string, sessionKey: string) => `${prefix}:cron-add:${sessionKey}`,
   cancel: (prefix: string) => `${prefix}:cancel`,
   activity: (prefix: string, channel: string) => `${prefix}:activity:${channel}`,
   /** Pub/sub of a channel's live reply snapshots (live.ts). */

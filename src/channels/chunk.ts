@@ -2,9 +2,46 @@
  * Splits a long reply into parts under a platform limit (Telegram 4096, Discord 2000)
  * without breaking Markdown code blocks: a part cut inside a ``` or ~~~ fence closes
  * it, and the next part reopens it with the same info string (language). No part is
- * only an empty code block.
+ * only an empty code block. A reply is sent in at most MAX_REPLY_PARTS parts: a
+ * longer one is cut, its last part saying so (capParts).
  */
 import { closingFence, fenceStateAfter, hasContent, type OpenFence, openingFence } from './fences.js';
+
+/**
+ * The most messages one reply is sent as (about 40,000 characters on Telegram,
+ * 20,000 on Discord). A reply needing more is cut after MAX_REPLY_PARTS − 1 parts
+ * and a last part says how long it was, so no text can make the bot post hundreds
+ * of messages. Neither sender posts files, so the rest is not sent as an attachment.
+ */
+export const MAX_REPLY_PARTS = 10;
+
+/** The last part of a cut reply: what was shown of how much. */
+export function cutNotice(shown: number, total: number, characters: number): string {
+  return `[Reply cut: it was ${characters.toLocaleString('en-US')} characters, ${total} messages long; only the first ${shown} were sent.]`;
+}
+
+/**
+ * `parts` when there are at most `max`; else the first `max − 1` and the notice
+ * (cutNotice) made into a part by `toPart`.
+ *
+ * @example
+ * capParts(splitMessage(reply, 2000), (notice) => notice, reply.length);
+ */
+export function capParts<T>(
+  parts: T[],
+  toPart: (notice: string) => T,
+  characters: number,
+  max = MAX_REPLY_PARTS,
+): T[] {
+  if (parts.length <= max) return parts;
+  const shown = Math.max(0, max - 1);
+  return [...parts.slice(0, shown), toPart(cutNotice(shown, parts.length, characters))];
+}
+
+/** splitMessage, capped at `max` parts (capParts); the notice is cut to `limit` too. */
+export function splitReply(text: string, limit: number, max = MAX_REPLY_PARTS): string[] {
+  return capParts(splitMessage(text, limit), (notice) => notice.slice(0, limit), text.length, max);
+}
 
 /**
  * Splits `text` into parts of at most `limit` characters (UTF-16 code units, which

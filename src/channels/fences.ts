@@ -4,6 +4,8 @@
  * tildes, then an info string (a backtick fence's info string may not contain a
  * backtick); the block closes at a line of the same character, at least as long,
  * with nothing after it but spaces; an unclosed block runs to the end of the text.
+ * One departure: a run of more than MAX_FENCE_RUN fence characters is text, not a
+ * fence, so a reply of thousands of backticks is not closed and reopened in every part.
  */
 
 /** A code block open at some point of the text. */
@@ -18,8 +20,12 @@ export interface OpenFence {
   marker: string;
 }
 
-const OPENING = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-const CLOSING = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+/** The longest run of fence characters still read as a fence (real fences use 3 to a handful). */
+export const MAX_FENCE_RUN = 32;
+
+const RUN = `\`{3,${MAX_FENCE_RUN}}(?!\`)|~{3,${MAX_FENCE_RUN}}(?!~)`;
+const OPENING = new RegExp(`^ {0,3}(${RUN})(.*)$`);
+const CLOSING = new RegExp(`^ {0,3}(${RUN})[ \t]*$`);
 
 /** The fence a line opens, or undefined when it is not an opening fence line. */
 export function parseOpening(line: string): OpenFence | undefined {

@@ -93,6 +93,9 @@ const CORE_ENV_HEAD = {
 const CORE_ENV_TAIL = {
   MAGPIE_HEARTBEAT_INTERVAL: duration('30m', { allowZero: true }),
   MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
+  MAGPIE_CRON_MAX_PER_CHAT: positiveInt(50),
+  MAGPIE_CRON_MAX_AGENT_PER_CHAT: positiveInt(5),
+  MAGPIE_CRON_MIN_INTERVAL: duration('15m'),
   MAGPIE_TIMEZONE: timeZone,
   MAGPIE_MCP_CONFIG: z
     .string()
@@ -207,6 +210,12 @@ export interface Config {
   channelSecrets: readonly string[];
   heartbeat: { intervalMs: number; activeHours: string | undefined };
   /**
+   * The cron tool's limits per chat: tasks of any kind (MAGPIE_CRON_MAX_PER_CHAT, 50), agent-mode
+   * tasks (MAGPIE_CRON_MAX_AGENT_PER_CHAT, 5), and the shortest time between two runs of an
+   * agent-mode task (MAGPIE_CRON_MIN_INTERVAL, 15m; reminders are not limited by it).
+   */
+  cron: { maxPerChat: number; maxAgentPerChat: number; minAgentIntervalMs: number };
+  /**
    * Live replies (answers shown while they are written): MAGPIE_STREAM for every channel (on
    * unless off), `<CHANNEL>_STREAM` per channel over it. Read with {@link streamsTo}.
    */
@@ -293,6 +302,11 @@ function buildConfig(
     channels: settings,
     channelSecrets: channelSecrets(channels, settings),
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
+    cron: {
+      maxPerChat: e.MAGPIE_CRON_MAX_PER_CHAT,
+      maxAgentPerChat: e.MAGPIE_CRON_MAX_AGENT_PER_CHAT,
+      minAgentIntervalMs: e.MAGPIE_CRON_MIN_INTERVAL,
+    },
     stream: { enabled: e.MAGPIE_STREAM ?? true, channels: streamSwitches(channels, e) },
     timezone: e.MAGPIE_TIMEZONE,
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },

@@ -6,7 +6,10 @@
  * `?token=` link) and then holds a cookie with a session value derived from
  * the token (HMAC-SHA256 under a fixed label), not the token itself; scripts
  * send `Authorization: Bearer <token>`. Every comparison is constant-time, and
- * wrong tokens are throttled.
+ * wrong tokens are throttled per client (its socket's remote address; the
+ * dashboard listens on 127.0.0.1 only and ignores X-Forwarded-For, which any
+ * client can forge): a client over the limit gets 429 for wrong tokens, but a
+ * correct token is always accepted, from it and from everyone else.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
@@ -24,8 +27,54 @@ export interface DashboardToken {
 /** The label the session value is derived under; a new label would sign every browser out. */
 const SESSION_LABEL = 'magpie dashboard session v1';
 
-/** Wrong tokens allowed per minute (all clients together) before answering 429. */
+/** Wrong tokens allowed per client per minute before its wrong tokens get 429. */
 const MAX_FAILURES_PER_MINUTE = 20;
+/** Clients whose failures are remembered at once; beyond it the oldest is forgotten. */
+const MAX_TRACKED_CLIENTS = 10_000;
+
+/**
+ * Wrong tokens per client in the last minute. Only failures are counted and
+ * only failures are refused, so nobody can lock the owner out.
+ */
+export class FailureThrottle {
+  private readonly failures = new Map<string, number[]>();
+
+  constructor(
+    private readonly max = MAX_FAILURES_PER_MINUTE,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** True when `client` already has `max` failures in the last minute. */
+  throttled(client: string): boolean {
+    return this.recent(client).length >= this.max;
+  }
+
+  /** Counts one wrong token from `client`. */
+  fail(client: string): void {
+    const times = this.recent(client);
+    times.push(this.now());
+    this.failures.delete(client); // re-inserted last: the map stays ordered by last failure
+    this.failures.set(client, times);
+    if (this.failures.size > MAX_TRACKED_CLIENTS) {
+      const oldest = this.failures.keys().next().value;
+      if (oldest !== undefined) this.failures.delete(oldest);
+    }
+  }
+
+  private recent(client: string): number[] {
+    const since = this.now() - 60_000;
+    const times = (this.failures.get(client) ?? []).filter((t) => t >= since);
+    if (times.length === 0) this.failures.delete(client);
+    return times;
+  }
+}
+
+/** The client a request comes from: the socket's remote address (X-Forwarded-For is ignored). */
+function clientOf(req: Request): string {
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
+const TOO_MANY = 'magpie dashboard: too many wrong tokens from this address; wait a minute';
 
 /** `<stateDir>/dashboard-token`. */
 export function dashboardTokenFile(stateDir: string): string {
@@ -71,11 +120,16 @@ function same(given: string | undefined, expected: string): boolean {
  */
 export function dashboardAuth(token: string): Router {
   const session = sessionValue(token);
-  const failures: number[] = [];
-  const throttled = () => {
-    const since = Date.now() - 60_000;
-    while (failures.length > 0 && (failures[0] as number) < since) failures.shift();
-    return failures.length >= MAX_FAILURES_PER_MINUTE;
+  const throttle = new FailureThrottle();
+  /** A wrong token: 429 when the client is over its limit, else counted (the caller answers 401). */
+  const refused = (req: Request, res: Response): boolean => {
+    const client = clientOf(req);
+    if (throttle.throttled(client)) {
+      res.status(429).type('text').send(TOO_MANY);
+      return true;
+    }
+    throttle.fail(client);
+    return false;
   };
   const signIn = (req: Request, res: Response) =>
     res.cookie(sessionCookieName(req.socket.localPort ?? 0), session, {
@@ -88,25 +142,17 @@ export function dashboardAuth(token: string): Router {
   router.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const next = safeNext(body.next);
-    if (throttled()) {
-      res.status(429).type('text').send('magpie dashboard: too many wrong tokens; wait a minute');
-      return;
-    }
     if (typeof body.token === 'string' && same(body.token.trim(), token)) {
       signIn(req, res).redirect(303, next);
       return;
     }
-    failures.push(Date.now());
+    if (refused(req, res)) return;
     res.status(401).type('html').send(loginPage(next, 'That is not the token.'));
   });
   router.use((req, res, next) => {
     const query = typeof req.query.token === 'string' ? req.query.token : undefined;
     const bearer = /^Bearer (.+)$/.exec(req.get('authorization') ?? '')?.[1];
     if (query !== undefined || bearer !== undefined) {
-      if (throttled()) {
-        res.status(429).type('text').send('magpie dashboard: too many wrong tokens; wait a minute');
-        return;
-      }
       if (same(query, token)) {
         const url = new URL(req.originalUrl, 'http://dashboard.invalid');
         url.searchParams.delete('token');
@@ -117,12 +163,12 @@ export function dashboardAuth(token: string): Router {
         next();
         return;
       }
-      failures.push(Date.now());
     }
     if (same(cookieValue(req.get('cookie'), sessionCookieName(req.socket.localPort ?? 0)), session)) {
       next();
       return;
     }
+    if ((query !== undefined || bearer !== undefined) && refused(req, res)) return;
     res.status(401);
     if (req.method === 'GET' && req.accepts(['html', 'json', 'text']) === 'html') {
       res.type('html').send(loginPage(safeNext(req.originalUrl)));

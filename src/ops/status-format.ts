@@ -44,7 +44,10 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
     `Scheduled  ${report.schedules.tasks.length} task${report.schedules.tasks.length === 1 ? '' : 's'}`,
   );
   for (const t of report.schedules.tasks) {
-    lines.push(`  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}: ${cut(t.message, 50)}`);
+    const agent = t.mode === 'agent' ? ' [AGENT: full turn with tools]' : '';
+    lines.push(
+      `  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}${agent}: ${cut(t.message, 50)}`,
+    );
   }
   lines.push(`Sessions   ${report.sessions}`);
   lines.push(...usageLines(report.usage));

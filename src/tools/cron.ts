@@ -2,15 +2,18 @@
  * cron: reminders and scheduled agent turns for the current chat. `add`
  * takes exactly one of `at`, `in_seconds`, `every_seconds` or `cron` (+ `tz`);
  * `list` and `remove` see only this chat's tasks. Tasks live in BullMQ
- * (bus/cron-store.ts) and fire once per occurrence in this chat.
+ * (bus/cron-store.ts) and fire once per occurrence in this chat. A chat holds
+ * at most config.cron.maxPerChat tasks and maxAgentPerChat agent-mode ones; an
+ * agent-mode task (a full turn with tools each run) runs at most once per
+ * minAgentIntervalMs, and adding one is announced in the chat.
  */
 import { z } from 'zod';
-import { type CronStore, type CronTask, type ListedTask, newTaskId } from '../bus/cron-store.js';
-import type { Config } from '../config/index.js';
+import { type CronStore, type CronTask, type ListedTask, modeLabel, newTaskId } from '../bus/cron-store.js';
+import { type Config, formatDuration } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { isInternalChannel } from '../messages/messages.js';
-import { formatInZone, parseSchedule } from '../time/schedule.js';
-import { fail, ok, type Tool } from './types.js';
+import { formatInZone, parseSchedule, shortestGapMs } from '../time/schedule.js';
+import { fail, ok, type Tool, type ToolContext } from './types.js';
 
 const parameters = z.object({
   action: z
@@ -46,7 +49,7 @@ const parameters = z.object({
 });
 
 /** Where the tool keeps tasks: the worker's one CronStore (the tool never closes it). */
-export type CronTaskStore = Pick<CronStore, 'add' | 'list' | 'remove'>;
+export type CronTaskStore = Pick<CronStore, 'addWithinLimits' | 'list' | 'remove'>;
 
 export interface CronToolOptions {
   store: CronTaskStore;
@@ -61,7 +64,7 @@ export interface CronToolOptions {
 export function describeTask({ task, nextRun }: ListedTask, withChat = false): string {
   const next = nextRun === undefined ? 'due now' : formatInZone(nextRun, task.schedule.tz);
   const chat = withChat ? ` · chat ${task.sessionKey}` : '';
-  return `${task.id}${chat} · ${task.schedule.description} · next run: ${next} · ${task.mode} · "${task.message}"`;
+  return `${task.id}${chat} · ${task.schedule.description} · next run: ${next} · ${modeLabel(task.mode)} · "${task.message}"`;
 }
 
 /** The cron tool, on the store it is given. */
@@ -73,7 +76,9 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
     description:
       'Schedule reminders and recurring tasks for this chat. action add: give message, mode (remind|agent) and ' +
       'exactly one of at / in_seconds / every_seconds / cron, plus tz if the user is not in the default zone. ' +
-      "action list: this chat's tasks. action remove: id.",
+      "action list: this chat's tasks. action remove: id. " +
+      `Limits per chat: ${options.config.cron.maxPerChat} tasks, ${options.config.cron.maxAgentPerChat} of them ` +
+      `mode agent, each run at most every ${formatDuration(options.config.cron.minAgentIntervalMs)}.`,
     parameters,
     async execute(args, ctx) {
       try {
@@ -104,6 +109,16 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
           ...(options.minEverySeconds === undefined ? {} : { minEverySeconds: options.minEverySeconds }),
         });
         if (!parsed.ok) return fail(parsed.error);
+        const mode = args.mode ?? 'remind';
+        const limits = options.config.cron;
+        const gap = shortestGapMs(parsed.schedule, at);
+        if (mode === 'agent' && gap !== undefined && gap < limits.minAgentIntervalMs) {
+          return fail(
+            `an agent-mode task may run at most once every ${formatDuration(limits.minAgentIntervalMs)} ` +
+              `(MAGPIE_CRON_MIN_INTERVAL), and this schedule runs every ${formatDuration(gap)}; ` +
+              'choose a longer interval, or mode remind',
+          );
+        }
         const task: CronTask = {
           id: newTaskId(),
           channel: ctx.channel,
@@ -111,14 +126,17 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
           ...(ctx.threadId ? { threadId: ctx.threadId } : {}),
           sessionKey: ctx.sessionKey,
           message,
-          mode: args.mode ?? 'remind',
+          mode,
           schedule: parsed.schedule,
           createdAt: new Date(at).toISOString(),
         };
-        const next = await store.add(task, at);
-        const nextText = next === undefined ? 'due now' : formatInZone(next, task.schedule.tz);
+        const added = await store.addWithinLimits(task, limits, at);
+        if (!added.added) return fail(added.reason);
+        const nextText =
+          added.nextRun === undefined ? 'due now' : formatInZone(added.nextRun, task.schedule.tz);
+        if (mode === 'agent') await announce(task, nextText, ctx);
         return ok(
-          `Scheduled ${task.mode === 'remind' ? 'reminder' : 'agent task'} ${task.id} (${task.schedule.description}): ` +
+          `Scheduled ${mode === 'remind' ? 'reminder' : 'agent task'} ${task.id} (${task.schedule.description}): ` +
             `"${message}"; next run: ${nextText}.`,
         );
       } catch (err) {
@@ -127,4 +145,28 @@ export function createCronTool(options: CronToolOptions): Tool<typeof parameters
       }
     },
   };
+}
+
+/**
+ * Tells the chat that an agent-mode task was added: each run is a full turn
+ * with tools, so the owner should know it exists and how to remove it. A
+ * failed notice is logged; the task stays.
+ */
+async function announce(task: CronTask, nextText: string, ctx: ToolContext): Promise<void> {
+  const content =
+    `Scheduled an agent task (${task.id}): "${task.message}". It will run a full turn with tools ` +
+    `${{ once: 'once', every: '', cron: 'on the schedule ' }[task.schedule.kind]}` +
+    `${task.schedule.kind === 'once' ? '' : task.schedule.description}, next at ${nextText}. ` +
+    `Remove it by asking me to remove task ${task.id}, or with: magpie cron remove ${task.id}`;
+  try {
+    await ctx.send({
+      channel: ctx.channel,
+      chatId: ctx.chatId,
+      ...(ctx.threadId !== undefined ? { threadId: ctx.threadId } : {}),
+      content,
+      kind: 'message',
+    });
+  } catch (err) {
+    ctx.logger.warn({ err: describeError(err), task: task.id }, 'agent task announcement not sent');
+  }
 }

@@ -15,12 +15,15 @@ export interface WebAnswer {
   body: string;
 }
 
-/** One request to `http://127.0.0.1:<port><path>`; `Host` defaults to `127.0.0.1:<port>`. */
+/**
+ * One request to `http://127.0.0.1:<port><path>`; `Host` defaults to `127.0.0.1:<port>`.
+ * `localAddress` (e.g. 127.0.0.2, any loopback address on Linux) makes it come from another client.
+ */
 export function webRequest(
   port: number,
   method: string,
   path: string,
-  options: { headers?: Record<string, string>; body?: string } = {},
+  options: { headers?: Record<string, string>; body?: string; localAddress?: string } = {},
 ): Promise<WebAnswer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -29,6 +32,7 @@ export function webRequest(
         port,
         method,
         path,
+        ...(options.localAddress ? { localAddress: options.localAddress } : {}),
         headers: { host: `127.0.0.1:${port}`, ...options.headers },
       },
       (res) => {

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, type REST, Routes } from 'discord.js';
 import { AppError, describeError } from '../../errors/index.js';
 import type { OutboundMessage } from '../../messages/messages.js';
-import { splitMessage } from '../chunk.js';
+import { splitReply } from '../chunk.js';
 
 /** Discord's message length limit. */
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -21,9 +21,9 @@ export function targetChannelId(message: Pick<OutboundMessage, 'chatId' | 'threa
   return message.threadId ?? message.chatId;
 }
 
-/** Parts of `content` as they will be sent. */
+/** Parts of `content` as they will be sent (at most MAX_REPLY_PARTS, see chunk.ts). */
 export function discordParts(content: string): string[] {
-  return splitMessage(content, DISCORD_MESSAGE_LIMIT);
+  return splitReply(content, DISCORD_MESSAGE_LIMIT);
 }
 
 /** Posts every part of `message`, in order, skipping parts `alreadySent` says went out. Returns the parts count. */

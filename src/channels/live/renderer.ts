@@ -21,7 +21,7 @@ import { AppError, describeError, hasCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { LiveRecord, LiveUpdate } from '../../messages/live-update.js';
 import type { OutboundMessage } from '../../messages/messages.js';
-import { splitMessage } from '../chunk.js';
+import { splitReply } from '../chunk.js';
 import { LruMap } from '../lru-map.js';
 import type { LiveRecords, LiveSurface, LiveTarget } from './surface.js';
 
@@ -152,7 +152,7 @@ export class LiveRenderer<P> {
     }
     state.pending = undefined;
     const { surface } = this.#o;
-    const parts = splitMessage(displayText(update), surface.limit);
+    const parts = splitReply(displayText(update), surface.limit);
     const record: LiveRecord = state.record ?? { messageIds: [] };
     state.record = record;
     try {

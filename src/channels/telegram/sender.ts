@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Telegram, TelegramError } from 'telegraf';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
-import { splitMessage } from '../chunk.js';
+import { capParts, splitMessage } from '../chunk.js';
 import { escapeHtml, toTelegramHtml } from '../format/telegram-html.js';
 
 /** Telegram's limit for one message, counted after formatting. */
@@ -24,6 +24,7 @@ export interface FormattedPart {
  * Splits Markdown into parts whose rendered HTML fits `limit`. The Markdown is
  * split first (at `markdownLimit`, so fences are closed and reopened), each part
  * rendered; a rendered part still too long is split again from its Markdown.
+ * At most MAX_REPLY_PARTS parts: a longer reply is cut with a notice (chunk.ts).
  */
 export function formatForTelegram(
   markdown: string,
@@ -48,7 +49,7 @@ export function formatForTelegram(
     }
   };
   render(markdown, markdownLimit);
-  return out;
+  return capParts(out, (notice) => ({ html: escapeHtml(notice), plain: notice }), markdown.length);
 }
 
 export interface SenderOptions {

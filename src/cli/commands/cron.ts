@@ -1,6 +1,6 @@
 /** `magpie cron list` and `magpie cron remove <id>`: every chat's scheduled tasks, from Redis. */
 
-import type { ListedTask } from '../../bus/cron-store.js';
+import { type ListedTask, modeLabel } from '../../bus/cron-store.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { formatInZone } from '../../time/schedule.js';
 import { defineCommand } from '../command.js';
@@ -86,7 +86,7 @@ function formatTable(tasks: ListedTask[]): string {
       t.task.sessionKey,
       t.task.schedule.description,
       nextRunText(t),
-      t.task.mode,
+      modeLabel(t.task.mode),
       t.task.message.replace(/\s+/g, ' '),
     ]),
   ];

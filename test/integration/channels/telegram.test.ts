@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { approvePairing, RedisPairingStore } from '../../../src/bus/pairing-store.js';
+import { MAX_REPLY_PARTS } from '../../../src/channels/chunk.js';
 import { TelegramChannel, type TelegramChannelOptions } from '../../../src/channels/telegram/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
 import { COMMANDS } from '../../../src/commands/list.js';
@@ -153,6 +154,26 @@ describe('Telegram channel', () => {
     for (const m of codeParts) expect(m.text).toContain('<pre><code class="language-python">');
     expect(sent[0]!.text.startsWith('Paragraph 0')).toBe(true);
     expect(sent.at(-1)!.text).toContain('x99 = compute(99)');
+  });
+
+  it('sends 4,500 backticks and 5,000 tildes in two parts each, and cuts a huge reply at 10 parts', async () => {
+    // Before fence runs this long were text, these took 1,002 and 1,502 messages.
+    const { fake, channel } = await started({ echo: false });
+    const send = (id: string, content: string) =>
+      channel.send(OutboundMessageSchema.parse({ id, channel: 'telegram', chatId: '111', content }));
+    await send('ticks', '`'.repeat(4500));
+    expect(fake.sent(111).length).toBeLessThanOrEqual(3);
+    const afterTicks = fake.sent(111).length;
+    await send('tildes', '~'.repeat(5000));
+    expect(fake.sent(111).length - afterTicks).toBeLessThanOrEqual(3);
+    const before = fake.sent(111).length;
+    const huge = Array.from({ length: 2000 }, (_, i) => `line ${i}: ${'word '.repeat(10)}`).join('\n');
+    await send('huge', huge);
+    const parts = fake.sent(111).slice(before);
+    expect(parts).toHaveLength(MAX_REPLY_PARTS);
+    expect(parts.at(-1)!.text).toMatch(
+      /^\[Reply cut: it was [\d,]+ characters, \d+ messages long; only the first 9 were sent\.\]$/,
+    );
   });
 
   it('ignores a group message without a mention and answers one with it, mention stripped', async () => {

@@ -250,7 +250,8 @@ describe('dashboard token', () => {
 });
 
 describe('dashboard throttle', () => {
-  it('answers 429 after 20 wrong tokens in a minute, while a signed-in browser still gets in', async () => {
+  // Until per-client throttling, the 21st wrong token made every client's correct token 429 too.
+  it('answers 429 to a client after its 20 wrong tokens in a minute, yet accepts a correct token from anyone', async () => {
     const own = await start();
     try {
       const to = { port: own.port };
@@ -260,16 +261,44 @@ describe('dashboard throttle', () => {
         statuses.push(reply.status);
       }
       expect(statuses).toEqual([...Array(20).fill(401), 429, 429]);
-      expect((await request('/api/turns', { ...to, headers: bearer })).status).toBe(429);
+      // The correct token from the failing client itself, and from another client.
+      expect((await request('/api/turns', { ...to, headers: bearer })).status).toBe(200);
+      const other = await webRequest(own.port, 'GET', '/api/turns', {
+        headers: bearer,
+        localAddress: '127.0.0.2',
+      });
+      expect(other.status).toBe(200);
+      const query = await request(`/api/turns?token=${TOKEN}`, to);
+      expect(query.status).toBe(303);
       const login = await request('/login', {
         ...to,
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: `token=${TOKEN}`,
       });
-      expect(login.status).toBe(429);
+      expect(login.status).toBe(303);
       const cookie = { cookie: `${sessionCookieName(own.port)}=${sessionValue(TOKEN)}` };
       expect((await request('/api/turns', { ...to, headers: cookie })).status).toBe(200);
+      // The failing client is still throttled, on every way in; another client's wrong token is only 401.
+      expect((await request('/api/turns?token=nope', to)).status).toBe(429);
+      const wrongLogin = await request('/login', {
+        ...to,
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'token=nope',
+      });
+      expect(wrongLogin.status).toBe(429);
+      const otherWrong = await webRequest(own.port, 'GET', '/api/turns', {
+        headers: { authorization: 'Bearer wrong' },
+        localAddress: '127.0.0.2',
+      });
+      expect(otherWrong.status).toBe(401);
+      // X-Forwarded-For is ignored: it cannot spread the failures to another address or escape them.
+      const forged = await request('/api/turns', {
+        ...to,
+        headers: { authorization: 'Bearer wrong', 'x-forwarded-for': '203.0.113.9' },
+      });
+      expect(forged.status).toBe(429);
     } finally {
       await own.close();
     }

@@ -54,7 +54,7 @@ describe('magpie cron list / remove (subprocess, real Redis)', () => {
     expect(list.code).toBe(0);
     const lineA = list.stdout.split('\n').find((l) => l.startsWith(idA))!;
     expect(lineA).toMatch(
-      /telegram:111 .*cron "0 8 \* \* 1-5" \(Europe\/Lisbon\).* 08:00 Europe\/Lisbon .*agent .*send my calendar summary/,
+      /telegram:111 .*cron "0 8 \* \* 1-5" \(Europe\/Lisbon\).* 08:00 Europe\/Lisbon .*AGENT \(full turn with tools\) .*send my calendar summary/,
     );
     const lineB = list.stdout.split('\n').find((l) => l.startsWith(idB))!;
     expect(lineB).toMatch(/discord:222 .*Tue 1 Dec 2099 09:00 Asia\/Tokyo .*remind .*ask about the report/);

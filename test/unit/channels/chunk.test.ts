@@ -1,6 +1,8 @@
 /** splitMessage: limits, boundaries, code fences, unicode. */
 import { describe, expect, it } from 'vitest';
-import { splitMessage } from '../../../src/channels/chunk.js';
+import { capParts, MAX_REPLY_PARTS, splitMessage, splitReply } from '../../../src/channels/chunk.js';
+import { discordParts } from '../../../src/channels/discord/sender.js';
+import { formatForTelegram } from '../../../src/channels/telegram/sender.js';
 
 /** Fence lines of a part, in order. */
 function fences(part: string): string[] {
@@ -184,5 +186,62 @@ describe('splitMessage', () => {
     const parts = splitMessage(text, 5);
     for (const p of parts) expect(p.length).toBeLessThanOrEqual(5);
     expect(parts.join('').replace(/\s/g, '')).toBe(text.replace(/\s/g, ''));
+  });
+});
+
+describe('runs of fence characters and the parts bound', () => {
+  // Before: 4,500 backticks took 1,002 Telegram messages (2,502 on Discord), 5,000 tildes 1,502 (3,002).
+  it.each([
+    ['4,500 backticks', '`'.repeat(4500)],
+    ['5,000 tildes', '~'.repeat(5000)],
+  ])('sends %s as text, in at most 2 parts at 4096 (3 on Discord)', (_, text) => {
+    const most = 2;
+    const parts = splitMessage(text, 4096);
+    expect(parts.length).toBeLessThanOrEqual(most);
+    expect(parts.join('')).toBe(text);
+    expect(formatForTelegram(text).length).toBeLessThanOrEqual(3);
+    expect(discordParts(text).length).toBeLessThanOrEqual(3);
+  });
+
+  it('keeps lines of 40 backticks as text instead of empty code blocks', () => {
+    const text = `${'`'.repeat(40)}\n`.repeat(200);
+    const parts = splitMessage(text, 4096);
+    expect(parts.length).toBe(3);
+    expect(parts.join('\n').replace(/\s/g, '')).toBe(text.replace(/\s/g, ''));
+  });
+
+  it('still treats a fence of up to 32 characters as a fence', () => {
+    const fence = '`'.repeat(32);
+    const body = Array.from({ length: 300 }, (_, i) => `const x${i} = ${i};`).join('\n');
+    const parts = splitMessage(`${fence}ts\n${body}\n${fence}`, 2000);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) {
+      expect(part.startsWith(`${fence}ts\n`)).toBe(true);
+      expect(part.endsWith(`\n${fence}`)).toBe(true);
+    }
+  });
+
+  it('cuts a reply needing more than MAX_REPLY_PARTS parts, the last part saying so', () => {
+    const text = Array.from({ length: 3000 }, (_, i) => `line ${i} ${'word '.repeat(10)}`).join('\n');
+    const all = splitMessage(text, 2000);
+    expect(all.length).toBeGreaterThan(MAX_REPLY_PARTS);
+    const parts = splitReply(text, 2000);
+    expect(parts).toHaveLength(MAX_REPLY_PARTS);
+    expect(parts.slice(0, -1)).toEqual(all.slice(0, MAX_REPLY_PARTS - 1));
+    expect(parts.at(-1)).toBe(
+      `[Reply cut: it was ${text.length.toLocaleString('en-US')} characters, ${all.length} messages long; only the first 9 were sent.]`,
+    );
+    expect(discordParts(text)).toEqual(parts);
+    expect(formatForTelegram(text)).toHaveLength(MAX_REPLY_PARTS);
+  });
+
+  it('leaves MAX_REPLY_PARTS parts or fewer alone', () => {
+    const parts = ['a', 'b', 'c'];
+    expect(capParts(parts, (n) => n, 3, 3)).toBe(parts);
+    expect(capParts([...parts, 'd'], (n) => n, 4, 3)).toEqual([
+      'a',
+      'b',
+      expect.stringContaining('[Reply cut'),
+    ]);
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { formatInZone, nextRuns, parseSchedule, type Schedule } from '../../../src/time/schedule.js';
+import {
+  formatInZone,
+  nextRuns,
+  parseSchedule,
+  type Schedule,
+  shortestGapMs,
+} from '../../../src/time/schedule.js';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0); // Sun 22 Nov 2026 12:00 UTC
 
@@ -98,5 +104,20 @@ describe('formatInZone', () => {
       'Tue 1 Dec 2026 09:00 Europe/Lisbon',
     );
     expect(formatInZone(Date.UTC(2026, 11, 1, 9), 'Asia/Tokyo')).toBe('Tue 1 Dec 2026 18:00 Asia/Tokyo');
+  });
+});
+
+describe('shortestGapMs', () => {
+  const at = Date.UTC(2026, 0, 5, 12, 0);
+  const cron = (pattern: string) => ({ kind: 'cron' as const, pattern, tz: 'UTC', description: '' });
+  it('is the interval of an every, nothing for a one-shot', () => {
+    expect(shortestGapMs({ kind: 'every', everyMs: 60_000, tz: 'UTC', description: '' }, at)).toBe(60_000);
+    expect(shortestGapMs({ kind: 'once', runAt: at + 1, tz: 'UTC', description: '' }, at)).toBeUndefined();
+  });
+  it("is a cron pattern's smallest gap, even one that only comes later in the day", () => {
+    expect(shortestGapMs(cron('*/5 9 * * *'), at)).toBe(5 * 60_000);
+    expect(shortestGapMs(cron('0 * * * *'), at)).toBe(3_600_000);
+    expect(shortestGapMs(cron('0 8 * * 1-5'), at)).toBe(86_400_000);
+    expect(shortestGapMs(cron('0,59 9,10 * * *'), at)).toBe(60_000); // 09:59 → 10:00
   });
 });

@@ -43,7 +43,11 @@ describe('the tool catalog', () => {
     skills: { load: async () => undefined as never },
     helpers: { maxDepth: 2, run: async () => ({ ok: true, text: '' }) as never },
     helperQueue: { enqueue: async () => undefined },
-    cronStore: { add: async () => undefined, list: async () => [], remove: async () => false },
+    cronStore: {
+      addWithinLimits: async () => ({ added: true, nextRun: undefined }),
+      list: async () => [],
+      remove: async () => false,
+    },
     config: parseConfig({ MAGPIE_WORKSPACE: ws, MAGPIE_TIMEZONE: 'UTC' }),
   });
 
