@@ -22,6 +22,7 @@ import {
 } from './sandbox-args.js';
 import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox-cgroup.js';
 import { type ProbeRecord, probeKey, readProbe, writeProbe } from './sandbox-probe-cache.js';
+import { DEFAULT_EXEC_USER, type ExecUser, handOverWorkspace, lookUpExecUser } from './sandbox-user.js';
 
 /** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else the guard), `bwrap` (required) or `off`. */
 export type SandboxMode = 'auto' | 'bwrap' | 'off';
@@ -59,6 +60,11 @@ export interface BwrapSandboxOptions {
   /** The bwrap program. @defaultValue the first bwrap in /usr/bin, /usr/local/bin, /bin, then PATH */
   bwrapPath?: string;
   /**
+   * When magpie runs as root: the unprivileged host user (name or uid) commands run as.
+   * @defaultValue 'nobody'
+   */
+  execUser?: string;
+  /**
    * Where a successful probe is remembered (in magpie's state folder), so later starts skip it.
    * @defaultValue none: probe at every start
    */
@@ -94,6 +100,8 @@ interface SandboxParts {
   /** Set when magpie runs as root: the process limit comes from a pids cgroup. */
   cgroups: PidsCgroups | undefined;
   processLimit: string;
+  /** Set when magpie runs as root: the host user commands run as, and setpriv to become it. */
+  runAs: { user: ExecUser; setpriv: string } | undefined;
   /** probeKey() of this bwrap, when probes are remembered. */
   key: string;
   remembered: ProbeRecord | undefined;
@@ -110,6 +118,8 @@ export class BwrapSandbox {
   readonly processLimit: string;
   /** A remembered probe of this bwrap on this kernel succeeded: no need to probe again. */
   readonly probedBefore: boolean;
+  /** Commands prepared and not yet released (the workspace is handed over only when none runs). */
+  private running = 0;
 
   private constructor(
     private readonly parts: SandboxParts,
@@ -147,6 +157,13 @@ export class BwrapSandbox {
       readHostLayout(),
     ]);
     const limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
+    let runAs: SandboxParts['runAs'];
+    if (process.getuid?.() === 0) {
+      // Never host root: bwrap starts as root, setpriv (from the read-only /usr) drops to this user inside.
+      const setpriv = await findProgram('setpriv');
+      if (!setpriv) throw new ConfigError('setpriv not found in /usr/bin or /bin (install util-linux)');
+      runAs = { user: await lookUpExecUser(options.execUser ?? DEFAULT_EXEC_USER), setpriv };
+    }
     let cgroups: PidsCgroups | undefined;
     let processLimit = `processes ≤${limits.processes} (RLIMIT_NPROC in the sandbox's user namespace)`;
     if (process.getuid?.() === 0) {
@@ -173,6 +190,7 @@ export class BwrapSandbox {
       remembered,
       cgroups,
       processLimit,
+      runAs,
     };
     return new BwrapSandbox(parts, options);
   }
@@ -182,9 +200,20 @@ export class BwrapSandbox {
     return this.parts.cgroups !== undefined || process.getuid?.() !== 0;
   }
 
+  /** The host user commands run as: magpie's own, or the unprivileged one a root magpie drops to. */
+  get user(): { uid: number; name: string; dropped: boolean } {
+    const { runAs } = this.parts;
+    if (runAs) return { uid: runAs.user.uid, name: runAs.user.name, dropped: true };
+    return { uid: process.getuid?.() ?? -1, name: "magpie's own user", dropped: false };
+  }
+
   /** One line for logs and doctor, e.g. "bwrap 0.8.0, network off, processes ≤256 (…)". */
   describe(): string {
-    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}`;
+    const { user } = this;
+    const who = user.dropped
+      ? `runs as host uid ${user.uid} (${user.name}, no capabilities; magpie is root), new pid/ipc/uts/mount namespaces`
+      : `runs as host uid ${user.uid} (magpie's user) in a user namespace, new pid/ipc/uts/mount namespaces`;
+    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${who}`;
   }
 
   /**
@@ -219,7 +248,27 @@ export class BwrapSandbox {
     });
     const readOnlyPaths = idStats?.isFile() ? [...readOnly, idFile] : readOnly;
     const { limits, parts } = this;
+    const { runAs } = parts;
+    // While no other command runs, nothing in the sandbox can race the walk.
+    if (runAs && this.running === 0) {
+      await handOverWorkspace(workspace, runAs.user, [...readOnlyPaths, ...masked.map((m) => m.path)]);
+    }
+    const drop = runAs
+      ? [
+          runAs.setpriv,
+          `--reuid=${runAs.user.uid}`,
+          `--regid=${runAs.user.gid}`,
+          '--clear-groups',
+          '--no-new-privs',
+          '--inh-caps=-all',
+          '/bin/sh',
+          '-c',
+          'cd -- "$0" && unset OLDPWD && exec "$@"',
+          workspace,
+        ]
+      : [];
     const inner = [
+      ...drop,
       parts.prlimit,
       `--nproc=${limits.processes}`,
       `--cpu=${Math.max(1, Math.ceil(cpuSeconds))}`,
@@ -243,17 +292,30 @@ export class BwrapSandbox {
       }),
       tmpBytes: limits.tmpBytes,
       features: parts.features,
+      asRoot: runAs !== undefined,
       command: inner,
     });
     const env = { PATH: SANDBOX_PATH };
-    if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => undefined };
-    const cgroup: CommandCgroup = await parts.cgroups.create(limits.processes);
+    this.running++;
+    let released = false;
+    const done = (): void => {
+      if (!released) this.running--;
+      released = true;
+    };
+    if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => done() };
+    let cgroup: CommandCgroup;
+    try {
+      cgroup = await parts.cgroups.create(limits.processes);
+    } catch (err) {
+      done();
+      throw err;
+    }
     // The wrapper joins the cgroup, then becomes bwrap: everything it starts is counted there.
     return {
       file: '/bin/sh',
       args: ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, parts.bwrap, ...args],
       env,
-      release: () => cgroup.close(),
+      release: () => cgroup.close().finally(done),
     };
   }
 
