@@ -214,6 +214,8 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
     network: config.tools.execNetwork,
     hidden,
     timezone: config.timezone,
+    execUser: config.tools.execUser,
+    limits: { memoryBytes: config.tools.execMemoryBytes, fileSizeBytes: config.tools.execMaxWriteBytes },
     probeCache: path.join(config.stateDir, 'sandbox-probe.json'),
   });
   if (status.kind === 'off' && status.mode === 'auto') {

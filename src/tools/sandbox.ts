@@ -31,15 +31,18 @@ export type SandboxMode = 'auto' | 'bwrap' | 'off';
 export interface SandboxLimits {
   /** Processes and threads at once (RLIMIT_NPROC; a pids cgroup when magpie runs as root). @defaultValue 256 */
   processes: number;
-  /** Largest file a command may write, in bytes (RLIMIT_FSIZE). @defaultValue 1 GiB */
+  /** Largest file a command may write, in bytes (RLIMIT_FSIZE; MAGPIE_EXEC_MAX_WRITE). @defaultValue 256 MiB */
   fileSizeBytes: number;
+  /** Memory of one command, in bytes (cgroup v2 memory.max, else RLIMIT_AS; MAGPIE_EXEC_MEMORY). @defaultValue 1 GiB */
+  memoryBytes: number;
   /** Size of the private /tmp and of /dev/shm, each, in bytes. @defaultValue 512 MiB */
   tmpBytes: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
   processes: 256,
-  fileSizeBytes: 1024 ** 3,
+  fileSizeBytes: 256 * 1024 ** 2,
+  memoryBytes: 1024 ** 3,
   tmpBytes: 512 * 1024 ** 2,
 };
 
@@ -118,6 +121,8 @@ export class BwrapSandbox {
   readonly processLimit: string;
   /** A remembered probe of this bwrap on this kernel succeeded: no need to probe again. */
   readonly probedBefore: boolean;
+  /** How memory is limited, e.g. "memory ≤1024 MiB (cgroup v2 memory.max)", for doctor and the logs. */
+  readonly memoryLimit: string;
   /** Commands prepared and not yet released (the workspace is handed over only when none runs). */
   private running = 0;
 
@@ -130,6 +135,10 @@ export class BwrapSandbox {
     this.limits = parts.limits;
     this.processLimit = parts.processLimit;
     this.probedBefore = parts.remembered !== undefined;
+    const mib = `${Math.round(parts.limits.memoryBytes / 1024 ** 2)} MiB`;
+    this.memoryLimit = parts.cgroups?.memory
+      ? `memory ≤${mib} (cgroup v2 memory.max)`
+      : `memory ≤${mib} of address space (RLIMIT_AS)`;
   }
 
   /**
@@ -213,7 +222,7 @@ export class BwrapSandbox {
     const who = user.dropped
       ? `runs as host uid ${user.uid} (${user.name}, no capabilities; magpie is root), new pid/ipc/uts/mount namespaces`
       : `runs as host uid ${user.uid} (magpie's user) in a user namespace, new pid/ipc/uts/mount namespaces`;
-    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${who}`;
+    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${this.memoryLimit}, files ≤${Math.round(this.limits.fileSizeBytes / 1024 ** 2)} MiB each, ${who}`;
   }
 
   /**
@@ -273,6 +282,8 @@ export class BwrapSandbox {
       `--nproc=${limits.processes}`,
       `--cpu=${Math.max(1, Math.ceil(cpuSeconds))}`,
       `--fsize=${limits.fileSizeBytes}`,
+      // Without a memory cgroup, the address space stands in for memory (generous programs reserve more than they use).
+      ...(parts.cgroups?.memory ? [] : [`--as=${limits.memoryBytes}`]),
       '--core=0',
       '--',
       '/bin/sh',
@@ -305,7 +316,7 @@ export class BwrapSandbox {
     if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => done() };
     let cgroup: CommandCgroup;
     try {
-      cgroup = await parts.cgroups.create(limits.processes);
+      cgroup = await parts.cgroups.create(limits.processes, limits.memoryBytes);
     } catch (err) {
       done();
       throw err;
