@@ -168,6 +168,7 @@ async function agentTools(
     await buildTools({
       workspace,
       execTimeoutMs: config.tools.execTimeoutMs,
+      execWorkspaceMaxBytes: config.tools.workspaceMaxBytes,
       webAllowPrivate: config.tools.webAllowPrivate,
       secrets,
       ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),

@@ -45,4 +45,27 @@ describe('exec in a bubblewrap sandbox: memory and disk limits', () => {
     const small = await exec('python3 -c "b = bytearray(100*1024**2); print(len(b))"');
     expect(small.forLLM).toBe('104857600\n[exit code 0]');
   });
+
+  it('stops a command that grows the workspace past MAGPIE_WORKSPACE_MAX_BYTES, with one clear line', async () => {
+    const started = Date.now();
+    const result = await exec(
+      'i=0; while [ $i -lt 400 ]; do head -c 1048576 /dev/zero > chunk-$i; i=$((i+1)); sleep 0.01; done; echo finished',
+      { workspaceMaxBytes: 50 * 1024 ** 2, workspacePollMs: 100 },
+    );
+    expect(result.isError).toBe(true);
+    expect(result.forLLM).toMatch(
+      /^Error: command stopped: it grew the workspace past its 50 MiB cap \(MAGPIE_WORKSPACE_MAX_BYTES\)/,
+    );
+    expect(result.forLLM).not.toContain('finished');
+    expect(Date.now() - started).toBeLessThan(20_000);
+    await rm(ws, { recursive: true, force: true });
+    await mkdir(ws);
+  });
+
+  it('stops a single file at MAGPIE_EXEC_MAX_WRITE (256 MiB by default)', async () => {
+    expect(sandbox.limits.fileSizeBytes).toBe(256 * 1024 ** 2);
+    const result = await exec('head -c 300000000 /dev/zero > big; wc -c < big; rm -f big');
+    expect(result.forLLM).toMatch(/File size limit exceeded|File too large/);
+    expect(result.forLLM).toMatch(/^268435456$/m);
+  });
 });
