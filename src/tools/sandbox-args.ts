@@ -2,7 +2,7 @@
  * The bubblewrap argument list for one exec command, and the parts of the
  * host it is built from: where bwrap and prlimit are, which system folders
  * are symlinks (merged /usr), which /etc entries programs need (an
- * allow-list: the sandbox's uid maps to the host's, so a whole /etc would
+ * allow-list: the command runs as a host user who can read it, so a whole /etc would
  * hand over /etc/shadow, TLS private keys, SSH host keys and package-manager
  * credentials), and the environment the command gets (an allow-list too, not
  * a scrub of magpie's).

@@ -1,8 +1,8 @@
 /**
  * A pids cgroup per sandboxed command, for magpie running as root (with
  * `memory.max` too on cgroup v2 when the memory controller is there): the
- * kernel exempts uid 0 from RLIMIT_NPROC (even inside a user namespace, since
- * the sandbox's uid maps to host root), so there the process limit comes from
+ * kernel exempts root from RLIMIT_NPROC and RLIMIT_NPROC counts every process
+ * of the (shared) unprivileged user commands run as, so there the process limit comes from
  * `pids.max` of a cgroup made for the command. Works with the cgroup v1 pids
  * hierarchy (a child of magpie's own cgroup) and with cgroup v2 (beside the
  * root, `<mount>/magpie-exec/…`). After the command everything left in its

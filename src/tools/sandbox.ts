@@ -1,9 +1,11 @@
 /**
- * exec's sandbox: each command runs under bubblewrap in new user, pid, ipc,
- * uts, cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with
- * the system read-only, the workspace read-write, sessions/ (and .magpie-id) read-only, a
- * private /tmp, an allow-listed /etc and environment, and limits on
- * processes, CPU time and file size. `resolveSandbox` settles
+ * exec's sandbox: each command runs under bubblewrap in new pid, ipc, uts,
+ * cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with the
+ * system and /proc/sys read-only, the workspace read-write (nosuid), sessions/
+ * (and .magpie-id) read-only, a private /tmp, an allow-listed /etc and
+ * environment, and limits on processes, memory, CPU time and file size. As a
+ * normal user it adds a user namespace; as root it has none and drops the
+ * command to an unprivileged host user (sandbox-user.ts), never host root. `resolveSandbox` settles
  * MAGPIE_EXEC_SANDBOX (auto, bwrap, off) with a probe run.
  */
 import { execFile, spawn } from 'node:child_process';
