@@ -168,6 +168,7 @@ async function agentTools(
     await buildTools({
       workspace,
       execTimeoutMs: config.tools.execTimeoutMs,
+      execWorkspaceMaxBytes: config.tools.workspaceMaxBytes,
       webAllowPrivate: config.tools.webAllowPrivate,
       secrets,
       ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
@@ -214,6 +215,8 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
     network: config.tools.execNetwork,
     hidden,
     timezone: config.timezone,
+    execUser: config.tools.execUser,
+    limits: { memoryBytes: config.tools.execMemoryBytes, fileSizeBytes: config.tools.execMaxWriteBytes },
     probeCache: path.join(config.stateDir, 'sandbox-probe.json'),
   });
   if (status.kind === 'off' && status.mode === 'auto') {

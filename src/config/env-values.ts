@@ -34,6 +34,39 @@ export const positiveInt = (fallback: number) =>
       return n;
     });
 
+const BYTE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gib: 1024 ** 3,
+};
+
+/** A size in bytes: a whole number with an optional unit (K, M, G, KiB, MiB, GiB; all powers of 1024), `fallback` when unset. */
+export const byteSize = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text);
+      const unit = match ? BYTE_UNITS[(match[2] ?? '').toLowerCase()] : undefined;
+      const n = match && unit !== undefined ? Number(match[1]) * unit : Number.NaN;
+      if (!Number.isSafeInteger(n) || n < 1) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${text}" is not a size (expected e.g. 1GiB, 256MiB or 1048576)`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    });
+
 /** Text, trimmed; unset or blank is undefined. */
 export const optionalText = z
   .string()

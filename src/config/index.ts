@@ -19,6 +19,7 @@ import {
 import {
   activeHours,
   boolean,
+  byteSize,
   duration,
   endpointUrl,
   optionalPositive,
@@ -78,6 +79,13 @@ const CORE_ENV_HEAD = {
       return z.NEVER;
     }),
   MAGPIE_EXEC_NETWORK: boolean,
+  MAGPIE_EXEC_USER: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? 'nobody' : v.trim())),
+  MAGPIE_EXEC_MEMORY: byteSize('1GiB'),
+  MAGPIE_EXEC_MAX_WRITE: byteSize('256MiB'),
+  MAGPIE_WORKSPACE_MAX_BYTES: byteSize('1GiB'),
   MAGPIE_WEB_ALLOW_PRIVATE: boolean,
   MAGPIE_MAX_MEDIA_BYTES: positiveInt(20 * 1024 * 1024),
   REDIS_URL: redisUrl(),
@@ -187,6 +195,14 @@ export interface Config {
     execSandbox: 'auto' | 'bwrap' | 'off';
     /** Whether sandboxed commands share the host's network. */
     execNetwork: boolean;
+    /** The unprivileged host user (name or uid) sandboxed commands run as when magpie runs as root. */
+    execUser: string;
+    /** Memory of one sandboxed command, in bytes (cgroup memory.max, else RLIMIT_AS). */
+    execMemoryBytes: number;
+    /** Largest file one sandboxed command may write, in bytes (RLIMIT_FSIZE). */
+    execMaxWriteBytes: number;
+    /** The workspace's total size while a sandboxed command runs: past it the command is stopped. */
+    workspaceMaxBytes: number;
   };
   /**
    * Whether the model takes images (tool results' images are attached, not described).
@@ -293,6 +309,10 @@ function buildConfig(
       webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE,
       execSandbox: e.MAGPIE_EXEC_SANDBOX,
       execNetwork: e.MAGPIE_EXEC_NETWORK,
+      execUser: e.MAGPIE_EXEC_USER,
+      execMemoryBytes: e.MAGPIE_EXEC_MEMORY,
+      execMaxWriteBytes: e.MAGPIE_EXEC_MAX_WRITE,
+      workspaceMaxBytes: e.MAGPIE_WORKSPACE_MAX_BYTES,
     },
     vision: e.MAGPIE_VISION,
     mcp: { configFile: path.resolve(e.MAGPIE_MCP_CONFIG), timeoutMs: e.MAGPIE_MCP_TIMEOUT },

@@ -30,7 +30,15 @@ export function execSandboxCheck(config: Config): Check {
       }
       let status: Awaited<ReturnType<typeof resolveSandbox>>;
       try {
-        status = await resolveSandbox(mode, { workspace, network: config.tools.execNetwork });
+        status = await resolveSandbox(mode, {
+          workspace,
+          network: config.tools.execNetwork,
+          execUser: config.tools.execUser,
+          limits: {
+            memoryBytes: config.tools.execMemoryBytes,
+            fileSizeBytes: config.tools.execMaxWriteBytes,
+          },
+        });
       } catch (err) {
         return failed(describeError(err), `${INSTALL} (bubblewrap must be able to start here)`);
       }

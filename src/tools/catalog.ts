@@ -31,6 +31,8 @@ export interface ToolDeps {
   workspace: string;
   /** exec's default time limit. @defaultValue 60_000 */
   execTimeoutMs?: number;
+  /** With the sandbox: a command growing the workspace past this many bytes is stopped. @defaultValue no cap */
+  execWorkspaceMaxBytes?: number;
   /** Let web_fetch reach private, loopback and link-local addresses. @defaultValue false */
   webAllowPrivate?: boolean;
   /** Values to redact from the core tools' output (API keys, bot tokens). @defaultValue [] */
@@ -91,6 +93,7 @@ export const CORE_TOOLS = [
       timeoutMs: d.execTimeoutMs,
       sandbox: d.execSandbox,
       protectedPaths: d.execProtectedPaths,
+      ...(d.execWorkspaceMaxBytes === undefined ? {} : { workspaceMaxBytes: d.execWorkspaceMaxBytes }),
     }),
   ),
   core('web_fetch', true, (d) =>

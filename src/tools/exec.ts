@@ -16,6 +16,7 @@ import { denyReason, scrubEnv } from './exec-policy.js';
 import { CANCELLED_RESULT } from './registry.js';
 import type { BwrapSandbox, PreparedCommand } from './sandbox.js';
 import { fail, type Tool, type ToolContext, type ToolResult } from './types.js';
+import { workspaceBytes } from './workspace-size.js';
 
 export interface ExecOptions {
   /** @defaultValue 60_000 */
@@ -32,6 +33,13 @@ export interface ExecOptions {
   env?: NodeJS.ProcessEnv;
   /** Run every command in this sandbox. @defaultValue none: on the host, behind the full deny list */
   sandbox?: BwrapSandbox;
+  /**
+   * With a sandbox: the workspace's size (bytes allocated) a command may grow it to; checked
+   * about every 250 ms while it runs, and the command stopped past it. @defaultValue no cap
+   */
+  workspaceMaxBytes?: number;
+  /** How often the workspace's size is checked, in ms. @defaultValue 250 */
+  workspacePollMs?: number;
   /**
    * Without a sandbox: files and folders no command may name (magpie's `.env`,
    * its state folder). @defaultValue []
@@ -77,7 +85,8 @@ const parameters = z.object({
 type Ending =
   | { kind: 'exit'; code: number | null; signal: NodeJS.Signals | null }
   | { kind: 'timeout' }
-  | { kind: 'cancelled' };
+  | { kind: 'cancelled' }
+  | { kind: 'disk' };
 
 /** The exec tool, running commands in `workspace`. */
 export function createExecTool(workspace: string, options: ExecOptions = {}): Tool<typeof parameters> {
@@ -127,13 +136,24 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
       const capture = new OutputCapture(maxOutputChars);
       let ending: Ending;
       try {
-        ending = await runGroup(prepared, { cwd, timeoutMs, killGraceMs, capture, ctx });
+        const cap = sandbox ? options.workspaceMaxBytes : undefined;
+        const watch =
+          cap === undefined
+            ? undefined
+            : { dir: workspace, maxBytes: cap, everyMs: options.workspacePollMs ?? 250 };
+        ending = await runGroup(prepared, { cwd, timeoutMs, killGraceMs, capture, ctx, watch });
       } finally {
         await prepared.release();
       }
       if (ending.kind === 'cancelled') return { ...CANCELLED_RESULT };
       const output = redactSecrets(capture.text(), secrets).trimEnd();
       const body = output === '' ? '(no output)' : output;
+      if (ending.kind === 'disk') {
+        const mib = Math.round((options.workspaceMaxBytes ?? 0) / 1024 ** 2);
+        return fail(
+          `command stopped: it grew the workspace past its ${mib} MiB cap (MAGPIE_WORKSPACE_MAX_BYTES); delete what it wrote or write less\n${body}`,
+        );
+      }
       if (ending.kind === 'timeout') {
         return fail(`command timed out after ${timeoutMs / 1000} s and was killed\n${body}`);
       }
@@ -150,6 +170,8 @@ interface RunOptions {
   killGraceMs: number;
   capture: OutputCapture;
   ctx: ToolContext;
+  /** Stop the command when `dir` takes more than `maxBytes` and more than when it started. */
+  watch?: { dir: string; maxBytes: number; everyMs: number };
 }
 
 /**
@@ -161,6 +183,9 @@ async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise
   const { capture, ctx } = options;
   // Loaded at the first command, not at start-up (most turns run none).
   const { spawn } = await import('node:child_process');
+  const { watch } = options;
+  // A workspace already past the cap may still be used: only growth past it stops a command.
+  const startBytes = watch ? await workspaceBytes(watch.dir) : 0;
   const child = spawn(prepared.file, prepared.args, {
     cwd: options.cwd,
     env: prepared.env,
@@ -185,7 +210,7 @@ async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise
     let settled: Ending | undefined;
     let killTimer: NodeJS.Timeout | undefined;
     let done = false;
-    const stop = (kind: 'timeout' | 'cancelled'): void => {
+    const stop = (kind: 'timeout' | 'cancelled' | 'disk'): void => {
       if (settled) return;
       settled = { kind };
       killGroup('SIGTERM');
@@ -193,6 +218,20 @@ async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise
       killTimer.unref();
     };
     const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+    let measuring = false;
+    const poll = watch
+      ? setInterval(() => {
+          if (measuring || settled) return;
+          measuring = true;
+          void workspaceBytes(watch.dir)
+            .then((bytes) => {
+              if (bytes > watch.maxBytes && bytes > startBytes) stop('disk');
+            })
+            .finally(() => {
+              measuring = false;
+            });
+        }, watch.everyMs)
+      : undefined;
     const onAbort = (): void => stop('cancelled');
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     if (ctx.signal.aborted) onAbort();
@@ -200,6 +239,7 @@ async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise
       if (done) return;
       done = true;
       clearTimeout(timer);
+      if (poll) clearInterval(poll);
       if (killTimer) clearTimeout(killTimer);
       // Whatever of the group outlived the command goes now, however it ended.
       killGroup('SIGKILL');

@@ -17,6 +17,7 @@ export type CoreToolOptions = Pick<
   ToolDeps,
   | 'workspace'
   | 'execTimeoutMs'
+  | 'execWorkspaceMaxBytes'
   | 'webAllowPrivate'
   | 'secrets'
   | 'execSandbox'

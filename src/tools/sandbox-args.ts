@@ -2,7 +2,7 @@
  * The bubblewrap argument list for one exec command, and the parts of the
  * host it is built from: where bwrap and prlimit are, which system folders
  * are symlinks (merged /usr), which /etc entries programs need (an
- * allow-list: the sandbox's uid maps to the host's, so a whole /etc would
+ * allow-list: the command runs as a host user who can read it, so a whole /etc would
  * hand over /etc/shadow, TLS private keys, SSH host keys and package-manager
  * credentials), and the environment the command gets (an allow-list too, not
  * a scrub of magpie's).
@@ -167,6 +167,12 @@ export interface BwrapArgsInput {
   tmpBytes: number;
   /** Options this bwrap has (0.8 added --disable-userns; --size came with 0.5). */
   features: { disableUserns: boolean; tmpfsSize: boolean };
+  /**
+   * magpie runs as root: no user namespace (its uid 0 would be host root);
+   * bwrap keeps only CAP_SETUID and CAP_SETGID, for `setpriv` at the head of
+   * `command` to drop to an unprivileged host user, which leaves none.
+   */
+  asRoot?: boolean;
   /** What runs inside, after `--`. */
   command: string[];
 }
@@ -178,41 +184,64 @@ export interface BwrapArgsInput {
  * spawn(bwrapPath, bwrapArgs({ …, command: ['/bin/sh', '-c', 'ls'] }), { env: { PATH: SANDBOX_PATH } })
  */
 export function bwrapArgs(input: BwrapArgsInput): string[] {
+  const asRoot = input.asRoot === true;
   const args = [
-    '--unshare-user',
+    ...(asRoot ? [] : ['--unshare-user']),
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
     ...(input.network ? [] : ['--unshare-net']),
-    ...(input.features.disableUserns ? ['--disable-userns'] : []),
+    ...(input.features.disableUserns && !asRoot ? ['--disable-userns'] : []),
     '--die-with-parent',
     '--new-session',
     // bwrap keeps every capability in the sandbox when started by root; without
     // them the sandbox cannot remount its read-only binds writable.
     '--cap-drop',
     'ALL',
+    ...(asRoot ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : []),
     '--hostname',
     'magpie-sandbox',
     '--ro-bind',
     '/usr',
     '/usr',
   ];
+  if (asRoot && input.features.tmpfsSize) {
+    // bwrap run by root makes the folders above its binds 0700 (root's): make /etc and its
+    // sub-folders readable for the user the command runs as. (--perms came with --size, in 0.5.)
+    const dirs = new Set<string>();
+    for (const e of input.layout.etc) {
+      for (let dir = path.dirname(e.path); dir !== '/' && dir !== '.'; dir = path.dirname(dir)) dirs.add(dir);
+    }
+    for (const dir of [...dirs].sort()) args.push('--perms', '0755', '--dir', dir);
+  }
   for (const e of [...input.layout.system, ...input.layout.etc]) {
     if (e.link !== undefined) args.push('--symlink', e.link, e.path);
     else args.push('--ro-bind-try', e.path, e.path);
   }
   const size = (bytes: number) => (input.features.tmpfsSize ? ['--size', String(bytes)] : []);
-  args.push('--proc', '/proc', '--dev', '/dev');
-  args.push(...size(input.tmpBytes), '--tmpfs', '/dev/shm');
-  args.push(...size(input.tmpBytes), '--tmpfs', '/tmp');
+  // /proc/sys and /proc/sysrq-trigger read-only whoever runs inside (bwrap's own
+  // check misses /proc/sys); /sys is not mounted at all.
+  args.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys');
+  args.push('--ro-bind-try', '/proc/sysrq-trigger', '/proc/sysrq-trigger', '--dev', '/dev');
+  // Sticky and writable for everyone, as on the host (as root bwrap would make them 0755 root's).
+  const sticky = input.features.tmpfsSize ? ['--perms', '1777'] : [];
+  args.push(...sticky, ...size(input.tmpBytes), '--tmpfs', '/dev/shm');
+  args.push(...sticky, ...size(input.tmpBytes), '--tmpfs', '/tmp');
+  if (asRoot && input.features.tmpfsSize) {
+    // The folders bwrap makes above the workspace would be 0700 root's too.
+    const above: string[] = [];
+    for (let dir = path.dirname(input.workspace); dir !== '/'; dir = path.dirname(dir)) above.unshift(dir);
+    for (const dir of above) if (dir !== '/tmp') args.push('--perms', '0755', '--dir', dir);
+  }
   args.push('--bind', input.workspace, input.workspace);
   for (const dir of input.readOnly) args.push('--ro-bind', dir, dir);
   for (const m of input.masked) {
     if (m.directory) args.push('--tmpfs', m.path, '--remount-ro', m.path);
     else args.push('--ro-bind', '/dev/null', m.path);
   }
-  args.push('--remount-ro', '/', '--chdir', input.workspace, '--clearenv');
+  // As root bwrap has no CAP_DAC_OVERRIDE left, so the command changes folder itself once it is the user.
+  args.push('--remount-ro', '/', ...(asRoot ? [] : ['--chdir', input.workspace]), '--clearenv');
   for (const [name, value] of Object.entries(input.env)) args.push('--setenv', name, value);
   args.push('--', ...input.command);
   return args;

@@ -1,7 +1,8 @@
 /**
- * A pids cgroup per sandboxed command, for magpie running as root: the
- * kernel exempts uid 0 from RLIMIT_NPROC (even inside a user namespace, since
- * the sandbox's uid maps to host root), so there the process limit comes from
+ * A pids cgroup per sandboxed command, for magpie running as root (with
+ * `memory.max` too on cgroup v2 when the memory controller is there): the
+ * kernel exempts root from RLIMIT_NPROC and RLIMIT_NPROC counts every process
+ * of the (shared) unprivileged user commands run as, so there the process limit comes from
  * `pids.max` of a cgroup made for the command. Works with the cgroup v1 pids
  * hierarchy (a child of magpie's own cgroup) and with cgroup v2 (beside the
  * root, `<mount>/magpie-exec/…`). After the command everything left in its
@@ -26,7 +27,9 @@ export interface PidsCgroups {
   readonly kind: 'v1' | 'v2';
   /** The folder the per-command cgroups are made in. */
   readonly parent: string;
-  create(maxPids: number): Promise<CommandCgroup>;
+  /** cgroup v2 with the memory controller: `create` also sets `memory.max`. */
+  readonly memory: boolean;
+  create(maxPids: number, memoryBytes?: number): Promise<CommandCgroup>;
 }
 
 /** A line of /proc/self/mountinfo, the fields this module needs. */
@@ -134,11 +137,12 @@ async function sweep(parent: string): Promise<void> {
   }
 }
 
-function makeCgroups(kind: 'v1' | 'v2', parent: string): PidsCgroups {
+function makeCgroups(kind: 'v1' | 'v2', parent: string, memory = false): PidsCgroups {
   return {
     kind,
     parent,
-    async create(maxPids) {
+    memory,
+    async create(maxPids, memoryBytes) {
       const dir = path.join(parent, `${process.pid}-${randomBytes(6).toString('hex')}`);
       await mkdir(dir);
       let closing: Promise<void> | undefined;
@@ -151,6 +155,11 @@ function makeCgroups(kind: 'v1' | 'v2', parent: string): PidsCgroups {
       };
       try {
         await writeFile(path.join(dir, 'pids.max'), String(maxPids));
+        if (memory && memoryBytes !== undefined) {
+          await writeFile(path.join(dir, 'memory.max'), String(memoryBytes));
+          // No swap either, where the kernel has it (else the limit would only push pages out).
+          await writeFile(path.join(dir, 'memory.swap.max'), '0').catch(() => undefined);
+        }
       } catch (err) {
         await cgroup.close();
         throw err;
@@ -195,8 +204,18 @@ export async function openPidsCgroups(): Promise<PidsCgroups | { unavailable: st
       const parent = path.join(v2.mountPoint, 'magpie-exec');
       await mkdir(parent, { recursive: true });
       await enableController(parent, 'pids');
+      // The memory controller too when there is one (memory.max per command); else RLIMIT_AS.
+      let memory = false;
+      if (controllers.includes('memory')) {
+        memory = await enableController(v2.mountPoint, 'memory')
+          .then(() => enableController(parent, 'memory'))
+          .then(
+            () => true,
+            () => false,
+          );
+      }
       await sweep(parent);
-      return makeCgroups('v2', parent);
+      return makeCgroups('v2', parent, memory);
     } catch (err) {
       failures.push(`cgroup v2: ${(err as Error).message}`);
     }

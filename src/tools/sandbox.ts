@@ -1,9 +1,11 @@
 /**
- * exec's sandbox: each command runs under bubblewrap in new user, pid, ipc,
- * uts, cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with
- * the system read-only, the workspace read-write, sessions/ (and .magpie-id) read-only, a
- * private /tmp, an allow-listed /etc and environment, and limits on
- * processes, CPU time and file size. `resolveSandbox` settles
+ * exec's sandbox: each command runs under bubblewrap in new pid, ipc, uts,
+ * cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with the
+ * system and /proc/sys read-only, the workspace read-write (nosuid), sessions/
+ * (and .magpie-id) read-only, a private /tmp, an allow-listed /etc and
+ * environment, and limits on processes, memory, CPU time and file size. As a
+ * normal user it adds a user namespace; as root it has none and drops the
+ * command to an unprivileged host user (sandbox-user.ts), never host root. `resolveSandbox` settles
  * MAGPIE_EXEC_SANDBOX (auto, bwrap, off) with a probe run.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -22,6 +24,7 @@ import {
 } from './sandbox-args.js';
 import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox-cgroup.js';
 import { type ProbeRecord, probeKey, readProbe, writeProbe } from './sandbox-probe-cache.js';
+import { DEFAULT_EXEC_USER, type ExecUser, handOverWorkspace, lookUpExecUser } from './sandbox-user.js';
 
 /** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else the guard), `bwrap` (required) or `off`. */
 export type SandboxMode = 'auto' | 'bwrap' | 'off';
@@ -30,15 +33,18 @@ export type SandboxMode = 'auto' | 'bwrap' | 'off';
 export interface SandboxLimits {
   /** Processes and threads at once (RLIMIT_NPROC; a pids cgroup when magpie runs as root). @defaultValue 256 */
   processes: number;
-  /** Largest file a command may write, in bytes (RLIMIT_FSIZE). @defaultValue 1 GiB */
+  /** Largest file a command may write, in bytes (RLIMIT_FSIZE; MAGPIE_EXEC_MAX_WRITE). @defaultValue 256 MiB */
   fileSizeBytes: number;
+  /** Memory of one command, in bytes (cgroup v2 memory.max, else RLIMIT_AS; MAGPIE_EXEC_MEMORY). @defaultValue 1 GiB */
+  memoryBytes: number;
   /** Size of the private /tmp and of /dev/shm, each, in bytes. @defaultValue 512 MiB */
   tmpBytes: number;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
   processes: 256,
-  fileSizeBytes: 1024 ** 3,
+  fileSizeBytes: 256 * 1024 ** 2,
+  memoryBytes: 1024 ** 3,
   tmpBytes: 512 * 1024 ** 2,
 };
 
@@ -58,6 +64,11 @@ export interface BwrapSandboxOptions {
   limits?: Partial<SandboxLimits>;
   /** The bwrap program. @defaultValue the first bwrap in /usr/bin, /usr/local/bin, /bin, then PATH */
   bwrapPath?: string;
+  /**
+   * When magpie runs as root: the unprivileged host user (name or uid) commands run as.
+   * @defaultValue 'nobody'
+   */
+  execUser?: string;
   /**
    * Where a successful probe is remembered (in magpie's state folder), so later starts skip it.
    * @defaultValue none: probe at every start
@@ -94,6 +105,8 @@ interface SandboxParts {
   /** Set when magpie runs as root: the process limit comes from a pids cgroup. */
   cgroups: PidsCgroups | undefined;
   processLimit: string;
+  /** Set when magpie runs as root: the host user commands run as, and setpriv to become it. */
+  runAs: { user: ExecUser; setpriv: string } | undefined;
   /** probeKey() of this bwrap, when probes are remembered. */
   key: string;
   remembered: ProbeRecord | undefined;
@@ -110,6 +123,10 @@ export class BwrapSandbox {
   readonly processLimit: string;
   /** A remembered probe of this bwrap on this kernel succeeded: no need to probe again. */
   readonly probedBefore: boolean;
+  /** How memory is limited, e.g. "memory ≤1024 MiB (cgroup v2 memory.max)", for doctor and the logs. */
+  readonly memoryLimit: string;
+  /** Commands prepared and not yet released (the workspace is handed over only when none runs). */
+  private running = 0;
 
   private constructor(
     private readonly parts: SandboxParts,
@@ -120,6 +137,10 @@ export class BwrapSandbox {
     this.limits = parts.limits;
     this.processLimit = parts.processLimit;
     this.probedBefore = parts.remembered !== undefined;
+    const mib = `${Math.round(parts.limits.memoryBytes / 1024 ** 2)} MiB`;
+    this.memoryLimit = parts.cgroups?.memory
+      ? `memory ≤${mib} (cgroup v2 memory.max)`
+      : `memory ≤${mib} of address space (RLIMIT_AS)`;
   }
 
   /**
@@ -147,6 +168,13 @@ export class BwrapSandbox {
       readHostLayout(),
     ]);
     const limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
+    let runAs: SandboxParts['runAs'];
+    if (process.getuid?.() === 0) {
+      // Never host root: bwrap starts as root, setpriv (from the read-only /usr) drops to this user inside.
+      const setpriv = await findProgram('setpriv');
+      if (!setpriv) throw new ConfigError('setpriv not found in /usr/bin or /bin (install util-linux)');
+      runAs = { user: await lookUpExecUser(options.execUser ?? DEFAULT_EXEC_USER), setpriv };
+    }
     let cgroups: PidsCgroups | undefined;
     let processLimit = `processes ≤${limits.processes} (RLIMIT_NPROC in the sandbox's user namespace)`;
     if (process.getuid?.() === 0) {
@@ -173,6 +201,7 @@ export class BwrapSandbox {
       remembered,
       cgroups,
       processLimit,
+      runAs,
     };
     return new BwrapSandbox(parts, options);
   }
@@ -182,9 +211,20 @@ export class BwrapSandbox {
     return this.parts.cgroups !== undefined || process.getuid?.() !== 0;
   }
 
+  /** The host user commands run as: magpie's own, or the unprivileged one a root magpie drops to. */
+  get user(): { uid: number; name: string; dropped: boolean } {
+    const { runAs } = this.parts;
+    if (runAs) return { uid: runAs.user.uid, name: runAs.user.name, dropped: true };
+    return { uid: process.getuid?.() ?? -1, name: "magpie's own user", dropped: false };
+  }
+
   /** One line for logs and doctor, e.g. "bwrap 0.8.0, network off, processes ≤256 (…)". */
   describe(): string {
-    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}`;
+    const { user } = this;
+    const who = user.dropped
+      ? `runs as host uid ${user.uid} (${user.name}, no capabilities; magpie is root), new pid/ipc/uts/mount namespaces`
+      : `runs as host uid ${user.uid} (magpie's user) in a user namespace, new pid/ipc/uts/mount namespaces`;
+    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${this.memoryLimit}, files ≤${Math.round(this.limits.fileSizeBytes / 1024 ** 2)} MiB each, ${who}`;
   }
 
   /**
@@ -219,11 +259,33 @@ export class BwrapSandbox {
     });
     const readOnlyPaths = idStats?.isFile() ? [...readOnly, idFile] : readOnly;
     const { limits, parts } = this;
+    const { runAs } = parts;
+    // While no other command runs, nothing in the sandbox can race the walk.
+    if (runAs && this.running === 0) {
+      await handOverWorkspace(workspace, runAs.user, [...readOnlyPaths, ...masked.map((m) => m.path)]);
+    }
+    const drop = runAs
+      ? [
+          runAs.setpriv,
+          `--reuid=${runAs.user.uid}`,
+          `--regid=${runAs.user.gid}`,
+          '--clear-groups',
+          '--no-new-privs',
+          '--inh-caps=-all',
+          '/bin/sh',
+          '-c',
+          'cd -- "$0" && unset OLDPWD && exec "$@"',
+          workspace,
+        ]
+      : [];
     const inner = [
+      ...drop,
       parts.prlimit,
       `--nproc=${limits.processes}`,
       `--cpu=${Math.max(1, Math.ceil(cpuSeconds))}`,
       `--fsize=${limits.fileSizeBytes}`,
+      // Without a memory cgroup, the address space stands in for memory (generous programs reserve more than they use).
+      ...(parts.cgroups?.memory ? [] : [`--as=${limits.memoryBytes}`]),
       '--core=0',
       '--',
       '/bin/sh',
@@ -243,17 +305,30 @@ export class BwrapSandbox {
       }),
       tmpBytes: limits.tmpBytes,
       features: parts.features,
+      asRoot: runAs !== undefined,
       command: inner,
     });
     const env = { PATH: SANDBOX_PATH };
-    if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => undefined };
-    const cgroup: CommandCgroup = await parts.cgroups.create(limits.processes);
+    this.running++;
+    let released = false;
+    const done = (): void => {
+      if (!released) this.running--;
+      released = true;
+    };
+    if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => done() };
+    let cgroup: CommandCgroup;
+    try {
+      cgroup = await parts.cgroups.create(limits.processes, limits.memoryBytes);
+    } catch (err) {
+      done();
+      throw err;
+    }
     // The wrapper joins the cgroup, then becomes bwrap: everything it starts is counted there.
     return {
       file: '/bin/sh',
       args: ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, parts.bwrap, ...args],
       env,
-      release: () => cgroup.close(),
+      release: () => cgroup.close().finally(done),
     };
   }
 

@@ -162,7 +162,10 @@ describe('the daemon: exec in the sandbox', () => {
       {
         toolCalls: [
           { name: 'exec', arguments: JSON.stringify({ command: flush }) },
-          { name: 'exec', arguments: JSON.stringify({ command: 'cat /proc/*/environ | base64 -w0' }) },
+          {
+            name: 'exec',
+            arguments: JSON.stringify({ command: 'cat /proc/*/environ 2>/dev/null | base64 -w0' }),
+          },
         ],
       },
       { content: 'tried' },

@@ -130,7 +130,8 @@ describe('exec in a bubblewrap sandbox', () => {
     ];
     for (const command of commands) {
       const result = await exec(command);
-      expect(result.forLLM).toMatch(/\[exit code 0\]$/);
+      // As root, the sandbox's pid 1 (bwrap, root's) is not readable to the command (nobody).
+      expect(result.forLLM).toMatch(process.getuid?.() === 0 ? /\[exit code [01]\]$/ : /\[exit code 0\]$/);
       expectNoSecret(result.forLLM);
     }
     const env = await exec('env | sort');
@@ -393,6 +394,16 @@ describe('MAGPIE_EXEC_SANDBOX and MAGPIE_EXEC_NETWORK in the config and in magpi
       status: 'ok',
       detail: expect.stringMatching(/^bwrap \d+\.\d+(\.\d+)?, network off, processes ≤256 \(/),
     });
+    // It says who the commands run as on the host, and how memory is limited.
+    const asRoot = process.getuid?.() === 0;
+    const result = await execSandboxCheck(config({ MAGPIE_EXEC_MEMORY: '512MiB' })).run(signal);
+    const detail = Array.isArray(result) ? '' : result.detail;
+    expect(detail).toMatch(/memory ≤512 MiB (\(cgroup v2 memory\.max\)|of address space \(RLIMIT_AS\))/);
+    expect(detail).toContain(
+      asRoot
+        ? 'runs as host uid 65534 (nobody, no capabilities; magpie is root)'
+        : `runs as host uid ${process.getuid?.()} (magpie's user) in a user namespace`,
+    );
     expect(await execSandboxCheck(config({ MAGPIE_EXEC_NETWORK: 'on' })).run(signal)).toMatchObject({
       status: 'ok',
       detail: expect.stringMatching(/, network on, /),
