@@ -23,12 +23,19 @@ const CLOSING = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
 
 /** The fence a line opens, or undefined when it is not an opening fence line. */
 export function parseOpening(line: string): OpenFence | undefined {
-  const match = OPENING.exec(line.replace(/[ \t\r]+$/, ''));
+  const match = OPENING.exec(withoutTrailingBlanks(line));
   if (!match) return undefined;
   const run = match[1]!;
   const char = run[0] as '`' | '~';
   if (char === '`' && match[2]!.includes('`')) return undefined; // inline code, not a fence
   return { line: line.trim(), char, length: run.length, marker: run };
+}
+
+/** `line` without trailing spaces, tabs and CRs (by hand: `/[ \t\r]+$/` is quadratic on a long blank run). */
+function withoutTrailingBlanks(line: string): string {
+  let end = line.length;
+  while (end > 0 && (line[end - 1] === ' ' || line[end - 1] === '\t' || line[end - 1] === '\r')) end--;
+  return end === line.length ? line : line.slice(0, end);
 }
 
 /** Whether `line` closes `fence`. */
