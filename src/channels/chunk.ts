@@ -31,12 +31,14 @@ export function splitMessage(text: string, limit: number): string[] {
   if (text.length <= limit) return [text];
 
   const parts: string[] = [];
+  const blanks = blankRuns(text);
   let rest = text;
   let fence: OpenFence | undefined;
   while (rest !== '') {
     if (!fence) {
-      rest = rest.replace(/^\s*\n/, '');
-      if (rest.trim() === '') break;
+      const blank = blanks(text.length - rest.length);
+      if (blank.end === text.length) break; // only whitespace left
+      if (blank.lastNewline !== -1) rest = text.slice(blank.lastNewline + 1); // drop leading blank lines
       // A part does not start with a bare opening line: it becomes the reopening prefix,
       // so a cut right after it cannot leave a part that is only an empty block.
       const opening = openingFence(rest, limit);
@@ -67,6 +69,32 @@ export function splitMessage(text: string, limit: number): string[] {
     rest = rest.slice(piece.next);
   }
   return parts;
+}
+
+/** Whitespace from an index (sticky). */
+const BLANK_RUN = /\s*/y;
+
+/**
+ * The whitespace run at an index of `text` (`rest` is always a suffix of it): where
+ * it ends and its last line break at or after the index (-1: none). Cached, because
+ * the splitter asks once per part and a long run of spaces is many parts: rescanning
+ * it each time (`/^\s*\n/`, `trim()`) was quadratic.
+ */
+function blankRuns(text: string): (at: number) => { end: number; lastNewline: number } {
+  let start = -1;
+  let end = -1;
+  let lastNewline = -1;
+  return (at) => {
+    if (at < start || at > end) {
+      BLANK_RUN.lastIndex = at;
+      BLANK_RUN.exec(text);
+      start = at;
+      end = BLANK_RUN.lastIndex;
+      const newline = text.slice(at, end).lastIndexOf('\n');
+      lastNewline = newline === -1 ? -1 : at + newline;
+    }
+    return { end, lastNewline: lastNewline >= at ? lastNewline : -1 };
+  };
 }
 
 /** Whether a part can reopen `fence`: room for the opening line, some content and the close. */
