@@ -31,6 +31,7 @@ const INLINE = new Set([
   'pino',
   'ipaddr.js',
   'marked',
+  'htmlparser2',
   'cron-parser',
   '@modelcontextprotocol/sdk',
 ]);

@@ -29,12 +29,19 @@ const CLOSING = new RegExp(`^ {0,3}(${RUN})[ \t]*$`);
 
 /** The fence a line opens, or undefined when it is not an opening fence line. */
 export function parseOpening(line: string): OpenFence | undefined {
-  const match = OPENING.exec(line.replace(/[ \t\r]+$/, ''));
+  const match = OPENING.exec(withoutTrailingBlanks(line));
   if (!match) return undefined;
   const run = match[1]!;
   const char = run[0] as '`' | '~';
   if (char === '`' && match[2]!.includes('`')) return undefined; // inline code, not a fence
   return { line: line.trim(), char, length: run.length, marker: run };
+}
+
+/** `line` without trailing spaces, tabs and CRs (by hand: `/[ \t\r]+$/` is quadratic on a long blank run). */
+function withoutTrailingBlanks(line: string): string {
+  let end = line.length;
+  while (end > 0 && (line[end - 1] === ' ' || line[end - 1] === '\t' || line[end - 1] === '\r')) end--;
+  return end === line.length ? line : line.slice(0, end);
 }
 
 /** Whether `line` closes `fence`. */
@@ -43,9 +50,30 @@ export function closes(line: string, fence: OpenFence): boolean {
   return match !== null && match[1]![0] === fence.char && match[1]!.length >= fence.length;
 }
 
-/** When `text` starts with an opening fence line: the fence and the length of that line with its newline. */
-export function openingFence(text: string): { fence: OpenFence; length: number } | undefined {
-  const newline = text.indexOf('\n');
+/** Up to 3 spaces and three fence characters: what every opening line starts with. */
+const OPENING_START = /^ {0,3}(?:```|~~~)/;
+/** Whitespace other than a line break, from an index (sticky). */
+const BLANKS = /[^\S\n]*/y;
+
+/**
+ * When `text` starts with an opening fence line: the fence and the length of that
+ * line with its newline. With `maxLine`, a line whose text (trailing blanks aside)
+ * is longer is not read at all (undefined), so a caller that calls this once per
+ * part does not rescan a megabyte-long first line each time.
+ */
+export function openingFence(
+  text: string,
+  maxLine = Infinity,
+): { fence: OpenFence; length: number } | undefined {
+  if (!OPENING_START.test(text)) return undefined;
+  let newline = text.length <= maxLine ? text.indexOf('\n') : text.slice(0, maxLine).indexOf('\n');
+  if (newline === -1 && text.length > maxLine) {
+    BLANKS.lastIndex = maxLine;
+    BLANKS.exec(text);
+    const after = BLANKS.lastIndex;
+    if (after < text.length && text[after] !== '\n') return undefined;
+    newline = after < text.length ? after : -1;
+  }
   const fence = parseOpening(newline === -1 ? text : text.slice(0, newline));
   return fence && { fence, length: newline === -1 ? text.length : newline + 1 };
 }

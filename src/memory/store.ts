@@ -139,10 +139,27 @@ export class MemoryStore {
  * (so a fresh template does not fill the prompt with an empty section).
  */
 export function hasContent(markdown: string): boolean {
-  return markdown
-    .replace(/<!--[\s\S]*?-->/g, '')
+  return withoutComments(markdown)
     .split('\n')
     .some((line) => line.trim() !== '' && !/^\s{0,3}#{1,6}(\s|$)/.test(line));
+}
+
+/**
+ * `text` without its closed `<!-- … -->` comments (an unclosed `<!--` stays), in
+ * one pass: memory files are written from model output, so no backtracking regex.
+ */
+function withoutComments(text: string): string {
+  const kept: string[] = [];
+  let at = 0;
+  for (;;) {
+    const start = text.indexOf('<!--', at);
+    const end = start < 0 ? -1 : text.indexOf('-->', start + 4);
+    if (end < 0) break;
+    kept.push(text.slice(at, start));
+    at = end + 3;
+  }
+  kept.push(text.slice(at));
+  return kept.join('');
 }
 
 function pad(date: CalendarDate): { yyyy: string; mm: string; dd: string } {

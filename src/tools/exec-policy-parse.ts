@@ -44,6 +44,17 @@ export interface ParsedShell {
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s;
 const DECLARERS = new Set(['export', 'local', 'readonly', 'declare', 'typeset']);
+// Sticky patterns matched at an index (`lastIndex`): slicing the rest of the line
+// for each operator made a line of many operators quadratic.
+const VARIABLE_NAME = /[A-Za-z_][A-Za-z0-9_]*|[0-9?$!@*#-]/y;
+const REDIRECTION = /&>>|&>|<<<|<<-|<<|<>|<&|>>|>&|>\||[<>]/y;
+const SEPARATOR = /&&|\|\||;;|\|&|[;&|()]/y;
+
+/** The match of sticky `pattern` at `index` of `text`, or undefined. */
+function matchAt(pattern: RegExp, text: string, index: number): string | undefined {
+  pattern.lastIndex = index;
+  return pattern.exec(text)?.[0];
+}
 
 /** Decodes bash's `$'…'` escapes: \n \t \\ \' \" \xHH \NNN \uHHHH. */
 function ansiC(body: string): string {
@@ -257,7 +268,7 @@ class ShellReader {
       else this.append(text.slice(i, end), true);
       return end;
     }
-    const name = /^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9?$!@*#-])/.exec(text.slice(i + 1))?.[0];
+    const name = matchAt(VARIABLE_NAME, text, i + 1);
     if (!name) {
       this.append('$');
       return i + 1;
@@ -291,7 +302,7 @@ class ShellReader {
     // A word of digits right before is the file descriptor (2>), not an argument.
     if (this.word && /^\d+$/.test(text.slice(this.wordStart, i))) this.word = undefined;
     else this.endWord(i);
-    const op = /^(?:&>>|&>|<<<|<<-|<<|<>|<&|>>|>&|>\||[<>])/.exec(text.slice(i))?.[0] ?? (text[i] as string);
+    const op = matchAt(REDIRECTION, text, i) ?? (text[i] as string);
     this.redirect = op;
     return i + op.length;
   }
@@ -300,7 +311,7 @@ class ShellReader {
   private separator(i: number): number {
     this.endWord(i);
     this.endCommand();
-    const op = /^(?:&&|\|\||;;|\|&|[;&|()])/.exec(this.text.slice(i))?.[0] ?? (this.text[i] as string);
+    const op = matchAt(SEPARATOR, this.text, i) ?? (this.text[i] as string);
     if (op === '|' || op === '|&') this.command.pipedFrom = this.commands[this.commands.length - 1];
     return i + op.length;
   }

@@ -33,11 +33,18 @@ export interface PolicyOptions {
   protectedPids?: readonly number[];
 }
 
-/** Fork bombs, judged on the text (with quotes removed): `:(){ :|:& };:` and named ones. */
-const FORK_BOMBS = [
-  /:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}/,
-  /\b(\w+)\s*\(\s*\)\s*\{[^}]*\b\1\s*\|\s*\1\s*&/,
-];
+/** The classic fork bomb, judged on the text (with quotes removed): `:(){ :|:& };:`. */
+const COLON_FORK_BOMB = /:\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}/;
+/** A function definition's head, up to its `{`. */
+const FUNCTION_HEAD = /\b(\w+)\s*\(\s*\)\s*\{/g;
+/** `name | name &`. */
+const SELF_PIPE = /\b(\w+)\s*\|\s*\1\s*&/g;
+
+/**
+ * Commands longer than this are refused unread: the model has no need for them
+ * (long code goes in a file), and the checks must stay fast on the event loop.
+ */
+export const MAX_COMMAND_CHARS = 64 * 1024;
 
 /** Nesting (sh -c inside eval inside $(…)) deeper than this is refused rather than judged. */
 const MAX_DEPTH = 8;
@@ -100,6 +107,9 @@ interface Scan {
  * denyReason('ls -la')                             // → undefined
  */
 export function denyReason(command: string, options: PolicyOptions = {}): string | undefined {
+  if (command.length > MAX_COMMAND_CHARS) {
+    return `a command longer than ${MAX_COMMAND_CHARS / 1024} KiB cannot be checked; write long code to a file and run the file`;
+  }
   const workspace = options.workspace;
   const scan: Scan = {
     level: options.level ?? 'guard',
@@ -122,7 +132,7 @@ export function denyReason(command: string, options: PolicyOptions = {}): string
 function check(text: string, scan: Scan): string | undefined {
   if (scan.depth > MAX_DEPTH) return 'commands nested too deeply to check';
   const unquoted = text.replace(/\\\n/g, '').replace(/["'\\]/g, '');
-  if (FORK_BOMBS.some((bomb) => bomb.test(text) || bomb.test(unquoted))) return 'a fork bomb';
+  if ([text, unquoted].some((t) => COLON_FORK_BOMB.test(t) || namedForkBomb(t))) return 'a fork bomb';
   const parsed = parseShell(text, scan.vars);
   const inner = (code: string) => check(code, { ...scan, depth: scan.depth + 1, scope: { ...scan.scope } });
   for (const substitution of parsed.substitutions) {
@@ -134,6 +144,36 @@ function check(text: string, scan: Scan): string | undefined {
     if (reason) return reason;
   }
   return undefined;
+}
+
+/**
+ * Whether `text` defines a function whose body (before any `}`) pipes it into
+ * itself in the background: `f(){ f|f& };f`. One pass over the definitions and
+ * the self-pipes in order (the single regex `\b(\w+)\s*\(\s*\)\s*\{[^}]*\b\1…`
+ * took seconds on `a(){` repeated).
+ */
+function namedForkBomb(text: string): boolean {
+  const pipes = [...text.matchAll(SELF_PIPE)];
+  if (pipes.length === 0) return false;
+  const heads = [...text.matchAll(FUNCTION_HEAD)];
+  /** Where the latest definition of each name opened its body. */
+  const opened = new Map<string, number>();
+  let head = 0;
+  let lastClose = -1;
+  let nextClose = text.indexOf('}');
+  for (const pipe of pipes) {
+    for (; head < heads.length && (heads[head]?.index ?? 0) < pipe.index; head++) {
+      const h = heads[head] as RegExpExecArray;
+      opened.set(h[1] as string, h.index + h[0].length - 1);
+    }
+    while (nextClose !== -1 && nextClose < pipe.index) {
+      lastClose = nextClose;
+      nextClose = text.indexOf('}', nextClose + 1);
+    }
+    const body = opened.get(pipe[1] as string);
+    if (body !== undefined && body > lastClose) return true;
+  }
+  return false;
 }
 
 function checkCommand(

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { denyReason, isSecretEnvName, scrubEnv } from '../../../src/tools/exec-policy.js';
+import { denyReason, isSecretEnvName, MAX_COMMAND_CHARS, scrubEnv } from '../../../src/tools/exec-policy.js';
 
 describe('exec deny list', () => {
   it.each([
@@ -63,6 +63,19 @@ describe('exec deny list', () => {
     expect(denyReason('rm -rf /')).toBe('recursive forced delete (rm -rf)');
     expect(denyReason(':(){ :|:& };:')).toBe('a fork bomb');
     expect(denyReason('mkfs /dev/sda')).toBe('formatting a disk');
+  });
+
+  it('finds named fork bombs, only when the function pipes itself in its own body', () => {
+    expect(denyReason('bomb() { bomb | bomb & }; bomb')).toBe('a fork bomb');
+    expect(denyReason('f(){ f|f& };f')).toBe('a fork bomb');
+    expect(denyReason('f(){ echo; }; f | f &')).toBeUndefined();
+  });
+
+  it('refuses commands over 64 KiB unread, with one line saying what to do', () => {
+    expect(denyReason(`echo ${'x'.repeat(MAX_COMMAND_CHARS)}`)).toBe(
+      'a command longer than 64 KiB cannot be checked; write long code to a file and run the file',
+    );
+    expect(denyReason(`echo ${'x'.repeat(MAX_COMMAND_CHARS - 10)}`)).toBeUndefined();
   });
 });
 
