@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import { redactSecrets } from '../log/index.js';
 import { resolveInWorkspace } from '../workspace/workspace-path.js';
-import { denyReason, scrubEnv } from './exec-policy.js';
+import { denyReason, MAX_COMMAND_CHARS, scrubEnv } from './exec-policy.js';
 import { CANCELLED_RESULT } from './registry.js';
 import type { BwrapSandbox, PreparedCommand } from './sandbox.js';
 import { fail, type Tool, type ToolContext, type ToolResult } from './types.js';
@@ -114,6 +114,10 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
     parameters,
     timeLimitMs: ({ timeout_seconds: seconds }) => timeoutOf(seconds) + killGraceMs + 5_000,
     async execute({ command, timeout_seconds: timeoutSeconds }, ctx): Promise<ToolResult> {
+      if (command.length > MAX_COMMAND_CHARS) {
+        // Too long to check (the check must stay quick on any input): refused unread, with what to do instead.
+        return fail(`command refused: ${denyReason(command, policy)}`);
+      }
       const denied = denyReason(command, policy);
       if (denied) {
         return fail(`command refused by the safety policy (${denied}); destructive commands are not allowed`);

@@ -58,6 +58,15 @@ describe('exec', () => {
     expect(existsSync(path.join(ws, 'ran.txt'))).toBe(false);
   });
 
+  it('refuses a command too long to check with what to do instead, not as a destructive one', async () => {
+    const result = await run(`touch ran.txt; echo ${'a'.repeat(70 * 1024)}`);
+    expect(result.isError).toBe(true);
+    expect(result.forLLM).toBe(
+      'Error: command refused: a command longer than 64 KiB cannot be checked; write long code to a file and run the file',
+    );
+    expect(existsSync(path.join(ws, 'ran.txt'))).toBe(false);
+  });
+
   it('caps long output with a truncation marker, keeping start and end', async () => {
     const result = await run('seq 1 20000', { maxOutputChars: 1000 });
     expect(result.forLLM.startsWith('1\n2\n3\n')).toBe(true);
