@@ -16,7 +16,12 @@ import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { repeatTo } from '../../fakes/adversarial.js';
 import { roleConfig, telegramEnv } from '../../fakes/config.js';
 import { capturingLogger } from '../../fakes/logger.js';
-import { type FakeOpenAI, lastUserText, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
+import {
+  type FakeOpenAI,
+  lastUserText,
+  type RecordedRequest,
+  startFakeOpenAI,
+} from '../../fakes/openai-server.js';
 import { stopRoleAndFakes } from '../../fakes/role.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 
@@ -65,7 +70,11 @@ beforeAll(async () => {
   workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-stall-'));
   const config = roleConfig(
     { workspace, openai, prefix: `test-${randomUUID()}` },
-    { ...telegramEnv(fake, `@${owner.username}`), MAGPIE_WEB_ALLOW_PRIVATE: 'true', MAGPIE_EXEC_SANDBOX: 'off' },
+    {
+      ...telegramEnv(fake, `@${owner.username}`),
+      MAGPIE_WEB_ALLOW_PRIVATE: 'true',
+      MAGPIE_EXEC_SANDBOX: 'off',
+    },
   );
   role = await startRole({ role: 'start', config, logger: log.logger, concurrency: 4 });
 }, 60_000);
@@ -112,7 +121,8 @@ describe('one hostile input does not stall the other chats', () => {
     await requested; // A's web_fetch is under way
     await expectBAnsweredInTime('web_fetch');
     const { reply } = await aDone;
-    expect(reply).toContain('tool said:');
+    expect(reply).toContain('tool said: Fetched'); // the page was read, not refused
+    expect(reply).toContain('status 200');
   });
 
   it('answers B with a MEMORY.md of "<!--" × 75,000 read into the prompt', async () => {
@@ -138,10 +148,12 @@ describe('one hostile input does not stall the other chats', () => {
     } finally {
       rmSync(path.join(workspace, 'skills'), { recursive: true, force: true });
     }
-    expect(log.lines.some((l) => l.msg === 'skills: malformed skill skipped')).toBe(true);
+    const reported = log.lines.filter((l) => l.msg === 'skills: malformed skill skipped') as Array<{
+      reason?: string;
+    }>;
+    expect(reported.map((l) => l.reason)).toContainEqual(expect.stringContaining('longer than 16 KiB'));
     const prompt = JSON.stringify(openai.requests.slice(before).map((r) => r.body.messages));
     expect(prompt).not.toContain('body of x');
-    expect(prompt).not.toMatch(/\*\*x\*\*|- x:|"x"/);
   });
 
   it('answers B while chat A execs a 120 KB "a(){" command, which is refused as too long', async () => {
