@@ -115,8 +115,8 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
       (options.disabled
         ? ' Currently disabled: no sandbox could be started here, so every call is refused.'
         : sandbox
-        ? ` Runs in a sandbox: the workspace is writable (sessions/ and .magpie-id read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
-        : ''),
+          ? ` Runs in a sandbox: the workspace is writable (sessions/ and .magpie-id read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
+          : ''),
     parameters,
     timeLimitMs: ({ timeout_seconds: seconds }) => timeoutOf(seconds) + killGraceMs + 5_000,
     async execute({ command, timeout_seconds: timeoutSeconds }, ctx): Promise<ToolResult> {

@@ -284,4 +284,3 @@ describe.runIf(cannotSandbox)('magpie agent: MAGPIE_EXEC_SANDBOX=auto without a 
     expect(await readFile(path.join(dir, 'workspace', 'ran-off.txt'), 'utf8')).toBe('ran\n');
   }, 60_000);
 });
-
