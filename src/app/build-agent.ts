@@ -172,6 +172,7 @@ async function agentTools(
       webAllowPrivate: config.tools.webAllowPrivate,
       secrets,
       ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
+      ...(execSandbox.kind === 'disabled' ? { execDisabled: true } : {}),
       execProtectedPaths: [path.resolve('.env'), config.stateDir],
       ...(searchBackend ? { searchBackend } : {}),
       memoryIndex: new MemoryIndex({
@@ -193,8 +194,9 @@ async function agentTools(
 
 /**
  * Settles where exec runs (MAGPIE_EXEC_SANDBOX, MAGPIE_EXEC_NETWORK): a bwrap
- * sandbox that passed a probe run, or none — with a warning when `auto` found
- * no working bwrap. The sandbox hides a legacy `<workspace>/.redis`, and the
+ * sandbox that passed a probe run; none with MAGPIE_EXEC_SANDBOX=off; or, when
+ * `auto` found no working bwrap, nowhere — exec is disabled (fails closed),
+ * with one warning saying why. The sandbox hides a legacy `<workspace>/.redis`, and the
  * state folder and `.env` should they lie inside the workspace.
  *
  * @throws ConfigError (exit 2) for MAGPIE_EXEC_SANDBOX=bwrap when bwrap cannot run here.
@@ -219,9 +221,9 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
     limits: { memoryBytes: config.tools.execMemoryBytes, fileSizeBytes: config.tools.execMaxWriteBytes },
     probeCache: path.join(config.stateDir, 'sandbox-probe.json'),
   });
-  if (status.kind === 'off' && status.mode === 'auto') {
+  if (status.kind === 'disabled') {
     logger.warn(
-      `exec runs WITHOUT a sandbox (${status.reason}): commands reach everything this user can, guarded only by a deny list; install bubblewrap (apt-get install bubblewrap)`,
+      `exec is disabled: no sandbox could be started (${status.reason}); install bubblewrap (apt-get install bubblewrap), or set MAGPIE_EXEC_SANDBOX=off to run commands unsandboxed`,
     );
   } else if (status.kind === 'bwrap' && !status.sandbox.limitsProcesses) {
     logger.warn(

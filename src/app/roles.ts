@@ -58,7 +58,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
   const { role, config, logger } = options;
   const parts: Part[] = [];
   // Where exec runs is settled before anything starts: MAGPIE_EXEC_SANDBOX=bwrap
-  // without a working bwrap ends here (exit 2); auto without one warns.
+  // without a working bwrap ends here (exit 2); auto without one disables exec (one warning).
   const execSandbox =
     role === 'gateway'
       ? undefined

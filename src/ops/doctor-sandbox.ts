@@ -1,7 +1,7 @@
 /**
  * `magpie doctor`'s line about exec's sandbox: bubblewrap found and a probe
  * run working (its version, network on or off, how processes are limited),
- * or why exec runs on the host behind the deny list only, with the fix.
+ * or, when none can start, that exec is disabled and why, with the fix.
  */
 import { realpath } from 'node:fs/promises';
 import type { Config } from '../config/index.js';
@@ -42,10 +42,10 @@ export function execSandboxCheck(config: Config): Check {
       } catch (err) {
         return failed(describeError(err), `${INSTALL} (bubblewrap must be able to start here)`);
       }
-      if (status.kind === 'off') {
+      if (status.kind !== 'bwrap') {
         return failed(
-          `no sandbox: ${status.reason}; exec runs on the host, guarded by a deny list only`,
-          `${INSTALL} (or set MAGPIE_EXEC_SANDBOX=off to run without one knowingly)`,
+          `exec is disabled: no sandbox could be started (${status.reason})`,
+          `${INSTALL} (or set MAGPIE_EXEC_SANDBOX=off to run commands unsandboxed: exec can then read and do everything the magpie user can)`,
         );
       }
       const { sandbox } = status;

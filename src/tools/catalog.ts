@@ -39,6 +39,8 @@ export interface ToolDeps {
   secrets?: string[];
   /** Run exec's commands in this sandbox. @defaultValue none: on the host, behind the full deny list */
   execSandbox?: BwrapSandbox;
+  /** exec runs nothing and says it is disabled (MAGPIE_EXEC_SANDBOX=auto, no working sandbox). @defaultValue false */
+  execDisabled?: boolean;
   /** Files and folders exec's deny list refuses to name without a sandbox (`.env`, the state folder). @defaultValue [] */
   execProtectedPaths?: string[];
   /** Characters read_file returns at most. @defaultValue 50_000 */
@@ -92,6 +94,7 @@ export const CORE_TOOLS = [
       secrets: usableSecrets(d),
       timeoutMs: d.execTimeoutMs,
       sandbox: d.execSandbox,
+      disabled: d.execDisabled === true,
       protectedPaths: d.execProtectedPaths,
       ...(d.execWorkspaceMaxBytes === undefined ? {} : { workspaceMaxBytes: d.execWorkspaceMaxBytes }),
     }),

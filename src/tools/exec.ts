@@ -7,6 +7,8 @@
  * which is killed after every command (SIGTERM, then SIGKILL, on timeout or
  * cancellation; SIGKILL for whatever a finished command left behind); output
  * is capped, keeping its start and its end, and secret values are redacted.
+ * Disabled (MAGPIE_EXEC_SANDBOX=auto with no working sandbox), it runs nothing
+ * and every call returns one line saying so and what the operator can do.
  */
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
@@ -14,7 +16,7 @@ import { redactSecrets } from '../log/index.js';
 import { resolveInWorkspace } from '../workspace/workspace-path.js';
 import { denyReason, MAX_COMMAND_CHARS, scrubEnv } from './exec-policy.js';
 import { CANCELLED_RESULT } from './registry.js';
-import type { BwrapSandbox, PreparedCommand } from './sandbox.js';
+import { type BwrapSandbox, EXEC_DISABLED_MESSAGE, type PreparedCommand } from './sandbox.js';
 import { fail, type Tool, type ToolContext, type ToolResult } from './types.js';
 import { workspaceBytes } from './workspace-size.js';
 
@@ -33,6 +35,8 @@ export interface ExecOptions {
   env?: NodeJS.ProcessEnv;
   /** Run every command in this sandbox. @defaultValue none: on the host, behind the full deny list */
   sandbox?: BwrapSandbox;
+  /** Run nothing: every call says exec is disabled (no sandbox could start). @defaultValue false */
+  disabled?: boolean;
   /**
    * With a sandbox: the workspace's size (bytes allocated) a command may grow it to; checked
    * about every 250 ms while it runs, and the command stopped past it. @defaultValue no cap
@@ -108,12 +112,15 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
     description:
       'Run a shell command in the workspace folder and return its output and exit code. ' +
       `Default time limit ${Math.round(defaultTimeoutMs / 1000)} s; destructive commands are refused.` +
-      (sandbox
-        ? ` Runs in a sandbox: the workspace is writable (sessions/ and .magpie-id read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
-        : ''),
+      (options.disabled
+        ? ' Currently disabled: no sandbox could be started here, so every call is refused.'
+        : sandbox
+          ? ` Runs in a sandbox: the workspace is writable (sessions/ and .magpie-id read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
+          : ''),
     parameters,
     timeLimitMs: ({ timeout_seconds: seconds }) => timeoutOf(seconds) + killGraceMs + 5_000,
     async execute({ command, timeout_seconds: timeoutSeconds }, ctx): Promise<ToolResult> {
+      if (options.disabled) return fail(EXEC_DISABLED_MESSAGE);
       if (command.length > MAX_COMMAND_CHARS) {
         // Too long to check (the check must stay quick on any input): refused unread, with what to do instead.
         return fail(`command refused: ${denyReason(command, policy)}`);

@@ -21,6 +21,7 @@ export type CoreToolOptions = Pick<
   | 'webAllowPrivate'
   | 'secrets'
   | 'execSandbox'
+  | 'execDisabled'
   | 'execProtectedPaths'
   | 'maxReadChars'
   | 'fetchMaxBytes'

@@ -26,7 +26,7 @@ import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox
 import { type ProbeRecord, probeKey, readProbe, writeProbe } from './sandbox-probe-cache.js';
 import { DEFAULT_EXEC_USER, type ExecUser, handOverWorkspace, lookUpExecUser } from './sandbox-user.js';
 
-/** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else the guard), `bwrap` (required) or `off`. */
+/** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else exec disabled), `bwrap` (required) or `off`. */
 export type SandboxMode = 'auto' | 'bwrap' | 'off';
 
 /** Limits of every sandboxed command. */
@@ -371,19 +371,28 @@ export class BwrapSandbox {
   }
 }
 
-/** How exec runs: in a working sandbox, or on the host with the deny list only (and why). */
+/**
+ * How exec runs: in a working sandbox; on the host with the deny list only
+ * (MAGPIE_EXEC_SANDBOX=off, chosen knowingly); or not at all — `auto` found no
+ * working sandbox, so exec is disabled (fails closed) and says why.
+ */
 export type SandboxStatus =
   | { kind: 'bwrap'; sandbox: BwrapSandbox }
-  | { kind: 'off'; mode: SandboxMode; reason: string };
+  | { kind: 'off'; mode: 'off'; reason: string }
+  | { kind: 'disabled'; mode: 'auto'; reason: string };
+
+/** What a disabled exec says to the model instead of running anything. */
+export const EXEC_DISABLED_MESSAGE =
+  'exec is disabled: no sandbox could be started here (bubblewrap is missing or cannot run); the operator can install bubblewrap, or set MAGPIE_EXEC_SANDBOX=off to run commands unsandboxed';
 
 /**
- * Settles MAGPIE_EXEC_SANDBOX: `off` → off; `auto` → a probed bwrap sandbox,
- * else off with the reason (to be logged as a warning); `bwrap` → a probed
- * sandbox or a ConfigError (exit 2).
+ * Settles MAGPIE_EXEC_SANDBOX: `off` → off (no sandbox, knowingly); `auto` →
+ * a probed bwrap sandbox, else disabled with the reason (exec fails closed:
+ * it runs nothing); `bwrap` → a probed sandbox or a ConfigError (exit 2).
  *
  * @example
  * const status = await resolveSandbox('auto', { workspace });
- * if (status.kind === 'off') logger.warn(`exec runs without a sandbox: ${status.reason}`);
+ * if (status.kind === 'disabled') logger.warn(`exec is disabled: ${status.reason}`);
  */
 export async function resolveSandbox(
   mode: SandboxMode,
@@ -406,5 +415,5 @@ export async function resolveSandbox(
   if (mode === 'bwrap') {
     throw new ConfigError(`MAGPIE_EXEC_SANDBOX=bwrap but ${reason}; or set MAGPIE_EXEC_SANDBOX=auto`);
   }
-  return { kind: 'off', mode, reason };
+  return { kind: 'disabled', mode, reason };
 }

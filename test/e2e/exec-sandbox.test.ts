@@ -200,3 +200,87 @@ describe('the daemon: exec in the sandbox', () => {
     redis.disconnect();
   });
 });
+
+/**
+ * No way to start a sandbox here: as root, MAGPIE_EXEC_USER names no user (the
+ * sandbox cannot drop to it); bwrap missing altogether works the same. PATH
+ * alone cannot hide bwrap: /usr/bin is searched first.
+ */
+const cannotSandbox = process.getuid?.() === 0;
+
+describe.runIf(cannotSandbox)('magpie agent: MAGPIE_EXEC_SANDBOX=auto without a working sandbox', () => {
+  let dir: string;
+  let fake: FakeOpenAI;
+
+  beforeAll(async () => {
+    dir = await realpath(await mkdtemp(path.join(tmpdir(), 'magpie-e2e-nosandbox-')));
+    await run(process.execPath, [bin, 'init', '--workspace', path.join(dir, 'workspace')], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+    });
+    fake = await startFakeOpenAI();
+  });
+
+  afterAll(async () => {
+    await fake.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('fails closed: exec is disabled, the model reads why, nothing runs, start-up warns once', async () => {
+    fake.enqueue(
+      { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: 'echo ran > ran.txt' }) }] },
+      { content: 'All done.' },
+    );
+    const before = fake.requests.length;
+    const child = spawn(process.execPath, [bin, 'agent', '-m', 'make a file'], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        // Its own state folder: a probe success cached elsewhere cannot hide the failure.
+        XDG_STATE_HOME: path.join(dir, 'state'),
+        OPENAI_API_KEY: API_KEY,
+        OPENAI_BASE_URL: fake.baseURL,
+        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
+        MAGPIE_EXEC_SANDBOX: 'auto',
+        MAGPIE_EXEC_USER: 'no-such-magpie-exec-user',
+      },
+    });
+    const { code, stdout, stderr } = await collect(child);
+    expect({ code, stdout }).toEqual({ code: 0, stdout: 'All done.\n' });
+    const warnings = stderr.split('\n').filter((line) => line.includes('exec is disabled'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('MAGPIE_EXEC_USER=no-such-magpie-exec-user: no such user');
+    expect(warnings[0]).toContain('MAGPIE_EXEC_SANDBOX=off');
+    const toolResults = fake.requests[before + 1]?.body.messages
+      .filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content);
+    expect(toolResults).toEqual([
+      'Error: exec is disabled: no sandbox could be started here (bubblewrap is missing or cannot run); the operator can install bubblewrap, or set MAGPIE_EXEC_SANDBOX=off to run commands unsandboxed',
+    ]);
+    await expect(stat(path.join(dir, 'workspace', 'ran.txt'))).rejects.toThrow(/ENOENT/);
+  }, 60_000);
+
+  it('MAGPIE_EXEC_SANDBOX=off still runs commands (on the host, knowingly)', async () => {
+    fake.enqueue(
+      { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: 'echo ran > ran-off.txt' }) }] },
+      { content: 'All done.' },
+    );
+    const child = spawn(process.execPath, [bin, 'agent', '-m', 'make a file'], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        XDG_STATE_HOME: path.join(dir, 'state'),
+        OPENAI_API_KEY: API_KEY,
+        OPENAI_BASE_URL: fake.baseURL,
+        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
+        MAGPIE_EXEC_SANDBOX: 'off',
+      },
+    });
+    const { code, stderr } = await collect(child);
+    expect(code).toBe(0);
+    expect(stderr).not.toContain('exec is disabled');
+    expect(await readFile(path.join(dir, 'workspace', 'ran-off.txt'), 'utf8')).toBe('ran\n');
+  }, 60_000);
+});

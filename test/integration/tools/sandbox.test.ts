@@ -328,13 +328,14 @@ describe('MAGPIE_EXEC_SANDBOX', () => {
       expect(status.sandbox.describe()).toMatch(/^bwrap \d+\.\d+(\.\d+)?, network off, processes ≤256/);
   });
 
-  it('auto falls back to the guard, with the reason, when bwrap is missing or cannot start', async () => {
+  it('auto disables exec (fails closed), with the reason, when bwrap is missing or cannot start', async () => {
     expect(await resolveSandbox('auto', { workspace: ws, bwrapPath: '/nonexistent/bwrap' })).toMatchObject({
-      kind: 'off',
+      kind: 'disabled',
       mode: 'auto',
+      reason: expect.stringContaining('bwrap not found at /nonexistent/bwrap'),
     });
     const failing = await resolveSandbox('auto', { workspace: ws, bwrapPath: '/bin/false' });
-    expect(failing).toMatchObject({ kind: 'off', mode: 'auto' });
+    expect(failing).toMatchObject({ kind: 'disabled', mode: 'auto' });
   });
 
   it('bwrap without a working bwrap is a configuration error (exit 2) naming the fix', async () => {

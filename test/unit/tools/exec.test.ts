@@ -49,6 +49,17 @@ describe('exec', () => {
     expect(result).toEqual({ forLLM: 'failing\n[exit code 3]', isError: true });
   });
 
+  it('disabled (auto with no working sandbox): every call says so in one line and runs nothing', async () => {
+    const result = await run('touch ran.txt', { disabled: true });
+    expect(result).toEqual({
+      forLLM:
+        'Error: exec is disabled: no sandbox could be started here (bubblewrap is missing or cannot run); the operator can install bubblewrap, or set MAGPIE_EXEC_SANDBOX=off to run commands unsandboxed',
+      isError: true,
+    });
+    expect(existsSync(path.join(ws, 'ran.txt'))).toBe(false);
+    expect(createExecTool(ws, { disabled: true }).description).toContain('Currently disabled');
+  });
+
   it('refuses a denied command before running anything', async () => {
     const result = await run('touch ran.txt; rm -rf build');
     expect(result.isError).toBe(true);
