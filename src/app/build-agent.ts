@@ -218,6 +218,7 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
     hidden,
     timezone: config.timezone,
     execUser: config.tools.execUser,
+    ...(config.tools.bwrapPath ? { bwrapPath: config.tools.bwrapPath } : {}),
     limits: { memoryBytes: config.tools.execMemoryBytes, fileSizeBytes: config.tools.execMaxWriteBytes },
     probeCache: path.join(config.stateDir, 'sandbox-probe.json'),
   });

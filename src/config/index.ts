@@ -83,6 +83,7 @@ const CORE_ENV_HEAD = {
     .string()
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? 'nobody' : v.trim())),
+  MAGPIE_EXEC_BWRAP: optionalText,
   MAGPIE_EXEC_MEMORY: byteSize('1GiB'),
   MAGPIE_EXEC_MAX_WRITE: byteSize('256MiB'),
   MAGPIE_WORKSPACE_MAX_BYTES: byteSize('1GiB'),
@@ -197,6 +198,8 @@ export interface Config {
     execNetwork: boolean;
     /** The unprivileged host user (name or uid) sandboxed commands run as when magpie runs as root. */
     execUser: string;
+    /** MAGPIE_EXEC_BWRAP: the bubblewrap program (absolute path); unset: `bwrap` from the usual folders and PATH. */
+    bwrapPath: string | undefined;
     /** Memory of one sandboxed command, in bytes (cgroup memory.max, else RLIMIT_AS). */
     execMemoryBytes: number;
     /** Largest file one sandboxed command may write, in bytes (RLIMIT_FSIZE). */
@@ -310,6 +313,7 @@ function buildConfig(
       execSandbox: e.MAGPIE_EXEC_SANDBOX,
       execNetwork: e.MAGPIE_EXEC_NETWORK,
       execUser: e.MAGPIE_EXEC_USER,
+      bwrapPath: e.MAGPIE_EXEC_BWRAP ? path.resolve(e.MAGPIE_EXEC_BWRAP) : undefined,
       execMemoryBytes: e.MAGPIE_EXEC_MEMORY,
       execMaxWriteBytes: e.MAGPIE_EXEC_MAX_WRITE,
       workspaceMaxBytes: e.MAGPIE_WORKSPACE_MAX_BYTES,

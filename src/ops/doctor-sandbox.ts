@@ -34,6 +34,7 @@ export function execSandboxCheck(config: Config): Check {
           workspace,
           network: config.tools.execNetwork,
           execUser: config.tools.execUser,
+          ...(config.tools.bwrapPath ? { bwrapPath: config.tools.bwrapPath } : {}),
           limits: {
             memoryBytes: config.tools.execMemoryBytes,
             fileSizeBytes: config.tools.execMaxWriteBytes,
