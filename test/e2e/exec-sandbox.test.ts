@@ -220,27 +220,33 @@ describe('magpie agent: MAGPIE_EXEC_SANDBOX=auto without a working sandbox', () 
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** `magpie agent -m 'make a file'` in this folder, with its own state folder (a probe success cached elsewhere cannot hide a failure). */
+  const makeAFile = (extra: NodeJS.ProcessEnv) =>
+    collect(
+      spawn(process.execPath, [bin, 'agent', '-m', 'make a file'], {
+        cwd: dir,
+        env: {
+          PATH: process.env.PATH,
+          HOME: dir,
+          XDG_STATE_HOME: path.join(dir, 'state'),
+          OPENAI_API_KEY: API_KEY,
+          OPENAI_BASE_URL: fake.baseURL,
+          MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
+          ...extra,
+        },
+      }),
+    );
+
   it('fails closed: exec is disabled, the model reads why, nothing runs, start-up warns once', async () => {
     fake.enqueue(
       { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: 'echo ran > ran.txt' }) }] },
       { content: 'All done.' },
     );
     const before = fake.requests.length;
-    const child = spawn(process.execPath, [bin, 'agent', '-m', 'make a file'], {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        // Its own state folder: a probe success cached elsewhere cannot hide the failure.
-        XDG_STATE_HOME: path.join(dir, 'state'),
-        OPENAI_API_KEY: API_KEY,
-        OPENAI_BASE_URL: fake.baseURL,
-        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
-        MAGPIE_EXEC_SANDBOX: 'auto',
-        MAGPIE_EXEC_BWRAP: path.join(dir, 'no-bwrap-here'),
-      },
+    const { code, stdout, stderr } = await makeAFile({
+      MAGPIE_EXEC_SANDBOX: 'auto',
+      MAGPIE_EXEC_BWRAP: path.join(dir, 'no-bwrap-here'),
     });
-    const { code, stdout, stderr } = await collect(child);
     expect({ code, stdout }).toEqual({ code: 0, stdout: 'All done.\n' });
     const warnings = stderr.split('\n').filter((line) => line.includes('exec is disabled'));
     expect(warnings).toHaveLength(1);
@@ -260,19 +266,7 @@ describe('magpie agent: MAGPIE_EXEC_SANDBOX=auto without a working sandbox', () 
       { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: 'echo ran > ran-off.txt' }) }] },
       { content: 'All done.' },
     );
-    const child = spawn(process.execPath, [bin, 'agent', '-m', 'make a file'], {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        XDG_STATE_HOME: path.join(dir, 'state'),
-        OPENAI_API_KEY: API_KEY,
-        OPENAI_BASE_URL: fake.baseURL,
-        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
-        MAGPIE_EXEC_SANDBOX: 'off',
-      },
-    });
-    const { code, stderr } = await collect(child);
+    const { code, stderr } = await makeAFile({ MAGPIE_EXEC_SANDBOX: 'off' });
     expect(code).toBe(0);
     expect(stderr).not.toContain('exec is disabled');
     expect(await readFile(path.join(dir, 'workspace', 'ran-off.txt'), 'utf8')).toBe('ran\n');

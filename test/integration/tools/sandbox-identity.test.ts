@@ -7,12 +7,9 @@ import { mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError } from '../../../src/errors/index.js';
-import { createExecTool } from '../../../src/tools/exec.js';
-import { ToolRegistry } from '../../../src/tools/registry.js';
-import { type BwrapSandbox, resolveSandbox } from '../../../src/tools/sandbox.js';
+import type { BwrapSandbox } from '../../../src/tools/sandbox.js';
 import { ensureWorkspaceId, WORKSPACE_ID_FILE } from '../../../src/workspace/identity.js';
-import { toolContext } from '../../unit/tools/helpers.js';
+import { bwrapSandbox, runSandboxed } from './sandboxed-exec.js';
 
 describe('exec in a bubblewrap sandbox: .magpie-id is read-only', () => {
   let root: string;
@@ -25,18 +22,11 @@ describe('exec in a bubblewrap sandbox: .magpie-id is read-only', () => {
     ws = path.join(root, 'workspace');
     await mkdir(ws);
     ({ id } = await ensureWorkspaceId(ws));
-    const status = await resolveSandbox('bwrap', { workspace: ws });
-    if (status.kind !== 'bwrap') throw new AppError('INTERNAL', 'bwrap mode resolved to no sandbox');
-    sandbox = status.sandbox;
+    sandbox = await bwrapSandbox(ws);
   });
   afterAll(() => rm(root, { recursive: true, force: true }));
 
-  const exec = (command: string) =>
-    new ToolRegistry([createExecTool(ws, { sandbox })]).execute(
-      'exec',
-      JSON.stringify({ command }),
-      toolContext(ws),
-    );
+  const exec = (command: string) => runSandboxed(ws, sandbox, command);
 
   it('refuses writing, removing and renaming it; reads it; writes beside it', async () => {
     const result = await exec(
