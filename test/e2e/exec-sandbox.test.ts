@@ -40,16 +40,43 @@ async function hostRuns(pattern: string): Promise<boolean> {
   }
 }
 
+/**
+ * `magpie agent -m <message>` in `dir` against `fake`, its home and state folder inside `dir`
+ * (a probe success cached elsewhere cannot hide a failure), with `extra` variables.
+ */
+function agentIn(dir: string, fake: FakeOpenAI, message: string, extra: NodeJS.ProcessEnv) {
+  return collect(
+    spawn(process.execPath, [bin, 'agent', '-m', message], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        XDG_STATE_HOME: path.join(dir, 'state'),
+        OPENAI_API_KEY: API_KEY,
+        OPENAI_BASE_URL: fake.baseURL,
+        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
+        ...extra,
+      },
+    }),
+  );
+}
+
+/** A temporary folder (its real path) holding a workspace made by `magpie init`, as `magpie agent` runs beside. */
+async function folderWithWorkspace(prefix: string): Promise<string> {
+  const dir = await realpath(await mkdtemp(path.join(tmpdir(), prefix)));
+  await run(process.execPath, [bin, 'init', '--workspace', path.join(dir, 'workspace')], {
+    cwd: dir,
+    env: { PATH: process.env.PATH },
+  });
+  return dir;
+}
+
 describe('magpie agent: exec in the sandbox', () => {
   let dir: string;
   let fake: FakeOpenAI;
 
   beforeAll(async () => {
-    dir = await realpath(await mkdtemp(path.join(tmpdir(), 'magpie-e2e-sandbox-')));
-    await run(process.execPath, [bin, 'init', '--workspace', path.join(dir, 'workspace')], {
-      cwd: dir,
-      env: { PATH: process.env.PATH },
-    });
+    dir = await folderWithWorkspace('magpie-e2e-sandbox-');
     // The default layout: .env in the folder magpie runs from, the workspace beside it.
     await writeFile(path.join(dir, '.env'), `DISCORD_BOT_TOKEN=${DISCORD_IN_DOTENV}\n`);
     fake = await startFakeOpenAI();
@@ -67,21 +94,12 @@ describe('magpie agent: exec in the sandbox', () => {
       { toolCalls: commands.map((command) => ({ name: 'exec', arguments: JSON.stringify({ command }) })) },
       { content: 'All done.' },
     );
-    const child = spawn(process.execPath, [bin, 'agent', '-m', 'poke around'], {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        XDG_STATE_HOME: path.join(dir, 'state'),
-        OPENAI_API_KEY: API_KEY,
-        OPENAI_BASE_URL: fake.baseURL,
-        TELEGRAM_BOT_TOKEN: TELEGRAM,
-        REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:6379`,
-        MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
-        MAGPIE_EXEC_SANDBOX: 'bwrap',
-      },
+    const out = await agentIn(dir, fake, 'poke around', {
+      TELEGRAM_BOT_TOKEN: TELEGRAM,
+      REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:6379`,
+      MAGPIE_EXEC_SANDBOX: 'bwrap',
     });
-    expect(await collect(child)).toMatchObject({ code: 0, stdout: 'All done.\n' });
+    expect(out).toMatchObject({ code: 0, stdout: 'All done.\n' });
     const results: string[] = fake.requests[before + 1]?.body.messages
       .filter((m: { role: string }) => m.role === 'tool')
       .slice(-commands.length)
@@ -207,11 +225,7 @@ describe('magpie agent: MAGPIE_EXEC_SANDBOX=auto without a working sandbox', () 
   let fake: FakeOpenAI;
 
   beforeAll(async () => {
-    dir = await realpath(await mkdtemp(path.join(tmpdir(), 'magpie-e2e-nosandbox-')));
-    await run(process.execPath, [bin, 'init', '--workspace', path.join(dir, 'workspace')], {
-      cwd: dir,
-      env: { PATH: process.env.PATH },
-    });
+    dir = await folderWithWorkspace('magpie-e2e-nosandbox-');
     fake = await startFakeOpenAI();
   });
 
@@ -220,22 +234,7 @@ describe('magpie agent: MAGPIE_EXEC_SANDBOX=auto without a working sandbox', () 
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** `magpie agent -m 'make a file'` in this folder, with its own state folder (a probe success cached elsewhere cannot hide a failure). */
-  const makeAFile = (extra: NodeJS.ProcessEnv) =>
-    collect(
-      spawn(process.execPath, [bin, 'agent', '-m', 'make a file'], {
-        cwd: dir,
-        env: {
-          PATH: process.env.PATH,
-          HOME: dir,
-          XDG_STATE_HOME: path.join(dir, 'state'),
-          OPENAI_API_KEY: API_KEY,
-          OPENAI_BASE_URL: fake.baseURL,
-          MAGPIE_WORKSPACE: path.join(dir, 'workspace'),
-          ...extra,
-        },
-      }),
-    );
+  const makeAFile = (extra: NodeJS.ProcessEnv) => agentIn(dir, fake, 'make a file', extra);
 
   it('fails closed: exec is disabled, the model reads why, nothing runs, start-up warns once', async () => {
     fake.enqueue(
