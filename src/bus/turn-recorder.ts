@@ -7,6 +7,7 @@
 import type { Redis } from 'ioredis';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import type { TurnMetrics } from '../messages/turn-metrics.js';
 import { keys, LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
 import { RedisRunningTurns } from './running-turns.js';
 import type { TurnRecord } from './turn-records.js';
@@ -26,28 +27,8 @@ export interface TurnRecorderOptions {
   now?: () => Date;
 }
 
-/**
- * The figures of a finished turn the recorder keeps: the fields of the
- * agent's `TurnMetrics` (agent/types.ts) it reads, so the bus imports no
- * higher layer.
- */
-export interface TurnFigures {
-  sessionKey: string;
-  llmCalls: number;
-  promptTokens: number;
-  cachedTokens?: number;
-  cacheWriteTokens?: number;
-  completionTokens: number;
-  toolCalls: { name: string; ms: number; ok: boolean }[];
-  wallMs: number;
-  outcome: string;
-  model?: string;
-  fallbacks?: number;
-  models?: Record<string, number>;
-}
-
 /** How a turn ended, as the worker saw it. */
-export type TurnEnd = { metrics: TurnFigures } | { error: string; wallMs: number; session: string };
+export type TurnEnd = { metrics: TurnMetrics } | { error: string; wallMs: number; session: string };
 
 export class TurnRecorder {
   private readonly redis: Redis;

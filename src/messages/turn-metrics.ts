@@ -1,0 +1,46 @@
+/**
+ * A turn's figures: what the agent measures, the worker logs and the bus's
+ * turn recorder and usage totals keep (so both layers share this type).
+ */
+
+export interface ToolCallMetric {
+  name: string;
+  ms: number;
+  ok: boolean;
+}
+
+/** Figures for one turn; logged as one line and recorded for the dashboard. */
+export interface TurnMetrics {
+  sessionKey: string;
+  llmCalls: number;
+  /** Prompt tokens, cached ones included. */
+  promptTokens: number;
+  /** Prompt tokens the provider served from its cache (0 when it reported none). */
+  cachedTokens?: number;
+  /** Prompt tokens written to the provider's cache (0 when it reported none). */
+  cacheWriteTokens?: number;
+  completionTokens: number;
+  toolCalls: ToolCallMetric[];
+  wallMs: number;
+  outcome: TurnOutcome;
+  /** The model (its configured id) that gave the turn's last answer, when the provider says. */
+  model?: string;
+  /** LLM calls answered by a model other than the chat's first choice (a fallback). */
+  fallbacks?: number;
+  /** LLM calls by the model that answered them. */
+  models?: Record<string, number>;
+}
+
+/**
+ * How a turn ended. `loop`: stopped for repeating the same tool call;
+ * `context_full`: the conversation no longer fits the model's window even after compaction.
+ */
+export type TurnOutcome =
+  | 'ok'
+  | 'cancelled'
+  | 'error'
+  | 'max_iterations'
+  | 'command'
+  | 'skipped'
+  | 'loop'
+  | 'context_full';
