@@ -10,13 +10,20 @@
  * Disabled (MAGPIE_EXEC_SANDBOX=auto with no working sandbox), it runs nothing
  * and every call returns one line saying so and what the operator can do.
  */
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import { redactSecrets } from '../log/index.js';
 import { resolveInWorkspace } from '../workspace/workspace-path.js';
 import { denyReason, MAX_COMMAND_CHARS, scrubEnv } from './exec-policy.js';
 import { CANCELLED_RESULT } from './registry.js';
-import { type BwrapSandbox, EXEC_DISABLED_MESSAGE, type PreparedCommand } from './sandbox.js';
+import {
+  type BwrapSandbox,
+  EXEC_DISABLED_MESSAGE,
+  type PreparedCommand,
+  preparedStdio,
+  sendSeccomp,
+} from './sandbox.js';
 import { fail, type Tool, type ToolContext, type ToolResult } from './types.js';
 import { workspaceBytes } from './workspace-size.js';
 
@@ -201,10 +208,14 @@ async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise
     cwd: options.cwd,
     env: prepared.env,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: preparedStdio(prepared, ['ignore', 'pipe', 'pipe']),
   });
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
+  sendSeccomp(child, prepared);
+  // Both are pipes (preparedStdio only adds one for the seccomp filter).
+  const stdout = child.stdout as Readable;
+  const stderr = child.stderr as Readable;
+  stdout.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
+  stderr.setEncoding('utf8').on('data', (chunk: string) => capture.push(chunk));
 
   const killGroup = (signal: NodeJS.Signals): void => {
     if (child.pid === undefined) return;
@@ -266,8 +277,8 @@ async function runGroup(prepared: PreparedCommand, options: RunOptions): Promise
       killGroup('SIGKILL');
       // One that left the group may keep the pipes open: stop reading shortly after.
       const drain = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        stdout.destroy();
+        stderr.destroy();
         finish({ kind: 'exit', code, signal });
       }, 200);
       child.once('close', () => {

@@ -173,6 +173,8 @@ export interface BwrapArgsInput {
    * `command` to drop to an unprivileged host user, which leaves none.
    */
   asRoot?: boolean;
+  /** The file descriptor bwrap reads a seccomp filter from (`--seccomp`), when there is one. */
+  seccompFd?: number;
   /** What runs inside, after `--`. */
   command: string[];
 }
@@ -243,6 +245,7 @@ export function bwrapArgs(input: BwrapArgsInput): string[] {
   // As root bwrap has no CAP_DAC_OVERRIDE left, so the command changes folder itself once it is the user.
   args.push('--remount-ro', '/', ...(asRoot ? [] : ['--chdir', input.workspace]), '--clearenv');
   for (const [name, value] of Object.entries(input.env)) args.push('--setenv', name, value);
+  if (input.seccompFd !== undefined) args.push('--seccomp', String(input.seccompFd));
   args.push('--', ...input.command);
   return args;
 }

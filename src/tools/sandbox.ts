@@ -8,9 +8,10 @@
  * command to an unprivileged host user (sandbox-user.ts), never host root. `resolveSandbox` settles
  * MAGPIE_EXEC_SANDBOX (auto, bwrap, off) with a probe run.
  */
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { ConfigError } from '../errors/index.js';
 import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
 import {
@@ -24,6 +25,7 @@ import {
 } from './sandbox-args.js';
 import { type CommandCgroup, openPidsCgroups, type PidsCgroups } from './sandbox-cgroup.js';
 import { type ProbeRecord, probeKey, readProbe, writeProbe } from './sandbox-probe-cache.js';
+import { DENIED_CALLS, seccompFilter } from './sandbox-seccomp.js';
 import { DEFAULT_EXEC_USER, type ExecUser, handOverWorkspace, lookUpExecUser } from './sandbox-user.js';
 
 /** MAGPIE_EXEC_SANDBOX: `auto` (bwrap when it works, else exec disabled), `bwrap` (required) or `off`. */
@@ -81,6 +83,8 @@ export interface PreparedCommand {
   file: string;
   args: string[];
   env: Record<string, string>;
+  /** The seccomp filter bwrap reads from fd 3 ({@link SECCOMP_FD}): spawn with {@link preparedStdio}, then {@link sendSeccomp}. */
+  seccomp?: Buffer;
   /** Kills whatever is left of the command and removes its cgroup. */
   release(): Promise<void>;
 }
@@ -92,6 +96,26 @@ function run(file: string, args: string[]): Promise<string> {
       else resolve(String(stdout) + String(stderr));
     });
   });
+}
+
+/** The file descriptor the seccomp filter reaches bwrap on. */
+export const SECCOMP_FD = 3;
+
+/** The stdio of a prepared command: `base` (stdin, stdout, stderr), and a pipe for its seccomp filter. */
+export function preparedStdio(
+  prepared: PreparedCommand,
+  base: Array<'ignore' | 'pipe'>,
+): Array<'ignore' | 'pipe'> {
+  return prepared.seccomp ? [...base, 'pipe'] : base;
+}
+
+/** Writes the prepared command's seccomp filter to the child spawned with {@link preparedStdio}. */
+export function sendSeccomp(child: ChildProcess, prepared: PreparedCommand): void {
+  if (!prepared.seccomp) return;
+  const pipe = child.stdio[SECCOMP_FD] as Writable | null;
+  // A bwrap that failed before reading it closes the pipe: its own exit says why.
+  pipe?.on('error', () => {});
+  pipe?.end(prepared.seccomp);
 }
 
 /** What a sandbox found on this host when it was made. */
@@ -107,6 +131,8 @@ interface SandboxParts {
   processLimit: string;
   /** Set when magpie runs as root: the host user commands run as, and setpriv to become it. */
   runAs: { user: ExecUser; setpriv: string } | undefined;
+  /** The seccomp filter for this architecture (none where there is no table for it). */
+  seccomp: Buffer | undefined;
   /** probeKey() of this bwrap, when probes are remembered. */
   key: string;
   remembered: ProbeRecord | undefined;
@@ -202,6 +228,7 @@ export class BwrapSandbox {
       cgroups,
       processLimit,
       runAs,
+      seccomp: seccompFilter(),
     };
     return new BwrapSandbox(parts, options);
   }
@@ -224,7 +251,10 @@ export class BwrapSandbox {
     const who = user.dropped
       ? `runs as host uid ${user.uid} (${user.name}, no capabilities; magpie is root), new pid/ipc/uts/mount namespaces`
       : `runs as host uid ${user.uid} (magpie's user) in a user namespace, new pid/ipc/uts/mount namespaces`;
-    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${this.memoryLimit}, files ≤${Math.round(this.limits.fileSizeBytes / 1024 ** 2)} MiB each, ${who}`;
+    const filter = this.parts.seccomp
+      ? `seccomp filter (${DENIED_CALLS.length} system calls and new namespaces refused)`
+      : `no seccomp filter (none for ${process.arch})`;
+    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${this.memoryLimit}, files ≤${Math.round(this.limits.fileSizeBytes / 1024 ** 2)} MiB each, ${who}, ${filter}`;
   }
 
   /**
@@ -306,6 +336,7 @@ export class BwrapSandbox {
       tmpBytes: limits.tmpBytes,
       features: parts.features,
       asRoot: runAs !== undefined,
+      ...(parts.seccomp ? { seccompFd: SECCOMP_FD } : {}),
       command: inner,
     });
     const env = { PATH: SANDBOX_PATH };
@@ -315,7 +346,8 @@ export class BwrapSandbox {
       if (!released) this.running--;
       released = true;
     };
-    if (!parts.cgroups) return { file: parts.bwrap, args, env, release: async () => done() };
+    const seccomp = parts.seccomp ? { seccomp: parts.seccomp } : {};
+    if (!parts.cgroups) return { file: parts.bwrap, args, env, ...seccomp, release: async () => done() };
     let cgroup: CommandCgroup;
     try {
       cgroup = await parts.cgroups.create(limits.processes, limits.memoryBytes);
@@ -328,6 +360,7 @@ export class BwrapSandbox {
       file: '/bin/sh',
       args: ['-c', 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, parts.bwrap, ...args],
       env,
+      ...seccomp,
       release: () => cgroup.close().finally(done),
     };
   }
@@ -343,10 +376,11 @@ export class BwrapSandbox {
       failure = await new Promise<string | undefined>((resolve) => {
         const child = spawn(prepared.file, prepared.args, {
           env: prepared.env,
-          stdio: ['ignore', 'ignore', 'pipe'],
+          stdio: preparedStdio(prepared, ['ignore', 'ignore', 'pipe']),
         });
+        sendSeccomp(child, prepared);
         let stderr = '';
-        child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        (child.stderr as Readable).setEncoding('utf8').on('data', (chunk: string) => {
           stderr += chunk;
         });
         const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
