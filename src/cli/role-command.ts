@@ -7,7 +7,8 @@ import type { Role, RoleOptions } from '../app/roles.js';
 import { parseDuration } from '../config/index.js';
 import { ConfigError, ExitCode } from '../errors/index.js';
 import { parseCommandArgs } from './args.js';
-import { commandConfig, commandEnv, commandLogger, WORKSPACE_FLAG } from './startup.js';
+import { shedSecretEnvironment } from './shed-secrets.js';
+import { commandConfig, commandEnv, commandLogger, reportShed, WORKSPACE_FLAG } from './startup.js';
 
 /** Builds a role from its Config and runs it until a signal; resolves with the exit code. */
 export type RunRole = (options: RoleOptions) => Promise<number>;
@@ -49,8 +50,11 @@ export async function runRoleCommand(
     process.stdout.write(`${help}\n\n${ROLE_OPTIONS_HELP}\n`);
     return ExitCode.ok;
   }
+  // Secrets in the environment: re-executes without them (returns in the new process).
+  const shed = shedSecretEnvironment();
   const config = commandConfig(values, { llm: role !== 'gateway' });
   const logger = commandLogger(config, 'configured');
+  reportShed(shed, logger);
   const flagMs = (name: 'lock-duration' | 'stalled-interval' | 'shutdown-timeout') =>
     durationFlag(role, values, name);
   return runRole({

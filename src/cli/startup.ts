@@ -11,6 +11,7 @@ import type { Bus } from '../bus/bus.js';
 import { type Config, type ConfigNeeds, type ConfigOverrides, environment } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { createLogger, type Logger, silentLogger } from '../log/index.js';
+import type { ShedOutcome } from './shed-secrets.js';
 
 /** The flags every command that reads the config may take. */
 export interface StartupFlags {
@@ -49,6 +50,22 @@ export function commandEnv(flags: StartupFlags): NodeJS.ProcessEnv {
 
 function overrides(flags: StartupFlags): ConfigOverrides {
   return { workspace: flags.workspace || undefined };
+}
+
+/**
+ * Says what became of secrets found in the environment at start
+ * (shed-secrets.ts): nothing when there were none or they were handed over,
+ * a warning when this process could not re-execute without them.
+ */
+export function reportShed(outcome: ShedOutcome, logger: Logger): void {
+  if (outcome.kind === 'received') {
+    logger.debug({ variables: outcome.names }, 'secrets moved out of the process environment');
+  } else if (outcome.kind === 'kept') {
+    logger.warn(
+      { variables: outcome.names },
+      `secrets could not be moved out of /proc/${process.pid}/environ (${outcome.reason}): child processes do not get them, but other processes of this user can read them there; put them in .env instead`,
+    );
+  }
 }
 
 /** The root logger of a command, scrubbing the config's secrets. */

@@ -3,9 +3,10 @@
  * one frozen Config. A bad value becomes a ConfigError naming the variable and the fix.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import {
@@ -31,6 +32,7 @@ import {
   timeZone,
 } from './env-values.js';
 import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
+import { heldSecrets } from './secret-env.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
 
 /** The web search backends, in the order one is picked when MAGPIE_WEB_SEARCH is unset. */
@@ -418,10 +420,14 @@ export interface LoadConfigOptions extends ConfigNeeds {
   envFile?: string;
 }
 
+/** What the env file last read held: part of magpie's environment, never written into process.env. */
+let envFileValues: Readonly<Record<string, string>> = {};
+
 /**
  * Loads `.env` from the current folder (variables already set win) and parses
  * the environment, with the command's flags on top. The entry point for
- * commands; the environment itself is never written.
+ * commands; the environment itself is never written, so the file's secrets
+ * reach no child process and no `/proc/<pid>/environ`.
  *
  * @example loadConfigWith(CHANNELS, { llm: true, overrides: { workspace: values.workspace } })
  */
@@ -430,9 +436,13 @@ export function loadConfigWith(
   options: LoadConfigOptions = {},
 ): Config {
   const envFile = options.envFile ?? '.env';
+  envFileValues = {};
   if (existsSync(envFile)) {
     try {
-      process.loadEnvFile(envFile);
+      const parsed = parseEnv(readFileSync(envFile, 'utf8'));
+      envFileValues = Object.fromEntries(
+        Object.entries(parsed).filter((e): e is [string, string] => e[1] !== undefined),
+      );
     } catch (err) {
       throw new ConfigError(`${envFile} could not be read (${(err as Error).message}): fix or remove it`);
     }
@@ -441,12 +451,14 @@ export function loadConfigWith(
 }
 
 /**
- * magpie's environment (after `.env`) with the flags' overrides on top, never
- * written back: what the config is parsed from and `${VAR}` in mcp.json expands from.
+ * magpie's environment: `.env`, then process.env, then the secrets it was
+ * handed at re-execution, with the flags' overrides on top; never written
+ * back. What the config is parsed from and `${VAR}` in mcp.json expands from.
  */
 export function environment(overrides: ConfigOverrides = {}): NodeJS.ProcessEnv {
   const { workspace } = overrides;
-  return workspace === undefined ? process.env : { ...process.env, MAGPIE_WORKSPACE: workspace };
+  const env = { ...envFileValues, ...process.env, ...heldSecrets() };
+  return workspace === undefined ? env : { ...env, MAGPIE_WORKSPACE: workspace };
 }
 
 /** True when `inner` is `outer` or lies below it (by path, symlinks not followed). */

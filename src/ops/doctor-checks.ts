@@ -10,6 +10,7 @@
  */
 import type { Config } from '../config/index.js';
 import type { Check } from './doctor.js';
+import { envFileCheck } from './doctor-env-file.js';
 import { modelChecks } from './doctor-models.js';
 import { mcpCheck, searchCheck } from './doctor-reach.js';
 import { DoctorRedis, daemonCheck, redisCheck, workspaceIdentityCheck } from './doctor-redis.js';
@@ -42,6 +43,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
   const checks: Check[] = [
     workspaceCheck(config),
     bootstrapFilesCheck(config),
+    envFileCheck(),
     execSandboxCheck(config),
     redisCheck(config, shared),
     workspaceIdentityCheck(config, shared),

@@ -10,6 +10,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { isSecretEnvName } from '../config/secret-env.js';
 import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
 import { parseShell, type ShellCommand, type ShellWord } from './exec-policy-parse.js';
 import type { PathScope } from './exec-policy-paths.js';
@@ -288,14 +289,6 @@ function follow(args: ShellWord[], scope: PathScope): void {
   if (target.text.startsWith('~')) scope.cwd = path.join(scope.home, target.text.slice(1));
   else if (scope.cwd !== undefined || target.text.startsWith('/'))
     scope.cwd = path.resolve(scope.cwd ?? '/', target.text);
-}
-
-/** Names of environment variables that may hold secrets. */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i;
-
-/** True when an environment variable must not reach a command. */
-export function isSecretEnvName(name: string): boolean {
-  return SECRET_NAME.test(name) || /^OPENAI_/i.test(name) || name === 'REDIS_URL';
 }
 
 /** A copy of `env` without variables whose names suggest secrets, OPENAI_* and REDIS_URL. */

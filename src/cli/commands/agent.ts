@@ -15,7 +15,8 @@ import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
 import type { OutboundMessageInput } from '../../messages/messages.js';
 import { defineCommand } from '../command.js';
-import { commandConfig, commandEnv, commandLogger, WORKSPACE_FLAG } from '../startup.js';
+import { shedSecretEnvironment } from '../shed-secrets.js';
+import { commandConfig, commandEnv, commandLogger, reportShed, WORKSPACE_FLAG } from '../startup.js';
 import { TerminalStream } from '../terminal-stream.js';
 
 const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
@@ -55,8 +56,11 @@ export const run = defineCommand({
       throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
     }
     // --workspace beats MAGPIE_WORKSPACE (also one from .env); only warnings unless LOG_LEVEL is set, so stdout holds replies only.
+    // Secrets in the environment: re-executes without them, so exec cannot read them in /proc.
+    const shed = shedSecretEnvironment();
     const config = commandConfig(values, { llm: true });
     const logger = commandLogger(config, 'quiet');
+    reportShed(shed, logger);
     const { buildAgent } = await import('../../app/build-agent.js');
     // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
     const mcp = await startMcp({

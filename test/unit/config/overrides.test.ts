@@ -42,7 +42,16 @@ describe('loadConfig({ overrides })', () => {
     const config = loadConfig({ envFile, overrides: { workspace: path.join(dir, 'flag') } });
     expect(config.workspace).toBe(path.join(dir, 'flag'));
     expect(config.llm.model).toBe('from-file-model');
-    expect(process.env.MAGPIE_WORKSPACE).toBe(path.join(dir, 'from-file'));
+    // .env is read into memory only: its values (secrets among them) reach no child process.
+    expect(process.env.MAGPIE_WORKSPACE).toBeUndefined();
+    expect(process.env.MAGPIE_MODEL).not.toBe('from-file-model');
+    expect(environment().MAGPIE_MODEL).toBe('from-file-model');
+  });
+
+  it('a variable already set beats .env', () => {
+    writeFileSync(envFile, 'MAGPIE_MODEL=from-file-model\n');
+    process.env.MAGPIE_MODEL = 'from-env-model';
+    expect(loadConfig({ envFile }).llm.model).toBe('from-env-model');
   });
 
   it('without an override the environment decides', () => {
@@ -69,7 +78,8 @@ describe('loadConfig({ overrides })', () => {
     expect(env.MAGPIE_WORKSPACE).toBe('/flag/ws');
     expect(env).not.toBe(process.env);
     expect(process.env.MAGPIE_WORKSPACE).toBe('/env/ws');
-    expect(environment()).toBe(process.env);
+    expect(environment()).not.toBe(process.env);
+    expect(environment().MAGPIE_WORKSPACE).toBe('/env/ws');
   });
 
   it('commands: an empty --workspace leaves MAGPIE_WORKSPACE in charge, a given one wins', () => {

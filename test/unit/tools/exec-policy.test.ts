@@ -1,7 +1,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { denyReason, isSecretEnvName, MAX_COMMAND_CHARS, scrubEnv } from '../../../src/tools/exec-policy.js';
+import { isSecretEnvName } from '../../../src/config/secret-env.js';
+import { denyReason, MAX_COMMAND_CHARS, scrubEnv } from '../../../src/tools/exec-policy.js';
 
 describe('exec deny list', () => {
   it.each([
