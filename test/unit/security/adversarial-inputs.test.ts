@@ -18,6 +18,8 @@ import { discordParts } from '../../../src/channels/discord/sender.js';
 import { hasContent as fenceHasContent } from '../../../src/channels/fences.js';
 import { toTelegramHtml } from '../../../src/channels/format/telegram-html.js';
 import { formatForTelegram } from '../../../src/channels/telegram/sender.js';
+import { noteChunks, sessionChunks } from '../../../src/memory/search/chunks.js';
+import { LocalClock } from '../../../src/memory/search/dates.js';
 import { hasContent as memoryHasContent } from '../../../src/memory/store.js';
 import { readFrontMatter } from '../../../src/skills/front-matter.js';
 import { parseSkill } from '../../../src/skills/loader.js';
@@ -42,6 +44,18 @@ const ROWS: Row[] = [
   { name: 'htmlToText (web_fetch page)', parse: htmlToText, maxMs: 1500 },
   // MEMORY.md and daily notes, written from model output. Old: >6 s on `<!--`; now ~15 ms.
   { name: 'memory hasContent', parse: memoryHasContent, maxMs: 1000 },
+  // The memory search index chunks notes and session logs (both hold what pages and users said).
+  { name: 'memory index noteChunks', parse: noteChunks, maxMs: 1500 },
+  {
+    name: 'memory index sessionChunks',
+    parse: (t) =>
+      sessionChunks(
+        `${JSON.stringify({ role: 'user', content: t, ts: '2026-11-25T10:00:00Z' })}\n`,
+        1,
+        new LocalClock('UTC'),
+      ),
+    maxMs: 1500,
+  },
   // A SKILL.md's front matter value. Old: >6 s on a line of spaces; now refused over 16 KiB.
   {
     name: 'front matter',
