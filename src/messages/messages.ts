@@ -47,6 +47,20 @@ export const InboundMessageSchema = z.object({
 export type InboundMessage = z.infer<typeof InboundMessageSchema>;
 export type InboundMessageInput = z.input<typeof InboundMessageSchema>;
 
+/** Buttons one message may carry. */
+export const MAX_ACTIONS = 3;
+
+/** A button: its label and the chat command pressing it sends (at most 60 characters, starting with `/`). */
+export const OutboundActionSchema = z.object({
+  label: z.string().min(1).max(40),
+  command: z
+    .string()
+    .min(2)
+    .max(60)
+    .regex(/^\/[a-z]+(?: [A-Za-z0-9_-]+)*$/),
+});
+export type OutboundAction = z.infer<typeof OutboundActionSchema>;
+
 export const OutboundMessageSchema = z.object({
   /** Deterministic id (derived from the inbound ids), so a redone turn cannot post twice. */
   id: z.string().min(1),
@@ -63,6 +77,12 @@ export const OutboundMessageSchema = z.object({
    * preview into this text in place instead of posting again. Absent: nothing was streamed.
    */
   live: z.string().min(1).optional(),
+  /**
+   * Buttons under the message (an approval question's "Allow once", "Deny"): each runs `command`
+   * (e.g. `/approve K7QF2`) as if the person who pressed it had typed it in that chat. Channels
+   * without buttons show the text only, which says what to type.
+   */
+  actions: z.array(OutboundActionSchema).max(MAX_ACTIONS).optional(),
   createdAt: z.string().default(() => new Date().toISOString()),
   metadata: z.record(z.string(), z.unknown()).default({}),
 });
