@@ -7,6 +7,7 @@
  * empty answer is a provider error, never a reply made up here.
  */
 
+import { NOT_APPROVED } from '../approvals/question.js';
 import { CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
 import type { InboundMessage } from '../messages/messages.js';
 import type { ChatMessage, ChatResponse, LLMProvider, ToolCall, ToolDefinition } from '../providers/types.js';
@@ -17,9 +18,10 @@ import type { LoopContextBuilder } from './loop-options.js';
 import { budgetLevel, type LastCall, requestTokens } from './token-budget.js';
 import { type LoopTools, runToolBatch, toolImagesMessage } from './tool-batch.js';
 import { boundToolCalls, type ToolCallLimits } from './tool-call-limits.js';
+import { type GatedCalls, gateCalls } from './tool-gate.js';
 import { inToolOrder } from './tool-order.js';
 import { contextFullReply, type TurnRun } from './turn-run.js';
-import type { TurnOutcome } from './types.js';
+import type { ParkedDecision, TurnOutcome } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
 
 /** Compactions after a context-length error, per turn. */
@@ -46,10 +48,11 @@ export interface IterationDeps {
   userMessages: (batch: InboundMessage[], signal?: AbortSignal) => Promise<UserTurnMessage[]>;
 }
 
-/** How the iterations end: the reply text and why. */
+/** How the iterations end: the reply text and why (and, when parked, the calls waiting for a person). */
 export interface IterationResult {
   content: string;
   outcome: TurnOutcome;
+  parked?: { calls: GatedCalls['parked']; iteration: number };
 }
 
 /** What the iterations carry from one to the next. */
@@ -78,12 +81,16 @@ const CANCELLED: IterationResult = { content: '', outcome: 'cancelled' };
  * pending messages join between iterations; a context-length error compacts
  * and retries (at most twice).
  */
-export async function runIterations(run: TurnRun, deps: IterationDeps): Promise<IterationResult> {
+export async function runIterations(
+  run: TurnRun,
+  deps: IterationDeps,
+  startIteration = 0,
+): Promise<IterationResult> {
   const state: IterationState = {
     model: run.model ?? deps.model,
     definitions: inToolOrder(deps.tools.definitions()),
     hooks: deps.hooks(),
-    iteration: 0,
+    iteration: startIteration,
     compactions: 0,
     last: undefined,
     warned: false,
@@ -222,9 +229,70 @@ async function answerOrRunTools(
   const decided = askHooks(run, state, { ...response, toolCalls: calls }, refused);
   if ('stop' in decided) return { next: 'end', result: { content: decided.stop, outcome: 'loop' } };
   await run.record({ role: 'assistant', content: response.content || null, toolCalls: calls });
-  await runTools(run, deps, calls, decided.answered);
+  return gateAndRun(run, deps, calls, decided.answered, state.iteration);
+}
+
+/**
+ * Runs the calls the approval gate lets through (and answers those it
+ * denied); when any waits for a person, the turn ends parked on it.
+ */
+async function gateAndRun(
+  run: TurnRun,
+  deps: IterationDeps,
+  calls: ToolCall[],
+  answered: ReadonlyMap<string, string>,
+  iteration: number,
+): Promise<Step> {
+  const gated = await gateCalls(
+    calls.filter((c) => !answered.has(c.id)),
+    deps.tools,
+    run.options.approvals,
+    {
+      chat: { channel: run.req.channel, chatId: run.req.chatId },
+      workspace: run.toolCtx.workspace,
+      taint: run.taint,
+    },
+  );
+  const waiting = new Set(gated.parked.map((p) => p.call.id));
+  await runTools(
+    run,
+    deps,
+    calls.filter((c) => !waiting.has(c.id)),
+    new Map([...answered, ...gated.answered]),
+  );
   if (run.signal.aborted) return { next: 'end', result: { ...CANCELLED } };
+  if (gated.parked.length > 0) {
+    return {
+      next: 'end',
+      result: { content: '', outcome: 'waiting', parked: { calls: gated.parked, iteration } },
+    };
+  }
   return { next: 'continue' };
+}
+
+/**
+ * Goes on with a parked turn once its question was settled: the call runs
+ * (`run`) or gets the reason it did not; the calls parked behind it are
+ * judged again (an "always" answer may now allow them); then the iterations
+ * continue where they stopped.
+ */
+export async function resumeIterations(
+  run: TurnRun,
+  deps: IterationDeps,
+  resume: { call: ToolCall; decision: ParkedDecision; rest: ToolCall[]; iteration: number },
+): Promise<IterationResult> {
+  const { call, decision, rest } = resume;
+  const answer = decision === 'run' ? undefined : `Error: ${NOT_APPROVED[decision]}`;
+  await runTools(run, deps, [call], answer === undefined ? new Map() : new Map([[call.id, answer]]));
+  if (decision === 'cancelled' || run.signal.aborted) {
+    await runTools(run, deps, rest, new Map(rest.map((c) => [c.id, NOT_APPROVED.cancelled])));
+    return { ...CANCELLED };
+  }
+  if (rest.length > 0) {
+    const step = await gateAndRun(run, deps, rest, new Map(), resume.iteration);
+    if (step.next === 'end') return step.result;
+  }
+  return runIterations(run, deps, resume.iteration);
 }
 
 /**
@@ -301,8 +369,12 @@ async function runTools(
   const results = calls.map((call): ChatMessage => {
     const note = answered.get(call.id);
     if (note !== undefined) return { role: 'tool', toolCallId: call.id, name: call.name, content: note };
+    // What it returned came from outside (a page, search results, an MCP answer): later risky calls ask.
+    const untrusted = deps.tools.facts?.(call.name)?.untrustedOutput;
+    if (untrusted !== undefined) run.taint ??= untrusted;
     return ran.shift()!;
   });
+  if (results.length === 0) return;
   await run.record(...results);
   // Images (an MCP screenshot) reach the model after the results; the session keeps the text only.
   if (images.length > 0) run.turn.push(toolImagesMessage(images));

@@ -11,13 +11,19 @@ import { routeCommand } from '../commands/router.js';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { Logger } from '../log/index.js';
+import type { PendingApproval } from '../messages/approval.js';
 import type { InboundMessage } from '../messages/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../messages/messages.js';
 import type { TokenCounts } from '../messages/token-counts.js';
-import type { ChatMessage } from '../providers/types.js';
+import type { ChatMessage, ToolCall } from '../providers/types.js';
 import { TurnCompactor } from './compactor.js';
 import { defaultHooks } from './hooks/default-hooks.js';
-import { type IterationDeps, runIterations } from './llm-iteration.js';
+import {
+  type IterationDeps,
+  type IterationResult,
+  resumeIterations,
+  runIterations,
+} from './llm-iteration.js';
 import type { AgentLoopOptions } from './loop-options.js';
 import { MemoryModelChoiceStore } from './model-command.js';
 import { contextLimitFor } from './model-limits.js';
@@ -39,13 +45,18 @@ import {
   targetOfRequest,
 } from './turn-request.js';
 import { STOPPED_REPLY, TurnRun } from './turn-run.js';
-import type { AgentRunner, TurnOptions, TurnOutcome, TurnResult } from './types.js';
+import type { AgentRunner, ParkedDecision, TurnOptions, TurnResult } from './types.js';
 import { toUserMessages, type UserTurnMessage } from './user-content.js';
 
 export type { AgentLoopOptions, LoopContextBuilder, PromptSession } from './loop-options.js';
 export type { LoopTools } from './tool-batch.js';
 export type { TurnRequest } from './turn-request.js';
 export { contextFullReply, STOPPED_REPLY, type TurnRun } from './turn-run.js';
+
+/** The id a resumed turn's messages and reply derive from: the parked turn's, and the question's code. */
+export function resumedTurnId(pending: PendingApproval): string {
+  return `${pending.parked.request.ids[0] ?? pending.sessionKey}~${pending.code}`;
+}
 
 /** The agent core. Shared by every session; all per-turn state lives in the turn. */
 export class AgentLoop implements AgentRunner {
@@ -210,8 +221,7 @@ export class AgentLoop implements AgentRunner {
     try {
       run = await this.#startRun(req, options, meter, log);
       await run.addUser(req.user, req.ids, this.#o.context);
-      const { content, outcome } = await this.runLLMIteration(run);
-      return await this.#finishRun(run, content, outcome);
+      return await this.#finishRun(run, await this.runLLMIteration(run));
     } catch (err) {
       logTurn(log, meter.finish('error'));
       throw err;
@@ -250,9 +260,45 @@ export class AgentLoop implements AgentRunner {
     });
   }
 
+  /**
+   * Goes on with a turn that parked on a question, once it was settled
+   * (`decision`): on any worker, after any restart. The session already holds
+   * the turn's messages up to the parked call; the turn continues from there.
+   */
+  async resumeTurn(
+    pending: PendingApproval,
+    decision: ParkedDecision,
+    options: TurnOptions = {},
+  ): Promise<TurnResult> {
+    const { request } = pending.parked;
+    // Its own id: what the resumed turn sends must not share ids with what it sent before it parked.
+    const req: TurnRequest = { ...request, user: [], ids: [resumedTurnId(pending)], recordChannel: false };
+    const meter = new TurnMeter(req.sessionKey);
+    const log = this.#o.logger.child({ session: req.sessionKey, approval: pending.code });
+    let run: TurnRun | undefined;
+    try {
+      run = await this.#startRun(req, options, meter, log);
+      run.taint = pending.taint;
+      const result = await resumeIterations(run, this.#iteration, {
+        call: pending.call,
+        decision,
+        rest: pending.parked.rest,
+        iteration: pending.parked.iteration,
+      });
+      return await this.#finishRun(run, result);
+    } catch (err) {
+      logTurn(log, meter.finish('error'));
+      throw err;
+    } finally {
+      run?.dispose();
+    }
+  }
+
   /** Records the final message, logs the turn's figures, schedules a summary, and builds the result. */
-  async #finishRun(run: TurnRun, content: string, outcome: TurnOutcome): Promise<TurnResult> {
+  async #finishRun(run: TurnRun, ended: IterationResult): Promise<TurnResult> {
+    const { content, outcome } = ended;
     const { req, meter, log } = run;
+    if (ended.parked) return this.#parkRun(run, ended.parked);
     const text = outcome === 'cancelled' ? STOPPED_REPLY : content;
     // The turn's tokens ride on its final message, so /status can sum a conversation from its log
     // (and say which model gave the last answer).
@@ -278,12 +324,46 @@ export class AgentLoop implements AgentRunner {
     };
   }
 
+  /** A turn that ends waiting for a person: nothing is replied; the result carries the question. */
+  #parkRun(run: TurnRun, parked: NonNullable<IterationResult['parked']>): TurnResult {
+    const { req, meter, log } = run;
+    const [first, ...rest] = parked.calls;
+    const metrics = meter.finish('waiting');
+    logTurn(log, metrics);
+    const plain = (c: ToolCall) => ({ id: c.id, name: c.name, arguments: c.arguments });
+    return {
+      sessionKey: req.sessionKey,
+      reply: undefined,
+      target: targetOfRequest(req),
+      metrics,
+      parked: {
+        call: plain(first!.call),
+        summary: first!.verdict.summary,
+        ...(first!.verdict.rule ? { rule: first!.verdict.rule } : {}),
+        rest: rest.map((p) => plain(p.call)),
+        iteration: parked.iteration,
+        taint: run.taint,
+        request: {
+          channel: req.channel,
+          chatId: req.chatId,
+          ...(req.threadId ? { threadId: req.threadId } : {}),
+          sessionKey: req.sessionKey,
+          ...(req.senderName ? { senderName: req.senderName } : {}),
+          ...(req.isGroup ? { isGroup: true } : {}),
+          ids: [...req.ids],
+          ...(req.noHistory ? { noHistory: true } : {}),
+          ...(req.replyTo ? { replyTo: req.replyTo } : {}),
+        },
+      },
+    };
+  }
+
   /**
    * The back-and-forth with the model: up to maxIterations LLM calls; tool
    * calls run and their results go back; pending messages join between
    * iterations; a context-length error compacts and retries (at most twice).
    */
-  async runLLMIteration(run: TurnRun): Promise<{ content: string; outcome: TurnOutcome }> {
+  async runLLMIteration(run: TurnRun): Promise<IterationResult> {
     return runIterations(run, this.#iteration);
   }
 

@@ -15,6 +15,8 @@ export interface LoopTools {
   definitions(): ToolDefinition[];
   /** Never throws by contract; a throw is still turned into an error result here. */
   execute(name: string, rawArguments: string, ctx: ToolContext): Promise<ToolResult>;
+  /** What approvals and the turn's taint need to know of a tool (ToolRegistry.facts). */
+  facts?(name: string): { readOnly: boolean; mcp: boolean; untrustedOutput?: string } | undefined;
 }
 
 /** The result every outstanding call gets when the turn is cancelled. */

@@ -69,6 +69,8 @@ export class TurnRun {
   summary: string | undefined;
   /** This turn's messages, as the next request sends them. */
   turn: ChatMessage[] = [];
+  /** The untrusted text the turn read ("a web page"), once it read any: risky calls then always ask. */
+  taint: string | undefined;
   readonly #sessions: SessionStore;
   readonly #abortWait: AbortWait;
 

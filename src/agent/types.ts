@@ -2,6 +2,9 @@
  * The agent core's public surface, as seen by the worker, the CLI and the
  * scheduler. AgentLoop (agent/loop.ts) implements AgentRunner.
  */
+
+import type { TurnApprovals } from '../approvals/ports.js';
+import type { ParkedCall } from '../messages/approval.js';
 import type { InboundMessage, OutboundMessageInput } from '../messages/messages.js';
 import type { TurnMetrics } from '../messages/turn-metrics.js';
 import type { ToolCall } from '../providers/types.js';
@@ -27,6 +30,8 @@ export interface TurnOptions {
   onTool?: (call: ToolCall) => void;
   /** Delegation depth of the turn: 0 for a user's turn, +1 per helper level. @defaultValue 0 */
   depth?: number;
+  /** Ask before risky tool calls (MAGPIE_APPROVAL). Absent: nothing asks. */
+  approvals?: TurnApprovals;
 }
 
 export interface TurnResult {
@@ -39,7 +44,33 @@ export interface TurnResult {
   /** Where the reply goes (the origin chat; for system messages the chat named in them). */
   target: Pick<OutboundMessageInput, 'channel' | 'chatId' | 'threadId' | 'replyTo'>;
   metrics: TurnMetrics;
+  /** Set when the turn parked (outcome `waiting`): the question to ask and what it needs to resume. */
+  parked?: ParkedTurn;
 }
+
+/** A turn parked on a question: the first waiting call is asked about, the rest wait behind it. */
+export interface ParkedTurn {
+  call: ParkedCall;
+  summary: string;
+  rule?: { tool: string; prefix?: string };
+  rest: ParkedCall[];
+  iteration: number;
+  taint: string | undefined;
+  request: {
+    channel: string;
+    chatId: string;
+    threadId?: string;
+    sessionKey: string;
+    senderName?: string;
+    isGroup?: boolean;
+    ids: string[];
+    noHistory?: boolean;
+    replyTo?: string;
+  };
+}
+
+/** How a parked call was settled, as the resumed turn acts on it. */
+export type ParkedDecision = 'run' | 'denied' | 'timeout' | 'cancelled' | 'interrupted';
 
 export interface AgentRunner {
   /**

@@ -57,6 +57,8 @@ export function createMcpTool(options: McpToolOptions): Tool<typeof parameters> 
     timeLimitMs: options.timeLimitMs,
     // Not read-only unless its server says so.
     readOnly: info.readOnly === true,
+    mcp: true,
+    untrustedOutput: `an answer of the MCP server ${server}`,
     async execute(args, ctx) {
       try {
         const result = await options.call(args, ctx.signal);

@@ -43,4 +43,6 @@ export type TurnOutcome =
   | 'command'
   | 'skipped'
   | 'loop'
-  | 'context_full';
+  | 'context_full'
+  /** Parked: a tool call waits for a person's approval; the turn resumes when it is answered. */
+  | 'waiting';

@@ -199,6 +199,7 @@ function redacting(tool: Tool, secrets: string[]): Tool {
     description: tool.description,
     parameters: tool.parameters,
     ...(tool.timeLimitMs === undefined ? {} : { timeLimitMs: tool.timeLimitMs }),
+    ...(tool.untrustedOutput === undefined ? {} : { untrustedOutput: tool.untrustedOutput }),
     execute: async (args, ctx) => redactResult(await tool.execute(args, ctx), secrets),
   };
 }

@@ -127,6 +127,17 @@ export class ToolRegistry {
     return this.tools.get(name)?.readOnly === true;
   }
 
+  /** What the approval policy and the turn's taint need to know of a tool; undefined when unknown. */
+  facts(name: string): { readOnly: boolean; mcp: boolean; untrustedOutput?: string } | undefined {
+    const tool = this.tools.get(name);
+    if (!tool) return undefined;
+    return {
+      readOnly: tool.readOnly === true,
+      mcp: tool.mcp === true,
+      ...(tool.untrustedOutput ? { untrustedOutput: tool.untrustedOutput } : {}),
+    };
+  }
+
   /** Tool names in registration order. */
   names(): string[] {
     return [...this.tools.keys()];

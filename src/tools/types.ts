@@ -61,6 +61,13 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
    * marks it with `readOnlyHint`). Unset: not read-only.
    */
   readonly readOnly?: boolean;
+  /**
+   * What the tool returns is text from outside that may try to steer the model (a web page,
+   * search results, an MCP server's answer): after it, every risky call asks the owner.
+   */
+  readonly untrustedOutput?: string;
+  /** The tool belongs to an MCP server. */
+  readonly mcp?: boolean;
   execute(args: z.infer<P>, ctx: ToolContext): Promise<ToolResult>;
 }
 
