@@ -283,7 +283,10 @@ export async function resumeIterations(
 ): Promise<IterationResult> {
   const { call, decision, rest } = resume;
   const answer = decision === 'run' ? undefined : `Error: ${NOT_APPROVED[decision]}`;
-  await runTools(run, deps, [call], answer === undefined ? new Map() : new Map([[call.id, answer]]));
+  // A turn redone after a crash past this point finds the call answered in the session: not again.
+  const done = run.history.some((m) => m.role === 'tool' && m.toolCallId === call.id);
+  if (!done)
+    await runTools(run, deps, [call], answer === undefined ? new Map() : new Map([[call.id, answer]]));
   if (decision === 'cancelled' || run.signal.aborted) {
     await runTools(run, deps, rest, new Map(rest.map((c) => [c.id, NOT_APPROVED.cancelled])));
     return { ...CANCELLED };

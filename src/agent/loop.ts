@@ -11,7 +11,7 @@ import { routeCommand } from '../commands/router.js';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { Logger } from '../log/index.js';
-import type { PendingApproval } from '../messages/approval.js';
+import { type PendingApproval, resumedTurnId } from '../messages/approval.js';
 import type { InboundMessage } from '../messages/messages.js';
 import { isInternalChannel, sessionKeyOf } from '../messages/messages.js';
 import type { TokenCounts } from '../messages/token-counts.js';
@@ -52,11 +52,6 @@ export type { AgentLoopOptions, LoopContextBuilder, PromptSession } from './loop
 export type { LoopTools } from './tool-batch.js';
 export type { TurnRequest } from './turn-request.js';
 export { contextFullReply, STOPPED_REPLY, type TurnRun } from './turn-run.js';
-
-/** The id a resumed turn's messages and reply derive from: the parked turn's, and the question's code. */
-export function resumedTurnId(pending: PendingApproval): string {
-  return `${pending.parked.request.ids[0] ?? pending.sessionKey}~${pending.code}`;
-}
 
 /** The agent core. Shared by every session; all per-turn state lives in the turn. */
 export class AgentLoop implements AgentRunner {

@@ -4,7 +4,7 @@
  */
 
 import type { TurnApprovals } from '../approvals/ports.js';
-import type { ParkedCall } from '../messages/approval.js';
+import type { ParkedCall, PendingApproval } from '../messages/approval.js';
 import type { InboundMessage, OutboundMessageInput } from '../messages/messages.js';
 import type { TurnMetrics } from '../messages/turn-metrics.js';
 import type { ToolCall } from '../providers/types.js';
@@ -82,4 +82,6 @@ export interface AgentRunner {
   processDirect(content: string, sessionKey: string, options?: TurnOptions): Promise<TurnResult>;
   /** A heartbeat turn: no history, its own session `heartbeat`. */
   processHeartbeat(prompt: string, options?: TurnOptions): Promise<TurnResult>;
+  /** Goes on with a turn parked on an approval question once it was settled (`decision`). */
+  resumeTurn?(pending: PendingApproval, decision: ParkedDecision, options?: TurnOptions): Promise<TurnResult>;
 }

@@ -12,6 +12,7 @@ import type { Config } from '../config/index.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
+import type { AnswerOutcome, ApprovalAnswer, PendingApproval } from '../messages/approval.js';
 import type { LiveUpdate } from '../messages/live-update.js';
 import {
   type InboundMessage,
@@ -22,7 +23,9 @@ import {
   OutboundMessageSchema,
   sessionKeyOf,
 } from '../messages/messages.js';
+import { shortHash } from '../messages/short-hash.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
+import { RedisApprovals } from './approvals.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
 import { RedisCooldownStore } from './cooldown-store.js';
@@ -37,6 +40,7 @@ import { RedisModelChoiceStore } from './model-choice-store.js';
 import { RedisOpsReader } from './ops-reader.js';
 import { RedisPairingStore } from './pairing-store.js';
 import {
+  APPROVAL_TIMEOUT_QUEUE,
   INBOUND_QUEUE,
   outboundJobOptions,
   outboundQueueName,
@@ -100,6 +104,8 @@ export class Bus implements WebEventBus {
   readonly liveRecords: RedisLiveRecords;
   /** The operations view's reads (status, dashboard, `/metrics`). */
   readonly opsReader: RedisOpsReader;
+  /** Approval questions and each chat's "always allow" rules. */
+  readonly approvals: RedisApprovals;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
   private readonly queues = new Map<string, Queue>();
@@ -115,6 +121,7 @@ export class Bus implements WebEventBus {
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
     this.liveRecords = new RedisLiveRecords(redis, this.prefix);
     this.opsReader = new RedisOpsReader(redis, this.prefix);
+    this.approvals = new RedisApprovals(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
     this.turnJobs = options.turnJobs ?? {};
   }
@@ -166,9 +173,66 @@ export class Bus implements WebEventBus {
     });
   }
 
-  /** `/stop`: aborts the session's running turn; true when one was running. Queued messages stay. */
+  /**
+   * `/stop`: aborts the session's running turn, or settles its waiting approval question as
+   * cancelled (the parked turn then ends "Stopped."); true when there was either. Queued messages stay.
+   */
   async cancel(sessionKey: string): Promise<boolean> {
-    return this.guard(() => publishCancel(this.redis, this.prefix, sessionKey));
+    return this.guard(async () => {
+      const running = await publishCancel(this.redis, this.prefix, sessionKey);
+      const pending = await this.approvals.get(sessionKey);
+      if (pending?.state !== 'waiting') return running;
+      const found = await this.approvals.move(sessionKey, pending.code, 'waiting', 'cancelled', '/stop');
+      if (found !== 'waiting') return running;
+      await this.enqueueTurn(sessionKey);
+      return true;
+    });
+  }
+
+  /** Wakes a worker for the session (a settled question's turn goes on; waiting messages follow). */
+  async enqueueTurn(sessionKey: string): Promise<void> {
+    const data: TurnJobData = { sessionKey };
+    await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+  }
+
+  /**
+   * An answer typed or pressed in the chat of `sessionKey`: settles its question once
+   * (bus/approvals.ts) and, when it did, wakes a worker to go on with the turn.
+   */
+  async answerApproval(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome> {
+    return this.guard(async () => {
+      const outcome = await this.approvals.answer(sessionKey, answer);
+      if (outcome.kind === 'decided') await this.enqueueTurn(sessionKey);
+      return outcome;
+    });
+  }
+
+  /** Stores a new question and schedules its time-out (a delayed job: it outlives every restart). */
+  async parkApproval(pending: PendingApproval): Promise<void> {
+    await this.guard(async () => {
+      await this.approvals.park(pending);
+      const delay = Math.max(0, Date.parse(pending.expiresAt) - Date.now());
+      await this.queue(APPROVAL_TIMEOUT_QUEUE).add(
+        'timeout',
+        { sessionKey: pending.sessionKey, code: pending.code },
+        {
+          jobId: `timeout-${shortHash(`${pending.sessionKey}\0${pending.code}`, 24)}`,
+          delay,
+          attempts: 5,
+          backoff: { type: 'exponential', delay: 1_000 },
+          removeOnComplete: { age: 3_600 },
+          removeOnFail: { age: 7 * 24 * 3_600 },
+        },
+      );
+    });
+  }
+
+  /** The time-out of question `code`: settles it as timed out if it still waits, and wakes a worker. */
+  async expireApproval(sessionKey: string, code: string): Promise<boolean> {
+    const found = await this.approvals.move(sessionKey, code, 'waiting', 'timeout', 'timeout');
+    if (found !== 'waiting') return false;
+    await this.enqueueTurn(sessionKey);
+    return true;
   }
 
   /** Called with the session key of every cancellation (workers). */

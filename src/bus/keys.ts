@@ -28,6 +28,12 @@ export const keys = {
   /** Pub/sub of everything a web chat's open pages receive (web-events.ts). */
   web: (prefix: string, chat: string) => `${prefix}:web:${chat}`,
   lastChannel: (prefix: string) => `${prefix}:state:last-channel`,
+  /** A session's approval question (a hash: the record and its state), see approvals.ts. */
+  approval: (prefix: string, sessionKey: string) => `${prefix}:approval:${sessionKey}`,
+  /** Sessions with a question waiting, scored by when it expires (ms). */
+  approvalsWaiting: (prefix: string) => `${prefix}:approvals`,
+  /** A chat's "always allow" rules (a set of JSON rules). */
+  approvalRules: (prefix: string, chatKey: string) => `${prefix}:approval-rules:${chatKey}`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,
 };

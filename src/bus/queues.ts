@@ -8,6 +8,8 @@ import { shortHash } from '../messages/short-hash.js';
 
 /** The queue of turn jobs (one pending turn per session). */
 export const INBOUND_QUEUE = 'inbound';
+/** Delayed jobs that time out approval questions (approvals.ts). */
+export const APPROVAL_TIMEOUT_QUEUE = 'approval-timeouts';
 
 /** The queue a channel consumes: `outbound-<channel>`. */
 export function outboundQueueName(channel: string): string {

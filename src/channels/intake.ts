@@ -7,7 +7,9 @@
  * command text; they give this function three small ports.
  */
 
+import { answerReply, parseAnswer } from '../approvals/question.js';
 import { routeCommand } from '../commands/router.js';
+import type { AnswerOutcome, ApprovalAnswer } from '../messages/approval.js';
 import { type InboundMessageInput, sessionKeyOf } from '../messages/messages.js';
 
 /** What the intake needs from the adapter. */
@@ -21,6 +23,8 @@ export interface IntakePorts {
   cancel(sessionKey: string): Promise<boolean>;
   /** Answers in the message's chat at once. */
   reply(text: string): Promise<void>;
+  /** Settles the session's approval question (`bus.answerApproval`). Absent: questions cannot be answered here. */
+  approve?(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome>;
 }
 
 /** Options of {@link intake}. */
@@ -54,6 +58,23 @@ export async function intake(
     return 'published';
   }
   const sessionKey = sessionKeyOf(message);
-  await route.entry.run({ cancel: () => ports.cancel(sessionKey), reply: (text) => ports.reply(text) });
+  const { approve } = ports;
+  await route.entry.run({
+    cancel: () => ports.cancel(sessionKey),
+    reply: (text) => ports.reply(text),
+    ...(route.command.argument ? { argument: route.command.argument } : {}),
+    ...(approve
+      ? {
+          approve: async (command: 'approve' | 'deny', argument: string | undefined) => {
+            const read = parseAnswer(command, argument);
+            if (!read)
+              return `Answer with /${command} followed by the code in the question, e.g. /${command} K7QF2.`;
+            const senderName = message.senderName || message.senderId || 'someone';
+            const answer = { ...read, senderId: message.senderId ?? '', senderName };
+            return answerReply(await approve(sessionKey, answer), answer);
+          },
+        }
+      : {}),
+  });
   return 'answered';
 }

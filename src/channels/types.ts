@@ -6,6 +6,7 @@
 import type { PairingStore } from '../bus/pairing-store.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import type { AnswerOutcome, ApprovalAnswer } from '../messages/approval.js';
 import type { LiveUpdate } from '../messages/live-update.js';
 import type { InboundMessageInput, OutboundMessage } from '../messages/messages.js';
 import type { LiveRecords } from './live/surface.js';
@@ -14,8 +15,10 @@ import type { LiveRecords } from './live/surface.js';
 export interface ChannelBus {
   /** Validates and durably queues an inbound message. Rejects when Redis is away. */
   publishInbound(message: InboundMessageInput): Promise<void>;
-  /** `/stop` for a session: aborts its running turn; queued messages stay. */
+  /** `/stop` for a session: aborts its running turn (or cancels its waiting question); queued messages stay. */
   cancel(sessionKey: string): Promise<boolean>;
+  /** `/approve CODE`, `/deny CODE` or a button: settles the session's approval question once. */
+  answerApproval(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome>;
   /**
    * What the channel showed of turns' live replies (a redone turn continues its preview).
    * @defaultValue kept in the gateway's memory only

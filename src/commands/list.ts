@@ -18,6 +18,13 @@ export interface AtOncePorts {
   cancel(): Promise<boolean>;
   /** Answers in the chat at once. */
   reply(text: string): Promise<void>;
+  /** The text after the command (`/approve K7QF2 always` → `K7QF2 always`). */
+  argument?: string;
+  /**
+   * Answers the chat's approval question as the message's sender; resolves what to tell the
+   * chat. Absent where no bus keeps questions.
+   */
+  approve?(command: 'approve' | 'deny', argument: string | undefined): Promise<string>;
 }
 
 interface EntryBase {
@@ -61,6 +68,22 @@ export const COMMANDS = [
     // Whether a running turn was cancelled; the turn itself then ends with "Stopped.".
     run: async ({ cancel, reply }) => reply((await cancel()) ? 'Stopping.' : 'Nothing to stop.'),
     inTurnReply: 'Nothing is running right now.',
+  },
+  {
+    command: 'approve',
+    description: 'allow what magpie asked about: /approve CODE, or /approve CODE always',
+    runs: 'at-once',
+    run: async ({ approve, argument, reply }) =>
+      reply(approve ? await approve('approve', argument) : 'There is nothing to approve here.'),
+    inTurnReply: 'There is nothing to approve here: questions are answered in a chat with the daemon.',
+  },
+  {
+    command: 'deny',
+    description: 'refuse what magpie asked about: /deny CODE',
+    runs: 'at-once',
+    run: async ({ approve, argument, reply }) =>
+      reply(approve ? await approve('deny', argument) : 'There is nothing to deny here.'),
+    inTurnReply: 'There is nothing to deny here: questions are answered in a chat with the daemon.',
   },
   { command: 'status', description: 'model, conversation length and tokens used', runs: 'in-turn' },
   {

@@ -65,6 +65,8 @@ export const PendingApprovalSchema = z.object({
   decidedBy: z.string().optional(),
   /** Allowed with "always": the rule was stored. */
   always: z.boolean().optional(),
+  /** The question was sent to its chat. */
+  asked: z.boolean().optional(),
   /** The turn, parked: its request, the calls after this one still to ask about, where it was. */
   parked: z.object({
     request: ParkedRequestSchema,
@@ -75,6 +77,11 @@ export const PendingApprovalSchema = z.object({
   }),
 });
 export type PendingApproval = z.infer<typeof PendingApprovalSchema>;
+
+/** The id a resumed turn's messages and reply derive from: the parked turn's, and the question's code. */
+export function resumedTurnId(pending: PendingApproval): string {
+  return `${pending.parked.request.ids[0] ?? pending.sessionKey}~${pending.code}`;
+}
 
 /** An answer typed or pressed in a chat: `/approve CODE`, `/approve CODE always`, `/deny CODE`. */
 export interface ApprovalAnswer {

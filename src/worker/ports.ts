@@ -3,9 +3,11 @@
  * Bus (src/bus/bus.ts) implements it; the composition root passes it in.
  */
 import type { ActivityEvent } from '../bus/activity.js';
+import type { RedisApprovals } from '../bus/approvals.js';
 import type { Consumer, ConsumerTuning, JobProcessor } from '../bus/consumer.js';
 import type { Mailbox } from '../bus/mailbox.js';
 import type { TurnRecorder, TurnRecorderOptions } from '../bus/turn-recorder.js';
+import type { PendingApproval } from '../messages/approval.js';
 import type { LiveUpdate } from '../messages/live-update.js';
 import type { OutboundMessageInput } from '../messages/messages.js';
 
@@ -20,4 +22,10 @@ export interface TurnBus {
   /** `/stop` requests; returns the unsubscribe. */
   onCancel(handler: (sessionKey: string) => void): Promise<() => Promise<void>>;
   turnRecorder(options: Omit<TurnRecorderOptions, 'redis' | 'prefix'>): TurnRecorder;
+  /** Approval questions and rules (bus/approvals.ts). */
+  readonly approvals: Pick<RedisApprovals, 'get' | 'move' | 'finish' | 'rules' | 'markAsked'>;
+  /** Stores a new question and schedules its time-out. */
+  parkApproval(pending: PendingApproval): Promise<void>;
+  /** Settles a question that is still waiting as timed out; true when it did. */
+  expireApproval(sessionKey: string, code: string): Promise<boolean>;
 }

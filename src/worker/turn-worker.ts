@@ -8,22 +8,27 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { failureReply, isTransient } from '../agent/failure-reply.js';
 import { originOf } from '../agent/turn-request.js';
-import type { AgentRunner, TurnOptions, TurnResult } from '../agent/types.js';
+import type { AgentRunner, ParkedDecision, TurnOptions, TurnResult } from '../agent/types.js';
+import type { TurnApprovals } from '../approvals/ports.js';
+import { newCode, questionActions, questionText } from '../approvals/question.js';
 import { routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import type { Mailbox } from '../bus/mailbox.js';
-import { INBOUND_QUEUE } from '../bus/queues.js';
+import { APPROVAL_TIMEOUT_QUEUE, INBOUND_QUEUE } from '../bus/queues.js';
 import type { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
+import { type ApprovalMode, type PendingApproval, resumedTurnId } from '../messages/approval.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
 import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
+import { shortHash } from '../messages/short-hash.js';
 import type { ToolCall } from '../providers/types.js';
 import { LivePublisher } from './live-publisher.js';
 import type { TurnBus } from './ports.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
+const TimeoutJobSchema = z.object({ sessionKey: z.string().min(1), code: z.string().min(1) });
 
 export interface TurnWorkerOptions extends ConsumerTuning {
   bus: TurnBus;
@@ -43,6 +48,11 @@ export interface TurnWorkerOptions extends ConsumerTuning {
   streams?: (channel: string) => boolean;
   /** Pace of live snapshots (see LivePublisher). @defaultValue 500 ms before the first, 250 ms apart */
   livePace?: { firstAfterMs?: number; intervalMs?: number };
+  /**
+   * Ask before risky tool calls (MAGPIE_APPROVAL): turns park on a question, which outlives
+   * every restart, and go on when it is answered or times out. @defaultValue off
+   */
+  approval?: { mode: ApprovalMode; timeoutMs: number; execNetwork: boolean };
 }
 
 export class TurnWorker {
@@ -58,6 +68,8 @@ export class TurnWorker {
   /** Per-turn figures and running turns in Redis, for status and the dashboard. */
   private readonly recorder: TurnRecorder;
   private consumer: Consumer | undefined;
+  private timeouts: Consumer | undefined;
+  private readonly approval: TurnWorkerOptions['approval'];
   private unsubscribe: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
 
@@ -65,7 +77,17 @@ export class TurnWorker {
     this.bus = options.bus;
     this.agent = options.agent;
     this.logger = options.logger.child({ component: 'turn-worker' });
-    const { bus: _bus, agent: _agent, logger: _logger, timezone, streams, livePace, ...tuning } = options;
+    const {
+      bus: _bus,
+      agent: _agent,
+      logger: _logger,
+      timezone,
+      streams,
+      livePace,
+      approval,
+      ...tuning
+    } = options;
+    this.approval = approval?.mode === 'off' ? undefined : approval;
     this.streams = streams ?? (() => false);
     this.livePace = livePace;
     this.tuning = tuning;
@@ -87,6 +109,22 @@ export class TurnWorker {
     });
     this.consumer = this.bus.consume(INBOUND_QUEUE, (job) => this.process(job), this.tuning);
     await this.consumer.ready();
+    if (this.approval) {
+      this.timeouts = this.bus.consume(APPROVAL_TIMEOUT_QUEUE, (job) => this.expire(job), this.tuning);
+      await this.timeouts.ready();
+    }
+  }
+
+  /** A question's time-out: settles it as timed out when it still waits (the turn job then goes on). */
+  private async expire(job: ConsumedJob): Promise<void> {
+    const parsed = TimeoutJobSchema.safeParse(job.data);
+    if (!parsed.success) throw new AppError('INVALID_MESSAGE', `malformed approval time-out ${job.id}`);
+    const { sessionKey, code } = parsed.data;
+    if (await this.bus.expireApproval(sessionKey, code))
+      this.logger.info(
+        { session: sessionKey, approval: code, decidedBy: 'timeout' },
+        'approval timed out: denied',
+      );
   }
 
   /** Number of turns running in this process now. */
@@ -96,7 +134,11 @@ export class TurnWorker {
 
   /** Stops taking jobs and lets running turns finish (bounded). Idempotent. */
   close(): Promise<void> {
-    this.closing ??= runAll([() => this.consumer?.close(), () => this.unsubscribe?.()]);
+    this.closing ??= runAll([
+      () => this.consumer?.close(),
+      () => this.timeouts?.close(),
+      () => this.unsubscribe?.(),
+    ]);
     return this.closing;
   }
 
@@ -104,6 +146,8 @@ export class TurnWorker {
   private async process(job: ConsumedJob): Promise<void> {
     const sessionKey = this.sessionOf(job);
     const log = this.logger.child({ session: sessionKey, job: job.id });
+    // A turn parked on a question goes first: its chat's messages wait until it is settled.
+    if (this.approval && !(await this.settleParked(job, sessionKey, log))) return;
     const mailbox = this.bus.mailbox(sessionKey);
     const first = await mailbox.read(0);
     if (first.messages.length === 0) {
@@ -157,6 +201,26 @@ export class TurnWorker {
   private async runAndAnswer(turn: TakenTurn, signal: AbortSignal, live: LivePublisher | undefined) {
     const recordIteration = this.recorder.onIteration(turn.id, turn.sessionKey, turn.since.toISOString());
     const result = await this.runTurn(turn.batch, signal, this.turnIo(turn, live, recordIteration));
+    await this.answerTurn(turn, result, live);
+  }
+
+  /** Runs `turn`, catching its failure for {@link answerTurn}. */
+  private async settle(
+    turn: () => Promise<TurnResult>,
+  ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
+    try {
+      return { ok: true, value: await turn() };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+
+  /** Records the turn's figures and queues its reply, its question or its failure. */
+  private async answerTurn(
+    turn: TakenTurn,
+    result: { ok: true; value: TurnResult } | { ok: false; error: unknown },
+    live: LivePublisher | undefined,
+  ): Promise<void> {
     // Sent first on the shared connection, so Redis records the figures before the reply is queued;
     // awaited after, so the reply does not wait for a round trip of its own.
     const recorded = this.recorder.finished(
@@ -174,7 +238,10 @@ export class TurnWorker {
     // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
     await live?.close();
     const completes = live ? { live: turn.id } : {};
-    if (result.ok) {
+    if (result.ok && result.value.parked) {
+      await this.ask(turn, result.value, completes);
+      await recorded;
+    } else if (result.ok) {
       if (result.value.reply !== undefined) {
         await this.bus.publishOutbound({
           ...result.value.target,
@@ -189,6 +256,185 @@ export class TurnWorker {
     } else {
       await this.answerFailure(turn, result.error, completes);
     }
+  }
+
+  /**
+   * Parks the turn on its question: stores it (with the time-out), then sends it to the chat with
+   * its buttons. A question stored but not sent (a crash between) is sent by the next turn job.
+   */
+  private async ask(turn: TakenTurn, result: TurnResult, completes: { live?: string }): Promise<void> {
+    const parked = result.parked!;
+    const now = new Date();
+    const pending: PendingApproval = {
+      code: newCode(),
+      sessionKey: turn.sessionKey,
+      target: {
+        channel: result.target.channel,
+        chatId: result.target.chatId,
+        ...(result.target.threadId ? { threadId: result.target.threadId } : {}),
+      },
+      // Only the person whose message started the turn; a helper's result: whoever is in that chat.
+      approvers: !isInternalChannel(turn.head.channel) && turn.head.senderId ? [turn.head.senderId] : [],
+      call: parked.call,
+      summary: parked.summary,
+      ...(parked.rule ? { rule: parked.rule } : {}),
+      tainted: parked.taint !== undefined,
+      ...(parked.taint ? { taint: parked.taint } : {}),
+      askedAt: now.toISOString(),
+      expiresAt: new Date(now.getTime() + (this.approval?.timeoutMs ?? 600_000)).toISOString(),
+      state: 'waiting',
+      parked: {
+        request: parked.request,
+        rest: parked.rest,
+        iteration: parked.iteration,
+        ...(turn.head.platformMessageId ? { replyTo: turn.head.platformMessageId } : {}),
+      },
+    };
+    await this.bus.parkApproval(pending);
+    turn.log.info(
+      { approval: pending.code, tool: pending.call.name, tainted: pending.tainted },
+      'turn parked: approval asked',
+    );
+    await this.sendQuestion(pending, routingMetadata(turn.batch), completes);
+  }
+
+  /** Sends a stored question to its chat (the same id however often: it shows once). */
+  private async sendQuestion(
+    pending: PendingApproval,
+    metadata: Record<string, unknown>,
+    completes: { live?: string } = {},
+  ): Promise<void> {
+    await this.bus.publishOutbound({
+      ...pending.target,
+      id: `ask-${shortHash(`${pending.sessionKey}\0${pending.code}`, 24)}`,
+      content: questionText(pending),
+      actions: questionActions(pending),
+      kind: 'reply',
+      metadata: { ...metadata, approval: pending.code },
+      ...completes,
+    });
+    await this.bus.approvals.markAsked(pending.sessionKey, pending.code);
+  }
+
+  /**
+   * The session's parked turn, if any: still waiting → false (its chat's messages wait; a
+   * question not yet sent is sent); settled → the turn goes on here, then true (the mailbox next).
+   */
+  private async settleParked(job: ConsumedJob, sessionKey: string, log: Logger): Promise<boolean> {
+    let pending = await this.bus.approvals.get(sessionKey);
+    if (!pending) return true;
+    if (pending.state === 'waiting' && Date.parse(pending.expiresAt) <= Date.now()) {
+      await this.bus.expireApproval(sessionKey, pending.code);
+      pending = await this.bus.approvals.get(sessionKey);
+      if (!pending) return true;
+    }
+    if (pending.state === 'waiting') {
+      if (!pending.asked) await this.sendQuestion(pending, {});
+      log.debug({ approval: pending.code }, 'approval still waiting: messages wait');
+      return false;
+    }
+    const decision = await this.decisionOf(pending);
+    log.info(
+      { approval: pending.code, decision, decidedBy: pending.decidedBy },
+      'approval settled: turn goes on',
+    );
+    await this.resume(job, pending, decision, log);
+    return true;
+  }
+
+  /** What the resumed turn does with the call: an allowed one is claimed (allowed → running) so it runs once. */
+  private async decisionOf(pending: PendingApproval): Promise<ParkedDecision> {
+    switch (pending.state) {
+      case 'allowed': {
+        const found = await this.bus.approvals.move(
+          pending.sessionKey,
+          pending.code,
+          'allowed',
+          'running',
+          pending.decidedBy ?? '',
+        );
+        return found === 'allowed' ? 'run' : 'interrupted';
+      }
+      case 'running':
+        return 'interrupted';
+      case 'denied':
+        return 'denied';
+      case 'timeout':
+        return 'timeout';
+      default:
+        return 'cancelled';
+    }
+  }
+
+  /** Runs the rest of a parked turn and answers (or asks the next question), then removes the settled one. */
+  private async resume(job: ConsumedJob, pending: PendingApproval, decision: ParkedDecision, log: Logger) {
+    const { sessionKey } = pending;
+    const request = pending.parked.request;
+    const head: InboundMessage = {
+      id: resumedTurnId(pending),
+      channel: request.channel,
+      chatId: request.chatId,
+      ...(request.threadId ? { threadId: request.threadId } : {}),
+      senderId: pending.approvers[0] ?? '',
+      content: '',
+      media: [],
+      sessionKey,
+      ...(pending.parked.replyTo ? { platformMessageId: pending.parked.replyTo } : {}),
+      isGroup: request.isGroup ?? false,
+      receivedAt: pending.askedAt,
+      metadata: {},
+    };
+    const turn: TakenTurn = {
+      job,
+      sessionKey,
+      log,
+      mailbox: this.bus.mailbox(sessionKey),
+      batch: [],
+      taken: 0,
+      head,
+      id: turnId(sessionKey, head.id),
+      origin: {
+        channel: request.channel,
+        chatId: request.chatId,
+        ...(request.threadId ? { threadId: request.threadId } : {}),
+      },
+      since: new Date(),
+    };
+    const controller = new AbortController();
+    this.running.set(sessionKey, controller);
+    await Promise.all([
+      this.activity(turn.origin, true, log),
+      this.recorder.started(turn.id, sessionKey, turn.since),
+    ]);
+    try {
+      const recordIteration = this.recorder.onIteration(turn.id, sessionKey, turn.since.toISOString());
+      const io = this.turnIo(turn, undefined, recordIteration);
+      const result = await this.settle(() =>
+        this.agent.resumeTurn!(pending, decision, {
+          signal: controller.signal,
+          drainPending: io.drain,
+          outbound: { publish: io.publish },
+          onIteration: io.onIteration,
+          approvals: this.turnApprovals(),
+        }),
+      );
+      await this.answerTurn(turn, result, undefined);
+      await this.bus.approvals.finish(sessionKey, pending.code);
+      await turn.mailbox.trim(turn.taken);
+    } finally {
+      await this.endTurn(turn, undefined);
+    }
+  }
+
+  /** What a bus turn asks with: the policy, and the chat's rules in Redis; questions park the turn. */
+  private turnApprovals(): TurnApprovals | undefined {
+    const { approval } = this;
+    if (!approval) return undefined;
+    return {
+      mode: approval.mode,
+      execNetwork: approval.execNetwork,
+      rules: (chatKey) => this.bus.approvals.rules(chatKey),
+    };
   }
 
   /** What the running turn may do: show progress, take later messages, send messages. */
@@ -259,19 +505,18 @@ export class TurnWorker {
       publish: (m: OutboundMessageInput) => Promise<void>;
     } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool'>,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
-    try {
-      const value = await this.agent.processMessage([...batch], {
+    const approvals = this.turnApprovals();
+    return this.settle(() =>
+      this.agent.processMessage([...batch], {
         signal,
         drainPending: io.drain,
         outbound: { publish: io.publish },
         ...(io.onIteration ? { onIteration: io.onIteration } : {}),
         ...(io.onDelta ? { onDelta: io.onDelta } : {}),
         ...(io.onTool ? { onTool: io.onTool } : {}),
-      });
-      return { ok: true, value };
-    } catch (error) {
-      return { ok: false, error };
-    }
+        ...(approvals ? { approvals } : {}),
+      }),
+    );
   }
 
   /** The turn's live snapshots, when its chat's channel streams (user turns only: not helper results). */

@@ -62,6 +62,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
       reply = await publishAndWait(bus, m, address, options);
     },
     cancel: (sessionKey) => bus.cancel(sessionKey),
+    approve: (sessionKey, answer) => bus.answerApproval(sessionKey, answer),
     reply: async (content) => {
       reply = OutboundMessageSchema.parse({ id: `cli:${address}`, channel: 'cli', chatId, content });
     },

@@ -242,6 +242,7 @@ export class DiscordChannel implements Channel {
             await this.deps.bus.publishInbound({ ...inbound, media: received.media });
           },
           cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+          approve: (sessionKey, answer) => this.deps.bus.answerApproval(sessionKey, answer),
           reply: (text) => this.reply(action.channelId, text),
         });
     }

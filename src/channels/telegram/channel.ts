@@ -202,6 +202,7 @@ export class TelegramChannel implements Channel {
           {
             publish: (message) => this.publishWithMedia(message, action.media, log),
             cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+            approve: (sessionKey, answer) => this.deps.bus.answerApproval(sessionKey, answer),
             reply: (text) => this.notify(action.route, text),
           },
           { bot: bot.username },

@@ -31,7 +31,7 @@ import { eventStream } from './event-stream.js';
 import { chatHistory, HISTORY_LIMIT, withKeptMessages } from './history.js';
 
 /** What the routes need from the bus. */
-export type WebChatBus = Pick<ChannelBus, 'publishInbound' | 'cancel'> & WebEventBus;
+export type WebChatBus = Pick<ChannelBus, 'publishInbound' | 'cancel' | 'answerApproval'> & WebEventBus;
 
 /** Options of {@link createWebChatRouter}. */
 export interface WebChatRouterOptions {
@@ -105,6 +105,7 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
           {
             publish: (message) => bus.publishInbound(message),
             cancel: (sessionKey) => bus.cancel(sessionKey),
+            approve: (sessionKey, answer) => bus.answerApproval(sessionKey, answer),
             reply: async (answer) => {
               await bus.pushWebEvent(chat, {
                 type: 'message',

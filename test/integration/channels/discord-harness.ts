@@ -1,4 +1,5 @@
 /** Shared set-up for the Discord channel tests: fake Discord, real Redis, the real adapter. */
+
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../../../src/app/config.js';
@@ -8,6 +9,7 @@ import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channel
 import type { ChannelBus } from '../../../src/channels/types.js';
 import type { Config } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import type { AnswerOutcome, ApprovalAnswer } from '../../../src/messages/approval.js';
 import type { InboundMessageInput } from '../../../src/messages/messages.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
 
@@ -27,6 +29,13 @@ export class RecordingBus implements ChannelBus {
   async cancel(sessionKey: string): Promise<boolean> {
     this.cancelled.push(sessionKey);
     return true;
+  }
+
+  readonly answers: Array<{ sessionKey: string; answer: ApprovalAnswer }> = [];
+  /** Records the answer; no question waits on this bus. */
+  async answerApproval(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome> {
+    this.answers.push({ sessionKey, answer });
+    return { kind: 'none' };
   }
 }
 

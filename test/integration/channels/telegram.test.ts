@@ -3,6 +3,7 @@
  * and real Redis (access/pairing). The bus is a small recording ChannelBus; an
  * "echo agent" answers through channel.send, as the gateway's delivery would.
  */
+
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,6 +15,7 @@ import type { ChannelBus } from '../../../src/channels/types.js';
 import { COMMANDS } from '../../../src/commands/list.js';
 import { AppError, ConfigError } from '../../../src/errors/index.js';
 import { createLogger, silentLogger } from '../../../src/log/index.js';
+import type { AnswerOutcome, ApprovalAnswer } from '../../../src/messages/approval.js';
 import {
   type InboundMessage,
   type InboundMessageInput,
@@ -46,6 +48,13 @@ class RecordingBus implements ChannelBus {
   async cancel(sessionKey: string): Promise<boolean> {
     this.cancelled.push(sessionKey);
     return true;
+  }
+
+  readonly answers: Array<{ sessionKey: string; answer: ApprovalAnswer }> = [];
+  /** Records the answer; no question waits on this bus. */
+  async answerApproval(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome> {
+    this.answers.push({ sessionKey, answer });
+    return { kind: 'none' };
   }
 }
 

@@ -51,7 +51,11 @@ describe('idempotent close', () => {
         TELEGRAM_ALLOW_FROM: '*',
         MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
       });
-      const bus = { publishInbound: async () => undefined, cancel: async () => false };
+      const bus = {
+        publishInbound: async () => undefined,
+        cancel: async () => false,
+        answerApproval: async () => ({ kind: 'none' as const }),
+      };
       const channel = new TelegramChannel(
         { config, bus, logger: silentLogger(), pairing: new RedisPairingStore(redis, config.redis.prefix) },
         { pollTimeoutSeconds: 1, typingIntervalMs: 100, retryDelayMs: 50 },
