@@ -3,6 +3,7 @@
  * builder (ContextBuilder satisfies it) — kept apart so the loop reads as the
  * turn it runs.
  */
+import type { ApprovalRules } from '../approvals/ports.js';
 import type { Logger } from '../log/index.js';
 import type { TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
@@ -86,4 +87,6 @@ export interface AgentLoopOptions {
   flushTools?: LoopTools;
   /** Prices per million tokens: /status shows an estimated cost. @defaultValue none (no cost shown) */
   prices?: TokenPrices;
+  /** The chats' "always allow" rules, for /approvals. @defaultValue none: /approvals says approvals are off */
+  approvalRules?: ApprovalRules;
 }

@@ -162,6 +162,9 @@ export class AgentLoop implements AgentRunner {
       models: this.#models.commandContext(),
       ...(command.argument ? { argument: command.argument } : {}),
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
+      ...(this.#o.approvalRules
+        ? { approvalRules: this.#o.approvalRules, chatKey: `${first.channel}:${first.chatId}` }
+        : {}),
     });
     if (batch.length > 1) {
       const rest = await this.processMessage(batch.slice(1), options);

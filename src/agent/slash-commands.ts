@@ -7,6 +7,8 @@
  * gets its table entry's `inTurnReply`. Only /model uses its argument
  * (model-command.ts).
  */
+import type { ApprovalRules } from '../approvals/ports.js';
+import { ruleLabel } from '../approvals/question.js';
 import { COMMANDS, type InTurnCommandName } from '../commands/list.js';
 import type { Route } from '../commands/router.js';
 import { describeCounts, type TokenPrices } from '../messages/token-counts.js';
@@ -27,6 +29,10 @@ export interface SlashCommandContext {
   models?: Omit<ModelCommandContext, 'sessionKey'>;
   /** Prices per million tokens: /status adds an estimated cost. */
   prices?: TokenPrices;
+  /** The chat's "always allow" rules, for /approvals (absent: approvals are off). */
+  approvalRules?: ApprovalRules;
+  /** The chat the command came from (`<channel>:<chatId>`), whose rules /approvals shows. */
+  chatKey?: string;
 }
 
 /** The in-turn commands' handlers: each returns the reply text. */
@@ -37,6 +43,7 @@ const HANDLERS: { [N in InTurnCommandName]: (ctx: SlashCommandContext) => Promis
   },
   status: (ctx) => statusText(ctx),
   model: (ctx) => runModelCommand(ctx.argument, modelContext(ctx)),
+  approvals: (ctx) => approvalsCommand(ctx),
   help: async () => ['Commands:', ...COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n'),
 };
 
@@ -47,6 +54,27 @@ export type RoutedCommand = Exclude<Route, { runs: 'text' }>;
 export async function runSlashCommand(routed: RoutedCommand, ctx: SlashCommandContext): Promise<string> {
   if (routed.runs === 'at-once') return routed.entry.inTurnReply;
   return HANDLERS[routed.command.name](ctx);
+}
+
+/** `/approvals`: the chat's rules, numbered; `/approvals remove N` drops rule N. */
+async function approvalsCommand(ctx: SlashCommandContext): Promise<string> {
+  const store = ctx.approvalRules;
+  if (!store || !ctx.chatKey) return 'Approvals are off here: nothing asks, so there are no rules.';
+  const rules = await store.rules(ctx.chatKey);
+  const argument = ctx.argument?.trim() ?? '';
+  if (argument !== '') {
+    const match = /^remove\s+(\d+)$/i.exec(argument);
+    const rule = match ? rules[Number(match[1]) - 1] : undefined;
+    if (!rule) return `Say /approvals remove N, with N from the list (1–${rules.length || 1}).`;
+    await store.removeRule(ctx.chatKey, rule);
+    return `Removed: ${ruleLabel(rule)}. magpie asks again before that.`;
+  }
+  if (rules.length === 0) return 'No "always allow" rules in this chat: magpie asks before every risky step.';
+  return [
+    'Allowed without asking in this chat (unless the turn read a web page or other outside text first):',
+    ...rules.map((r, i) => `${i + 1}. ${ruleLabel(r)}`),
+    'Remove one with /approvals remove N.',
+  ].join('\n');
 }
 
 async function statusText(ctx: SlashCommandContext): Promise<string> {

@@ -25,5 +25,13 @@ export interface TurnApprovals {
   addRule?(chatKey: string, rule: ApprovalRule): Promise<void>;
 }
 
+/** Where a chat's "always allow" rules live (Redis in the daemon, a file for `magpie agent`). */
+export interface ApprovalRules {
+  rules(chatKey: string): Promise<ApprovalRule[]>;
+  addRule(chatKey: string, rule: ApprovalRule): Promise<void>;
+  /** True when the rule was there. */
+  removeRule(chatKey: string, rule: ApprovalRule): Promise<boolean>;
+}
+
 /** The key a chat's rules live under. */
 export const chatKeyOf = (chat: { channel: string; chatId: string }) => `${chat.channel}:${chat.chatId}`;

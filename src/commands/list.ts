@@ -85,6 +85,11 @@ export const COMMANDS = [
       reply(approve ? await approve('deny', argument) : 'There is nothing to deny here.'),
     inTurnReply: 'There is nothing to deny here: questions are answered in a chat with the daemon.',
   },
+  {
+    command: 'approvals',
+    description: 'the "always allow" rules of this chat; /approvals remove N drops one',
+    runs: 'in-turn',
+  },
   { command: 'status', description: 'model, conversation length and tokens used', runs: 'in-turn' },
   {
     command: 'model',
