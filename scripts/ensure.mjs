@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Installs what is missing before `npm start` / `npm test` (after checking the Node.js version): npm packages, a built dist/,
 // redis-server (from the system's package manager) when REDIS_URL is not set, and on Linux
-// bubblewrap, exec's sandbox (unless MAGPIE_EXEC_SANDBOX=off). Quick when everything is
+// bubblewrap, exec's sandbox (unless MAGPIE_EXEC_SANDBOX=off or MAGPIE_SANDBOX_MODE=full-access). Quick when everything is
 // there; says in one line what it installed.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
@@ -32,7 +32,8 @@ function envValue(name) {
   if (process.env[name]) return process.env[name].trim();
   const envFile = path.join(root, '.env');
   if (!existsSync(envFile)) return undefined;
-  const match = new RegExp(`^\\s*${name}\\s*=\\s*(\\S+)`, 'm').exec(readFileSync(envFile, 'utf8'));
+  // Within the line: an empty value (`NAME=`) is unset, not the next line's first word.
+  const match = new RegExp(`^[ \\t]*${name}[ \\t]*=[ \\t]*(\\S+)`, 'm').exec(readFileSync(envFile, 'utf8'));
   return match?.[1]?.replace(/^["']|["']$/g, '');
 }
 
@@ -55,7 +56,10 @@ if (!existsSync(distEntry) || statSync(distEntry).mtimeMs < newestSource(path.jo
 // Chromium at /usr/bin/chromium (the dashboard's browser test drives it).
 const system = [];
 if ((purpose === 'test' || !envValue('REDIS_URL')) && !has('redis-server')) system.push('redis-server');
-const wantsSandbox = purpose === 'test' || envValue('MAGPIE_EXEC_SANDBOX')?.toLowerCase() !== 'off';
+const unsandboxed =
+  envValue('MAGPIE_EXEC_SANDBOX')?.trim().toLowerCase() === 'off' ||
+  envValue('MAGPIE_SANDBOX_MODE')?.trim().toLowerCase() === 'full-access';
+const wantsSandbox = purpose === 'test' || !unsandboxed;
 if (process.platform === 'linux' && wantsSandbox && !has('bwrap')) system.push('bubblewrap');
 if (purpose === 'test' && !existsSync('/usr/bin/chromium')) system.push('chromium');
 if (system.length > 0 && !has('apt-get') && purpose === 'start' && system.every((p) => p === 'bubblewrap')) {

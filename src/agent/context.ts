@@ -3,7 +3,8 @@
  * laid out so that each request of a session begins with the previous one,
  * byte for byte (providers bill a cached prefix at a fraction of the price).
  *
- * System prompt, what changes rarely: identity, workspace and tools →
+ * System prompt, what changes rarely: identity, workspace, the environment
+ * (sandbox, approvals, network: the configuration's, see environment-block.ts) and tools →
  * bootstrap files → skills (together: the static part, the same for every
  * session) → the memory snapshot taken when the session's view began → the
  * current session → the summary of earlier conversation. Then the history
@@ -18,6 +19,7 @@ import type { MemoryStore } from '../memory/store.js';
 import type { ChatMessage } from '../providers/types.js';
 import { sanitizeHistory } from '../sessions/history.js';
 import type { SkillsLoader } from '../skills/loader.js';
+import { environmentLines, type PromptEnvironment } from './environment-block.js';
 import type { PromptSession } from './loop-options.js';
 import { MemoryView, marksOf, renderSnapshot } from './memory-view.js';
 import { firstLine, PromptFiles } from './prompt-files.js';
@@ -48,6 +50,12 @@ export interface ContextBuilderOptions {
   promptFilesMaxChars?: number;
   /** @defaultValue a silent logger */
   logger?: Logger;
+  /**
+   * The operator's settings for the tools (sandbox, approvals, network, writable roots), shown
+   * in the identity section's `## Environment`: the same in every request, so it stays in the
+   * cached static part. @defaultValue none: no environment section
+   */
+  environment?: PromptEnvironment;
 }
 
 const SECTION_BREAK = '\n\n---\n\n';
@@ -70,6 +78,7 @@ export class ContextBuilder {
   private readonly timezone: string;
   private readonly now: () => Date;
   private readonly agentName: string;
+  private readonly environment: PromptEnvironment | undefined;
   private readonly files: PromptFiles;
   private readonly memoryView: MemoryView;
   private readonly timeFormat: Intl.DateTimeFormat;
@@ -81,6 +90,7 @@ export class ContextBuilder {
     this.timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     this.now = options.now ?? (() => new Date());
     this.agentName = options.agentName ?? 'magpie';
+    this.environment = options.environment;
     this.files = new PromptFiles({
       workspace: this.workspace,
       skills: options.skills,
@@ -191,6 +201,7 @@ export class ContextBuilder {
         'Append today\'s events, decisions and finished tasks there; a new note starts with "# YYYY-MM-DD".',
       `- Skills: ${path.join(this.workspace, 'skills', '<name>', 'SKILL.md')}.`,
       '',
+      ...(this.environment ? [...environmentLines(this.workspace, this.environment), ''] : []),
       '## Tools',
       '',
       tools.length === 0

@@ -8,6 +8,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ContextBuilder } from '../agent/context.js';
+import type { PromptEnvironment } from '../agent/environment-block.js';
 import { AgentLoop } from '../agent/loop.js';
 import type { ModelChoiceStore, OutboundSink, StateStore } from '../agent/ports.js';
 import type { Config } from '../config/index.js';
@@ -26,7 +27,7 @@ import { SkillsLoader } from '../skills/loader.js';
 import { buildTools } from '../tools/catalog.js';
 import type { CronTaskStore } from '../tools/cron.js';
 import { ToolRegistry } from '../tools/registry.js';
-import { resolveSandbox, type SandboxStatus } from '../tools/sandbox.js';
+import { resolveSandbox, type SandboxStatus, sandboxAccess } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
 import type { HelperQueue } from '../tools/spawn.js';
 
@@ -103,6 +104,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
       tools: () => registry.summaries(),
       timezone: config.timezone,
       logger,
+      environment: promptEnvironment(config),
     });
   const contextTokens = config.llm.contextTokens ? { contextTokens: config.llm.contextTokens } : {};
   const helpers = new HelperRunner({
@@ -138,7 +140,8 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     maxIterations: config.agent.maxIterations,
     ...contextTokens,
     transcribe: config.llm.transcribeModel !== undefined,
-    memoryFlush: true,
+    // The flush is the model writing memory with the file tools, which a read-only workspace refuses.
+    memoryFlush: config.sandbox.mode !== 'read-only',
     flushTools: tools.without('message', 'spawn', 'subagent', 'cron'),
     ...(config.prices ? { prices: config.prices } : {}),
     ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
@@ -174,6 +177,7 @@ async function agentTools(
       ...(execSandbox.kind === 'bwrap' ? { execSandbox: execSandbox.sandbox } : {}),
       ...(execSandbox.kind === 'disabled' ? { execDisabled: true } : {}),
       execProtectedPaths: [path.resolve('.env'), config.stateDir],
+      workspaceReadOnly: config.sandbox.mode === 'read-only',
       ...(searchBackend ? { searchBackend } : {}),
       memoryIndex: new MemoryIndex({
         workspace,
@@ -214,6 +218,7 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
   );
   const status = await resolveSandbox(config.tools.execSandbox, {
     workspace,
+    ...sandboxAccess(config),
     network: config.tools.execNetwork,
     hidden,
     timezone: config.timezone,
@@ -234,6 +239,17 @@ export async function resolveExecSandbox(config: Config, logger: Logger): Promis
     logger.info(`exec sandbox: ${status.sandbox.describe()}`);
   }
   return status;
+}
+
+/** The environment section of the system prompt, from the configuration only (so it never changes in a run). */
+export function promptEnvironment(config: Config): PromptEnvironment {
+  return {
+    approval: config.approval.mode,
+    sandbox: config.sandbox.mode,
+    // Without a sandbox a command shares the host's network whatever MAGPIE_EXEC_NETWORK says.
+    network: config.sandbox.mode === 'full-access' || config.tools.execNetwork,
+    writableRoots: config.sandbox.writableRoots,
+  };
 }
 
 async function existingWorkspace(dir: string): Promise<string> {

@@ -164,6 +164,28 @@ export const optionalSwitch = z
     return z.NEVER;
   });
 
+/**
+ * One of `values` (any case, trimmed), or undefined when unset or blank: for a variable
+ * whose absence means something of its own (MAGPIE_EXEC_SANDBOX beside MAGPIE_SANDBOX_MODE).
+ */
+export const optionalChoice = <const T extends string>(values: readonly T[]) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx): T | undefined => {
+      const text = (v ?? '').trim().toLowerCase();
+      if (text === '') return undefined;
+      const found = values.find((value) => value === text);
+      if (found !== undefined) return found;
+      const allowed = `${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}`;
+      ctx.addIssue({ code: 'custom', message: `"${v}" must be ${allowed}` });
+      return z.NEVER;
+    });
+
+/** One of `values` (any case, trimmed), `fallback` when unset or blank. */
+export const choice = <const T extends string>(values: readonly T[], fallback: NoInfer<T>) =>
+  optionalChoice(values).transform((v): T => v ?? fallback);
+
 /** A daily window such as 08:00-22:00, or undefined. */
 export const activeHours = optionalText.refine(
   (v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-4]):[0-5]\d$/.test(v),

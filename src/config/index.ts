@@ -32,6 +32,16 @@ import {
   timeZone,
 } from './env-values.js';
 import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
+import {
+  APPROVAL_ENV,
+  type ApprovalConfig,
+  approvalConfig,
+  type ExecSandboxMode,
+  isWithin,
+  SANDBOX_ENV,
+  type SandboxConfig,
+  settleSandbox,
+} from './sandbox-settings.js';
 import { heldSecrets } from './secret-env.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
 
@@ -70,16 +80,8 @@ const CORE_ENV_HEAD = {
   MAGPIE_PRICE_OUTPUT: priceSchema,
   MAGPIE_EXEC_TIMEOUT: duration('60s'),
   MAGPIE_TOOL_TIMEOUT: duration('120s'),
-  MAGPIE_EXEC_SANDBOX: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      const text = (v ?? '').trim().toLowerCase();
-      if (text === '') return 'auto' as const;
-      if (text === 'auto' || text === 'bwrap' || text === 'off') return text;
-      ctx.addIssue({ code: 'custom', message: `"${v}" must be auto, bwrap or off` });
-      return z.NEVER;
-    }),
+  ...APPROVAL_ENV,
+  ...SANDBOX_ENV,
   MAGPIE_EXEC_NETWORK: boolean,
   MAGPIE_EXEC_USER: z
     .string()
@@ -194,8 +196,11 @@ export interface Config {
     /** Time limit of a tool call for tools without their own (exec: its timeout plus a grace; subagent: 30 min). */
     timeoutMs: number;
     webAllowPrivate: boolean;
-    /** Where exec runs: `auto` (bubblewrap when it works, else the deny list with a warning), `bwrap`, `off`. */
-    execSandbox: 'auto' | 'bwrap' | 'off';
+    /**
+     * Where exec runs: `auto` (bubblewrap when it works, else exec disabled), `bwrap` (the
+     * sandbox or no start), `off` (no sandbox: MAGPIE_EXEC_SANDBOX=off or MAGPIE_SANDBOX_MODE=full-access).
+     */
+    execSandbox: ExecSandboxMode;
     /** Whether sandboxed commands share the host's network. */
     execNetwork: boolean;
     /** The unprivileged host user (name or uid) sandboxed commands run as when magpie runs as root. */
@@ -209,6 +214,15 @@ export interface Config {
     /** The workspace's total size while a sandboxed command runs: past it the command is stopped. */
     workspaceMaxBytes: number;
   };
+  /**
+   * What the model's tools may change (MAGPIE_SANDBOX_MODE, MAGPIE_WRITABLE_ROOTS): `read-only`
+   * refuses the file tools' writes and binds the workspace read-only in exec's sandbox;
+   * `workspace-write` (the default) lets them change the workspace, and exec also the writable
+   * roots; `full-access` is exec without a sandbox (the same as MAGPIE_EXEC_SANDBOX=off).
+   */
+  sandbox: SandboxConfig;
+  /** Which tool calls wait for the owner's approval (MAGPIE_APPROVAL, MAGPIE_APPROVAL_TIMEOUT, MAGPIE_APPROVAL_UNATTENDED). */
+  approval: ApprovalConfig;
   /**
    * Whether the model takes images (tool results' images are attached, not described).
    * 'auto': judged from the model's name (agent/model-vision.ts).
@@ -301,18 +315,31 @@ function buildConfig(
   channels: readonly AnyChannelSlice[],
 ): Config {
   const workspace = path.resolve(e.MAGPIE_WORKSPACE);
+  const stateDir = e.MAGPIE_STATE_DIR ? path.resolve(e.MAGPIE_STATE_DIR) : defaultStateDir(workspace, env);
+  const mcpConfigFile = path.resolve(e.MAGPIE_MCP_CONFIG);
   const settings = channelSettings(channels, e);
+  const { execSandbox, sandbox } = settleSandbox(
+    { mode: e.MAGPIE_SANDBOX_MODE, execSandbox: e.MAGPIE_EXEC_SANDBOX, roots: e.MAGPIE_WRITABLE_ROOTS },
+    {
+      workspace,
+      stateDir,
+      files: [
+        { name: 'mcp.json', path: mcpConfigFile },
+        { name: '.env', path: path.resolve('.env') },
+      ],
+    },
+  );
   return {
     llm: llmConfig(e, env, needs),
     prices: pricesFrom(e),
     workspace,
-    stateDir: e.MAGPIE_STATE_DIR ? path.resolve(e.MAGPIE_STATE_DIR) : defaultStateDir(workspace, env),
+    stateDir,
     agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },
     tools: {
       execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT,
       timeoutMs: e.MAGPIE_TOOL_TIMEOUT,
       webAllowPrivate: e.MAGPIE_WEB_ALLOW_PRIVATE,
-      execSandbox: e.MAGPIE_EXEC_SANDBOX,
+      execSandbox,
       execNetwork: e.MAGPIE_EXEC_NETWORK,
       execUser: e.MAGPIE_EXEC_USER,
       bwrapPath: e.MAGPIE_EXEC_BWRAP ? path.resolve(e.MAGPIE_EXEC_BWRAP) : undefined,
@@ -320,8 +347,10 @@ function buildConfig(
       execMaxWriteBytes: e.MAGPIE_EXEC_MAX_WRITE,
       workspaceMaxBytes: e.MAGPIE_WORKSPACE_MAX_BYTES,
     },
+    sandbox,
+    approval: approvalConfig(e),
     vision: e.MAGPIE_VISION,
-    mcp: { configFile: path.resolve(e.MAGPIE_MCP_CONFIG), timeoutMs: e.MAGPIE_MCP_TIMEOUT },
+    mcp: { configFile: mcpConfigFile, timeoutMs: e.MAGPIE_MCP_TIMEOUT },
     search: searchConfig(e),
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
     redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
@@ -461,12 +490,6 @@ export function environment(overrides: ConfigOverrides = {}): NodeJS.ProcessEnv 
   return workspace === undefined ? env : { ...env, MAGPIE_WORKSPACE: workspace };
 }
 
-/** True when `inner` is `outer` or lies below it (by path, symlinks not followed). */
-function isWithin(outer: string, inner: string): boolean {
-  const rel = path.relative(outer, inner);
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-}
-
 /**
  * `$XDG_STATE_HOME/magpie/<workspace name>-<hash of its path>` (XDG_STATE_HOME defaults
  * to ~/.local/state): one folder per workspace, outside it, so tools cannot reach it.
@@ -489,6 +512,14 @@ function deepFreeze<T>(value: T): T {
 export { debugEnabled } from './debug.js';
 export { formatDuration, parseDuration } from './duration.js';
 export type { ModelEndpointConfig } from './fallback-models.js';
+export type {
+  ApprovalConfig,
+  ApprovalMode,
+  ExecSandboxMode,
+  SandboxAccess,
+  SandboxConfig,
+  UnattendedMode,
+} from './sandbox-settings.js';
 
 /** Whether answers to `channel` are shown while they are written (MAGPIE_STREAM, `<CHANNEL>_STREAM`). */
 export function streamsTo(config: Pick<Config, 'stream'>, channel: string): boolean {

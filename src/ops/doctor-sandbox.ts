@@ -1,12 +1,13 @@
 /**
  * `magpie doctor`'s line about exec's sandbox: bubblewrap found and a probe
- * run working (its version, network on or off, how processes are limited),
+ * run working (its version, the sandbox mode — workspace read-write or
+ * read-only — and the writable roots, network on or off, how processes are limited),
  * or, when none can start, that exec is disabled and why, with the fix.
  */
 import { realpath } from 'node:fs/promises';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
-import { resolveSandbox } from '../tools/sandbox.js';
+import { resolveSandbox, sandboxAccess } from '../tools/sandbox.js';
 import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
 
 const INSTALL = 'apt-get install bubblewrap';
@@ -19,7 +20,7 @@ export function execSandboxCheck(config: Config): Check {
       const mode = config.tools.execSandbox;
       if (mode === 'off') {
         return skipped(
-          'off (MAGPIE_EXEC_SANDBOX=off): exec runs on the host as this user, guarded by a deny list only',
+          'off (MAGPIE_SANDBOX_MODE=full-access or MAGPIE_EXEC_SANDBOX=off): exec runs on the host as this user, guarded by a deny list only',
         );
       }
       let workspace: string;
@@ -32,6 +33,7 @@ export function execSandboxCheck(config: Config): Check {
       try {
         status = await resolveSandbox(mode, {
           workspace,
+          ...sandboxAccess(config),
           network: config.tools.execNetwork,
           execUser: config.tools.execUser,
           ...(config.tools.bwrapPath ? { bwrapPath: config.tools.bwrapPath } : {}),

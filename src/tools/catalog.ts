@@ -9,6 +9,7 @@ import { createAppendFileTool } from './append-file.js';
 import type { CronTaskStore } from './cron.js';
 import { createEditFileTool } from './edit-file.js';
 import { createExecTool } from './exec.js';
+import type { FileToolOptions } from './file-tool.js';
 import { createListDirTool } from './list-dir.js';
 import { createLoadSkillTool } from './load-skill.js';
 import { createMemorySearchTool, type MemorySearcher } from './memory-search.js';
@@ -41,6 +42,11 @@ export interface ToolDeps {
   execSandbox?: BwrapSandbox;
   /** exec runs nothing and says it is disabled (MAGPIE_EXEC_SANDBOX=auto, no working sandbox). @defaultValue false */
   execDisabled?: boolean;
+  /**
+   * The workspace is read-only (MAGPIE_SANDBOX_MODE=read-only): write_file, edit_file and
+   * append_file refuse every call (exec's sandbox binds it read-only on its own). @defaultValue false
+   */
+  workspaceReadOnly?: boolean;
   /** Files and folders exec's deny list refuses to name without a sandbox (`.env`, the state folder). @defaultValue [] */
   execProtectedPaths?: string[];
   /** Characters read_file returns at most. @defaultValue 50_000 */
@@ -85,9 +91,9 @@ export interface ToolDescriptor {
 /** The core tools every agent has (`createCoreTools`); their factories are synchronous. */
 export const CORE_TOOLS = [
   core('read_file', true, (d) => createReadFileTool(d.workspace, { maxChars: d.maxReadChars })),
-  core('write_file', false, (d) => createWriteFileTool(d.workspace)),
-  core('edit_file', false, (d) => createEditFileTool(d.workspace)),
-  core('append_file', false, (d) => createAppendFileTool(d.workspace)),
+  core('write_file', false, (d) => createWriteFileTool(d.workspace, writes(d))),
+  core('edit_file', false, (d) => createEditFileTool(d.workspace, writes(d))),
+  core('append_file', false, (d) => createAppendFileTool(d.workspace, writes(d))),
   core('list_dir', true, (d) => createListDirTool(d.workspace)),
   core('exec', false, (d) =>
     createExecTool(d.workspace, {
@@ -174,6 +180,11 @@ export function buildCoreTools(deps: ToolDeps): Tool[] {
 /** Whether the composition gave everything `descriptor` needs. */
 export function available(descriptor: ToolDescriptor, deps: ToolDeps): boolean {
   return descriptor.needs.every((n) => deps[n] !== undefined);
+}
+
+/** The file-changing tools' options: refusing every call when the workspace is read-only. */
+function writes(deps: ToolDeps): FileToolOptions {
+  return { readOnly: deps.workspaceReadOnly === true };
 }
 
 function core(name: string, readOnly: boolean, create: (deps: ToolDeps) => Tool) {

@@ -122,7 +122,7 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
       (options.disabled
         ? ' Currently disabled: no sandbox could be started here, so every call is refused.'
         : sandbox
-          ? ` Runs in a sandbox: the workspace is writable (sessions/ and .magpie-id read-only), /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
+          ? ` Runs in a sandbox: ${sandboxedWrites(sandbox)}, /tmp is private and emptied after each command, the rest of the system is read-only, network ${sandbox.network ? 'on' : 'off'}; nothing started in the background outlives the command.`
           : ''),
     parameters,
     timeLimitMs: ({ timeout_seconds: seconds }) => timeoutOf(seconds) + killGraceMs + 5_000,
@@ -180,6 +180,15 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
       return ending.code === 0 ? { forLLM: text } : { forLLM: text, isError: true };
     },
   };
+}
+
+/** What a sandboxed command may write, for the tool's description. */
+function sandboxedWrites(sandbox: BwrapSandbox): string {
+  const workspace = sandbox.workspaceReadOnly
+    ? 'the workspace is read-only (MAGPIE_SANDBOX_MODE=read-only)'
+    : 'the workspace is writable (sessions/ and .magpie-id read-only)';
+  const roots = sandbox.writableRoots;
+  return roots.length > 0 ? `${workspace}; also writable: ${roots.join(', ')}` : workspace;
 }
 
 interface RunOptions {

@@ -3,6 +3,8 @@
  * append_file) share: their options, the `path` parameter, the confined
  * WorkspaceFiles they go through, and one rule for failures: a refused or
  * failed change is a tool result the model reads, worded for the path it gave.
+ * With a read-only workspace (MAGPIE_SANDBOX_MODE=read-only) every call is
+ * refused in one line before anything is opened.
  */
 import { z } from 'zod';
 import { WorkspaceFiles } from '../workspace/workspace-files.js';
@@ -14,6 +16,16 @@ import { fail, ok, type Tool } from './types.js';
 export interface FileToolOptions {
   /** How paths are confined (tests force `portable`). @defaultValue 'auto' */
   confinement?: Confinement;
+  /**
+   * The workspace is read-only (MAGPIE_SANDBOX_MODE=read-only): the tool stays in the list and
+   * every call is refused with {@link readOnlyRefusal}, touching nothing. @defaultValue false
+   */
+  readOnly?: boolean;
+}
+
+/** What a file-changing tool answers, whatever it was asked, when the workspace is read-only. */
+export function readOnlyRefusal(tool: string): string {
+  return `${tool} refused: the workspace is read-only here (MAGPIE_SANDBOX_MODE=read-only); nothing in it can be changed, so tell the user what you would have written instead`;
 }
 
 /** The `path` parameter of every file tool. */
@@ -46,6 +58,14 @@ export function fileTool<P extends z.ZodType<{ path: string }>>(
   definition: FileToolDefinition<P>,
 ): (workspace: string, options?: FileToolOptions) => Tool<P> {
   return (workspace, options = {}) => {
+    if (options.readOnly) {
+      return {
+        name: definition.name,
+        description: `${definition.description} Refused here: the workspace is read-only.`,
+        parameters: definition.parameters,
+        execute: async () => fail(readOnlyRefusal(definition.name)),
+      };
+    }
     const files = new WorkspaceFiles({ workspace, confinement: options.confinement });
     return {
       name: definition.name,

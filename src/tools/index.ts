@@ -23,6 +23,7 @@ export type CoreToolOptions = Pick<
   | 'execSandbox'
   | 'execDisabled'
   | 'execProtectedPaths'
+  | 'workspaceReadOnly'
   | 'maxReadChars'
   | 'fetchMaxBytes'
   | 'fetchTimeoutMs'

@@ -154,8 +154,15 @@ export function sandboxEnv(options: {
 /** Everything one bwrap run needs besides the host layout. */
 export interface BwrapArgsInput {
   layout: HostLayout;
-  /** The workspace's real path: bound read-write at the same path, and the working folder. */
+  /** The workspace's real path: bound at the same path (read-write unless `workspaceReadOnly`), and the working folder. */
   workspace: string;
+  /** Bind the workspace read-only (MAGPIE_SANDBOX_MODE=read-only). @defaultValue false */
+  workspaceReadOnly?: boolean;
+  /**
+   * Real paths of folders outside the workspace bound read-write at the same path
+   * (MAGPIE_WRITABLE_ROOTS), after the system's read-only binds. @defaultValue []
+   */
+  writableRoots?: readonly string[];
   /** Share the host's network (otherwise a new network namespace with only loopback). */
   network: boolean;
   /** Existing folders inside the workspace bound again read-only over themselves (sessions/). */
@@ -230,18 +237,24 @@ export function bwrapArgs(input: BwrapArgsInput): string[] {
   const sticky = input.features.tmpfsSize ? ['--perms', '1777'] : [];
   args.push(...sticky, ...size(input.tmpBytes), '--tmpfs', '/dev/shm');
   args.push(...sticky, ...size(input.tmpBytes), '--tmpfs', '/tmp');
+  const writable = input.writableRoots ?? [];
   if (asRoot && input.features.tmpfsSize) {
-    // The folders bwrap makes above the workspace would be 0700 root's too.
-    const above: string[] = [];
-    for (let dir = path.dirname(input.workspace); dir !== '/'; dir = path.dirname(dir)) above.unshift(dir);
-    for (const dir of above) if (dir !== '/tmp') args.push('--perms', '0755', '--dir', dir);
+    // The folders bwrap makes above the workspace and the writable roots would be 0700 root's too
+    // (sorted: a folder comes before the folders inside it).
+    const above = new Set<string>();
+    for (const top of [input.workspace, ...writable]) {
+      for (let dir = path.dirname(top); dir !== '/'; dir = path.dirname(dir)) above.add(dir);
+    }
+    for (const dir of [...above].sort()) if (dir !== '/tmp') args.push('--perms', '0755', '--dir', dir);
   }
-  args.push('--bind', input.workspace, input.workspace);
+  args.push(input.workspaceReadOnly ? '--ro-bind' : '--bind', input.workspace, input.workspace);
   for (const dir of input.readOnly) args.push('--ro-bind', dir, dir);
   for (const m of input.masked) {
     if (m.directory) args.push('--tmpfs', m.path, '--remount-ro', m.path);
     else args.push('--ro-bind', '/dev/null', m.path);
   }
+  // Like the workspace, bwrap makes these binds nosuid and nodev.
+  for (const dir of writable) args.push('--bind', dir, dir);
   // As root bwrap has no CAP_DAC_OVERRIDE left, so the command changes folder itself once it is the user.
   args.push('--remount-ro', '/', ...(asRoot ? [] : ['--chdir', input.workspace]), '--clearenv');
   for (const [name, value] of Object.entries(input.env)) args.push('--setenv', name, value);

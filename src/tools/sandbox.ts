@@ -1,8 +1,9 @@
 /**
  * exec's sandbox: each command runs under bubblewrap in new pid, ipc, uts,
  * cgroup and (unless MAGPIE_EXEC_NETWORK=on) network namespaces, with the
- * system and /proc/sys read-only, the workspace read-write (nosuid), sessions/
- * (and .magpie-id) read-only, a private /tmp, an allow-listed /etc and
+ * system and /proc/sys read-only, the workspace read-write (nosuid; read-only
+ * with MAGPIE_SANDBOX_MODE=read-only), sessions/ (and .magpie-id) read-only,
+ * the writable roots read-write, a private /tmp, an allow-listed /etc and
  * environment, and limits on processes, memory, CPU time and file size. As a
  * normal user it adds a user namespace; as root it has none and drops the
  * command to an unprivileged host user (sandbox-user.ts), never host root. `resolveSandbox` settles
@@ -12,6 +13,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import type { Config } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
 import {
@@ -55,6 +57,17 @@ export interface BwrapSandboxOptions {
   workspace: string;
   /** Share the host's network. @defaultValue false */
   network?: boolean;
+  /**
+   * Bind the whole workspace read-only (MAGPIE_SANDBOX_MODE=read-only); its files are then
+   * not handed over to the exec user when magpie runs as root. @defaultValue false
+   */
+  workspaceReadOnly?: boolean;
+  /**
+   * Real paths of folders outside the workspace that commands may also write
+   * (MAGPIE_WRITABLE_ROOTS), bound read-write at the same path; never handed over (chowned):
+   * the user commands run as must be able to write them. @defaultValue []
+   */
+  writableRoots?: readonly string[];
   /** Folders inside the workspace made read-only (made when missing). @defaultValue ['<workspace>/sessions'] */
   readOnly?: string[];
   /** Paths hidden when they lie inside the workspace (magpie's data, `.env`). @defaultValue ['<workspace>/.redis'] */
@@ -144,6 +157,10 @@ export class BwrapSandbox {
   readonly version: string;
   /** Whether commands share the host's network. */
   readonly network: boolean;
+  /** Whether the workspace is bound read-only (MAGPIE_SANDBOX_MODE=read-only). */
+  readonly workspaceReadOnly: boolean;
+  /** Folders outside the workspace commands may also write (MAGPIE_WRITABLE_ROOTS). */
+  readonly writableRoots: readonly string[];
   readonly limits: SandboxLimits;
   /** How the process limit is enforced, e.g. "processes ≤256 (pids cgroup v1)", for doctor and the logs. */
   readonly processLimit: string;
@@ -160,6 +177,8 @@ export class BwrapSandbox {
   ) {
     this.version = parts.version;
     this.network = options.network ?? false;
+    this.workspaceReadOnly = options.workspaceReadOnly ?? false;
+    this.writableRoots = options.writableRoots ?? [];
     this.limits = parts.limits;
     this.processLimit = parts.processLimit;
     this.probedBefore = parts.remembered !== undefined;
@@ -245,7 +264,10 @@ export class BwrapSandbox {
     return { uid: process.getuid?.() ?? -1, name: "magpie's own user", dropped: false };
   }
 
-  /** One line for logs and doctor, e.g. "bwrap 0.8.0, network off, processes ≤256 (…)". */
+  /**
+   * One line for logs and doctor, e.g. "bwrap 0.8.0, network off, mode workspace-write
+   * (workspace read-write), writable roots none, processes ≤256 (…)".
+   */
   describe(): string {
     const { user } = this;
     const who = user.dropped
@@ -254,14 +276,18 @@ export class BwrapSandbox {
     const filter = this.parts.seccomp
       ? `seccomp filter (${DENIED_CALLS.length} system calls and new namespaces refused)`
       : `no seccomp filter (none for ${process.arch})`;
-    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${this.processLimit}, ${this.memoryLimit}, files ≤${Math.round(this.limits.fileSizeBytes / 1024 ** 2)} MiB each, ${who}, ${filter}`;
+    const access = this.workspaceReadOnly
+      ? 'mode read-only (workspace read-only)'
+      : 'mode workspace-write (workspace read-write)';
+    const roots = `writable roots ${this.writableRoots.length > 0 ? this.writableRoots.join(', ') : 'none'}`;
+    return `bwrap ${this.version}, network ${this.network ? 'on' : 'off'}, ${access}, ${roots}, ${this.processLimit}, ${this.memoryLimit}, files ≤${Math.round(this.limits.fileSizeBytes / 1024 ** 2)} MiB each, ${who}, ${filter}`;
   }
 
   /**
    * Prepares `command` (POSIX sh) to run in the sandbox with `cpuSeconds` of
    * CPU time. Makes sessions/ when missing so it can be bound read-only.
    *
-   * @throws ConfigError when a read-only folder is a symlink or not a folder.
+   * @throws ConfigError when a read-only folder or a writable root is a symlink or not a folder.
    */
   async prepare(command: string, cpuSeconds: number): Promise<PreparedCommand> {
     const { workspace } = this.options;
@@ -270,6 +296,14 @@ export class BwrapSandbox {
       await mkdir(dir, { recursive: true });
       if (!(await lstat(dir)).isDirectory())
         throw new ConfigError(`${dir} is not a folder (a symlink?): exec will not run until it is one`);
+    }
+    for (const dir of this.writableRoots) {
+      // Checked at start-up too; a root swapped for a symlink since would be followed by the bind.
+      const stats = await lstat(dir).catch(() => undefined);
+      if (!stats?.isDirectory())
+        throw new ConfigError(
+          `the writable root ${dir} is no longer a folder (a symlink, or gone): exec will not run until it is one, or until it is taken off MAGPIE_WRITABLE_ROOTS`,
+        );
     }
     const masked: Array<{ path: string; directory: boolean }> = [];
     for (const hidden of this.options.hidden ?? [path.join(workspace, '.redis')]) {
@@ -290,8 +324,9 @@ export class BwrapSandbox {
     const readOnlyPaths = idStats?.isFile() ? [...readOnly, idFile] : readOnly;
     const { limits, parts } = this;
     const { runAs } = parts;
-    // While no other command runs, nothing in the sandbox can race the walk.
-    if (runAs && this.running === 0) {
+    // While no other command runs, nothing in the sandbox can race the walk. A read-only
+    // workspace is left as it is: commands only read it.
+    if (runAs && this.running === 0 && !this.workspaceReadOnly) {
       await handOverWorkspace(workspace, runAs.user, [...readOnlyPaths, ...masked.map((m) => m.path)]);
     }
     const drop = runAs
@@ -325,6 +360,8 @@ export class BwrapSandbox {
     const args = bwrapArgs({
       layout: parts.layout,
       workspace,
+      workspaceReadOnly: this.workspaceReadOnly,
+      writableRoots: this.writableRoots,
       network: this.network,
       readOnly: readOnlyPaths,
       masked,
@@ -403,6 +440,21 @@ export class BwrapSandbox {
     }
     return failure;
   }
+}
+
+/**
+ * What MAGPIE_SANDBOX_MODE and MAGPIE_WRITABLE_ROOTS make of a sandbox's options: the
+ * workspace bound read-only in read-only mode, the writable roots bound read-write.
+ *
+ * @example resolveSandbox(config.tools.execSandbox, { workspace, ...sandboxAccess(config) })
+ */
+export function sandboxAccess(
+  config: Pick<Config, 'sandbox'>,
+): Pick<BwrapSandboxOptions, 'workspaceReadOnly' | 'writableRoots'> {
+  return {
+    workspaceReadOnly: config.sandbox.mode === 'read-only',
+    writableRoots: [...config.sandbox.writableRoots],
+  };
 }
 
 /**

@@ -325,7 +325,9 @@ describe('MAGPIE_EXEC_SANDBOX', () => {
     const status = await resolveSandbox('auto', { workspace: ws });
     expect(status.kind).toBe('bwrap');
     if (status.kind === 'bwrap')
-      expect(status.sandbox.describe()).toMatch(/^bwrap \d+\.\d+(\.\d+)?, network off, processes ≤256/);
+      expect(status.sandbox.describe()).toMatch(
+        /^bwrap \d+\.\d+(\.\d+)?, network off, mode workspace-write \(workspace read-write\), writable roots none, processes ≤256/,
+      );
   });
 
   it('auto disables exec (fails closed), with the reason, when bwrap is missing or cannot start', async () => {
@@ -393,7 +395,9 @@ describe('MAGPIE_EXEC_SANDBOX and MAGPIE_EXEC_NETWORK in the config and in magpi
     const signal = new AbortController().signal;
     expect(await execSandboxCheck(config({})).run(signal)).toEqual({
       status: 'ok',
-      detail: expect.stringMatching(/^bwrap \d+\.\d+(\.\d+)?, network off, processes ≤256 \(/),
+      detail: expect.stringMatching(
+        /^bwrap \d+\.\d+(\.\d+)?, network off, mode workspace-write \(workspace read-write\), writable roots none, processes ≤256 \(/,
+      ),
     });
     // It says who the commands run as on the host, and how memory is limited.
     const asRoot = process.getuid?.() === 0;
@@ -412,7 +416,7 @@ describe('MAGPIE_EXEC_SANDBOX and MAGPIE_EXEC_NETWORK in the config and in magpi
     expect(await execSandboxCheck(config({ MAGPIE_EXEC_SANDBOX: 'off' })).run(signal)).toEqual({
       status: 'skip',
       detail:
-        'off (MAGPIE_EXEC_SANDBOX=off): exec runs on the host as this user, guarded by a deny list only',
+        'off (MAGPIE_SANDBOX_MODE=full-access or MAGPIE_EXEC_SANDBOX=off): exec runs on the host as this user, guarded by a deny list only',
     });
   });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ContextBuilder } from '../../../src/agent/context.js';
+import type { PromptEnvironment } from '../../../src/agent/environment-block.js';
 import type { PromptSession } from '../../../src/agent/loop-options.js';
 import { withNote } from '../../../src/agent/prompt-note.js';
 import type { Logger } from '../../../src/log/index.js';
@@ -24,6 +25,7 @@ function builder(
     promptFilesMaxChars?: number;
     timezone?: string;
     logger?: Logger;
+    environment?: PromptEnvironment;
   } = {},
 ) {
   const timezone = options.timezone ?? 'Europe/Lisbon';
@@ -40,6 +42,7 @@ function builder(
     ...(options.bootstrapMaxChars ? { bootstrapMaxChars: options.bootstrapMaxChars } : {}),
     ...(options.promptFilesMaxChars ? { promptFilesMaxChars: options.promptFilesMaxChars } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.environment ? { environment: options.environment } : {}),
   });
 }
 
@@ -294,6 +297,41 @@ describe('the prompt layout across turns', () => {
     // The system prompt still shows memory as the session first saw it.
     expect(requests.at(-1)![0]!.content).toContain('Ana likes tea');
     expect(requests.at(-1)![0]!.content).not.toContain('coffee');
+  });
+
+  it('carries the environment block in the static part, the same bytes in both turns of a session', async () => {
+    const environment: PromptEnvironment = {
+      approval: 'all',
+      sandbox: 'read-only',
+      network: false,
+      writableRoots: [],
+    };
+    const b = builder({ environment });
+    const history: ChatMessage[] = [];
+    const first = await turn(b, history, 'hello');
+    clock = new Date('2026-11-22T18:40:00Z');
+    await put('memory/MEMORY.md', '# Memory\n\n- written between the turns\n');
+    const second = await turn(b, history, 'and again');
+
+    const blockOf = (request: ChatMessage[]) => {
+      const system = request[0];
+      if (system?.role !== 'system') throw new TypeError('the request starts without a system message');
+      const start = system.content.indexOf('## Environment');
+      const end = system.content.indexOf('## Tools', start);
+      expect(start, 'the environment block').toBeGreaterThanOrEqual(0);
+      // Inside the static part, which is the same for every session and every turn.
+      expect(end).toBeLessThanOrEqual(system.staticChars ?? 0);
+      return system.content.slice(start, end);
+    };
+    const block = blockOf(first);
+    expect(block).toContain(`- Workspace: ${ws}`);
+    expect(block).toContain('- Sandbox: read-only: nothing in the workspace can be changed');
+    expect(block).toContain('- Approval: all:');
+    expect(block).toContain('- Network for exec: off');
+    expect(block).toContain('- Writable roots: none');
+    expect(block).not.toMatch(/2026|10:15|18:40|Europe/);
+    expect(blockOf(second)).toBe(block);
+    expect(second.slice(0, first.length)).toEqual(first);
   });
 
   it('replays a turn read back from the session log byte for byte', async () => {

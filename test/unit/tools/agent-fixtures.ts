@@ -13,14 +13,15 @@ export interface AgentFixture extends AgentParts {
   cleanup(): Promise<void>;
 }
 
-/** buildAgent with `provider` over a fresh workspace (with a skills folder). */
+/** buildAgent with `provider` over a fresh workspace (with a skills folder); `env` adds variables to its config. */
 export async function agentFixture(
   provider: ScriptedProvider,
   extra: Partial<BuildAgentOptions> = {},
+  env: Record<string, string> = {},
 ): Promise<AgentFixture> {
   const { dir, cleanup } = await tempDir('magpie-agent-');
   await mkdir(path.join(dir, 'skills'), { recursive: true });
-  const config = parseConfig({ MAGPIE_WORKSPACE: dir, MAGPIE_TIMEZONE: 'UTC' });
+  const config = parseConfig({ MAGPIE_WORKSPACE: dir, MAGPIE_TIMEZONE: 'UTC', ...env });
   const sink = new RecordingSink();
   const parts = await buildAgent({ config, logger: silentLogger(), outbound: sink, provider, ...extra });
   return {

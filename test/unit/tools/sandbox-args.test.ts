@@ -167,6 +167,45 @@ describe('bwrapArgs', () => {
     expect(args).not.toContain('/home');
   });
 
+  it('binds the workspace read-only in read-only mode, sessions/ and the masks still over it', () => {
+    const args = bwrapArgs({ ...input, workspaceReadOnly: true });
+    expect(args.join(' ')).not.toContain('--bind /srv/ws /srv/ws');
+    expectOrder(
+      args,
+      ['--ro-bind', '/srv/ws', '/srv/ws'],
+      ['--ro-bind', '/srv/ws/sessions', '/srv/ws/sessions'],
+    );
+    expectOrder(args, ['--ro-bind', '/srv/ws', '/srv/ws'], ['--tmpfs', '/srv/ws/.redis']);
+  });
+
+  it('binds each writable root read-write at its own path, after the system and the workspace', () => {
+    const args = bwrapArgs({ ...input, writableRoots: ['/srv/shared', '/data/out'] });
+    expectOrder(args, ['--ro-bind', '/usr', '/usr'], ['--bind', '/srv/shared', '/srv/shared']);
+    expectOrder(
+      args,
+      ['--ro-bind-try', '/etc/passwd', '/etc/passwd'],
+      ['--bind', '/srv/shared', '/srv/shared'],
+    );
+    expectOrder(args, ['--tmpfs', '/tmp'], ['--bind', '/data/out', '/data/out']);
+    expectOrder(args, ['--ro-bind', '/dev/null', '/srv/ws/.env'], ['--bind', '/srv/shared', '/srv/shared']);
+    expectOrder(args, ['--bind', '/data/out', '/data/out'], ['--remount-ro', '/']);
+    expect(bwrapArgs({ ...input, writableRoots: ['/srv/shared'], workspaceReadOnly: true })).toContain(
+      '/srv/shared',
+    );
+  });
+
+  it('as root, makes the folders above the workspace and every writable root readable (0755), parents first', () => {
+    const args = bwrapArgs({ ...input, asRoot: true, writableRoots: ['/data/out/here', '/srv/shared'] });
+    const made = args.flatMap((a, i) => (a === '--dir' && args[i - 2] === '--perms' ? [args[i + 1]] : []));
+    const above = made.filter((dir) => !dir?.startsWith('/etc'));
+    expect(above).toEqual(['/data', '/data/out', '/srv']);
+    expectOrder(
+      args,
+      ['--perms', '0755', '--dir', '/data/out'],
+      ['--bind', '/data/out/here', '/data/out/here'],
+    );
+  });
+
   it('leaves out options an older bwrap lacks', () => {
     const args = bwrapArgs({ ...input, features: { disableUserns: false, tmpfsSize: false } });
     expect(args).not.toContain('--disable-userns');
