@@ -5,12 +5,15 @@
  * the helper runner and the AgentLoop, built from one Config. Used by
  * `magpie agent` and by the bus worker, so both run the same turn.
  */
+
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ContextBuilder } from '../agent/context.js';
 import type { PromptEnvironment } from '../agent/environment-block.js';
 import { AgentLoop } from '../agent/loop.js';
 import type { ModelChoiceStore, OutboundSink, StateStore } from '../agent/ports.js';
+import type { ApprovalRules, TurnApprovals } from '../approvals/ports.js';
+import { unattendedApprovals } from '../approvals/unattended.js';
 import type { Config } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -75,6 +78,8 @@ export interface BuildAgentOptions {
   mcp?: DynamicTools;
   /** Where exec runs, when already settled (the daemon settles it before starting). @defaultValue resolveExecSandbox(config, logger) */
   execSandbox?: SandboxStatus;
+  /** The chats' "always allow" rules (Redis in the daemon, a file for `magpie agent`), for /approvals. */
+  approvalRules?: ApprovalRules;
 }
 
 /**
@@ -124,6 +129,14 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     logger,
     ...(options.helperTracker ? { tracker: options.helperTracker } : {}),
     maxDepth: options.maxHelperDepth ?? DEFAULT_MAX_DEPTH,
+    // A helper cannot wait for a person: what would ask is denied, and the main turn can ask instead.
+    ...definedApprovals(
+      unattendedApprovals({
+        mode: config.approval.mode,
+        execNetwork: config.tools.execNetwork,
+        onDenied: (summary) => logger.info({ summary }, 'helper call not approved: helpers cannot ask'),
+      }),
+    ),
   });
   const tools: ToolRegistry = await agentTools(options, { workspace, secrets, execSandbox, skills, helpers });
   options.mcp?.attach(tools);
@@ -142,11 +155,24 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     transcribe: config.llm.transcribeModel !== undefined,
     // The flush is the model writing memory with the file tools, which a read-only workspace refuses.
     memoryFlush: config.sandbox.mode !== 'read-only',
-    flushTools: tools.without('message', 'spawn', 'subagent', 'cron'),
+    // The flush turn has nobody to ask: with approvals on it gets no exec and no MCP tools.
+    flushTools: tools.without('message', 'spawn', 'subagent', 'cron', ...unaskedTools(config, tools)),
+    ...(options.approvalRules ? { approvalRules: options.approvalRules } : {}),
     ...(config.prices ? { prices: config.prices } : {}),
     ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
+}
+
+/** `{ approvals }` when there are approvals to pass. */
+function definedApprovals(approvals: TurnApprovals | undefined): { approvals?: TurnApprovals } {
+  return approvals ? { approvals } : {};
+}
+
+/** Tools a turn without anyone to ask must not have when approvals are on: exec and the MCP tools. */
+function unaskedTools(config: Config, tools: ToolRegistry): string[] {
+  if (config.approval.mode === 'off') return [];
+  return ['exec', ...tools.names().filter((name) => tools.facts(name)?.mcp === true)];
 }
 
 /**

@@ -193,6 +193,7 @@ async function buildWorkerAgent(
       // Shared by every worker: a failing model rests for all of them; a chat's /model holds everywhere.
       cooldowns: bus.cooldownStore(),
       modelChoices: bus.modelChoiceStore(),
+      approvalRules: bus.approvals,
       ...(mcp ? { mcp } : {}),
       ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });
@@ -217,6 +218,11 @@ async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOpti
     concurrency,
     timezone: config.timezone,
     streams: (channel) => streamsTo(config, channel),
+    approval: {
+      mode: config.approval.mode,
+      timeoutMs: config.approval.timeoutMs,
+      execNetwork: config.tools.execNetwork,
+    },
     ...definedOnly(options.tuning ?? {}),
     shutdownTimeoutMs: options.shutdownTimeoutMs,
   });

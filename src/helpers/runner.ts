@@ -6,8 +6,10 @@
  * `spawn`. A redone run (after a crash) finds its task already stored and
  * carries on from its session.
  */
+
 import type { AgentLoop } from '../agent/loop.js';
 import type { TurnOutcome } from '../agent/types.js';
+import type { TurnApprovals } from '../approvals/ports.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { HelperOrigin, HelperRecord } from '../messages/helper-job.js';
@@ -27,6 +29,8 @@ export interface HelperRunnerOptions {
   tracker?: HelperTracker;
   /** Deepest level a helper may run at. @defaultValue 2 */
   maxDepth?: number;
+  /** What a helper's risky calls meet (they cannot wait for a person: denied). @defaultValue none asks */
+  approvals?: TurnApprovals;
 }
 
 export interface HelperRun {
@@ -112,6 +116,7 @@ export class HelperRunner {
         {
           depth: run.depth,
           ...(run.signal ? { signal: run.signal } : {}),
+          ...(this.#o.approvals ? { approvals: this.#o.approvals } : {}),
           outbound: {
             publish: async (message) => {
               log.debug(

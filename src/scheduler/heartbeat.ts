@@ -10,7 +10,9 @@
  * turn (the bus's running-turn marker), then goes out on the chat's outbound
  * queue under the id `hb-<job id>`, so a redone tick never posts twice.
  */
+
 import type { StateStore } from '../agent/ports.js';
+import { unattendedApprovals } from '../approvals/unattended.js';
 import { schedulerKeys } from '../bus/keys.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
@@ -127,7 +129,13 @@ export class HeartbeatRunner {
   }
 
   private async turn(jobId: string, prompt: string, log: Logger): Promise<HeartbeatOutcome> {
-    const result = await this.options.agent.processHeartbeat(prompt);
+    // Nobody is present: a call that would ask is denied (MAGPIE_APPROVAL_UNATTENDED; see the docs).
+    const approvals = unattendedApprovals({
+      mode: this.options.config.approval.mode,
+      execNetwork: this.options.config.tools.execNetwork,
+      onDenied: (summary) => log.warn({ summary }, 'heartbeat call not approved: nobody to ask'),
+    });
+    const result = await this.options.agent.processHeartbeat(prompt, approvals ? { approvals } : {});
     const reply = result.reply?.trim() ?? '';
     if (reply === '') {
       log.info('heartbeat done: no reply');
