@@ -64,6 +64,10 @@ const COMMANDS: Record<string, { help: string; load: (deps: CliDeps) => Promise<
     help: 'check configuration, workspace, Redis, the LLM endpoint, channel tokens, MCP servers and web search',
     load: () => import('./commands/doctor.js'),
   },
+  approvals: {
+    help: 'list waiting approval questions and "always allow" rules, or revoke one (approvals list | revoke <chat> <N>)',
+    load: () => import('./commands/approvals.js'),
+  },
   pairing: {
     help: 'list or approve pairing requests (pairing list | pairing approve <code>)',
     load: () => import('./commands/pairing.js'),

@@ -8,7 +8,8 @@
 import { z } from 'zod';
 
 /** MAGPIE_APPROVAL: never ask, ask before risky calls, or before every call that is not read-only. */
-export type ApprovalMode = 'off' | 'risky' | 'all';
+export const APPROVAL_MODES = ['off', 'risky', 'all'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 
 /** How a question was settled. */
 export const APPROVAL_STATES = ['waiting', 'allowed', 'denied', 'timeout', 'cancelled', 'running'] as const;

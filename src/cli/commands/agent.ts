@@ -9,10 +9,13 @@ import type { AgentLoop } from '../../agent/loop.js';
 import { visionCapable } from '../../agent/model-vision.js';
 import type { OutboundSink } from '../../agent/ports.js';
 import type { TurnOutcome } from '../../agent/types.js';
+import { FileApprovalRules } from '../../approvals/file-rules.js';
+import { terminalApprovals } from '../../approvals/terminal.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
+import { APPROVAL_MODES, type ApprovalMode } from '../../messages/approval.js';
 import type { OutboundMessageInput } from '../../messages/messages.js';
 import { defineCommand } from '../command.js';
 import { shedSecretEnvironment } from '../shed-secrets.js';
@@ -26,6 +29,9 @@ Talks to the agent in this process (no Redis needed).
 options:
   -m, --message TEXT   send one message, print the reply and exit
       --chat ID        the conversation to use: session cli:ID (default: cli:default)
+      --approval MODE  off, risky or all: which tool calls ask first (default: MAGPIE_APPROVAL
+                       on a terminal, off without one; with risky or all and no terminal, a
+                       call that would ask is refused, said on stderr: scripts never hang)
       --workspace DIR  the workspace folder (overrides MAGPIE_WORKSPACE)
   -h, --help           this help
 
@@ -46,12 +52,22 @@ const UNFINISHED: ReadonlySet<TurnOutcome> = new Set(['max_iterations', 'loop', 
 export const run = defineCommand({
   name: 'agent',
   help: HELP,
-  flags: { message: { type: 'string', short: 'm' }, chat: { type: 'string' }, ...WORKSPACE_FLAG },
+  flags: {
+    message: { type: 'string', short: 'm' },
+    chat: { type: 'string' },
+    approval: { type: 'string' },
+    ...WORKSPACE_FLAG,
+  },
   async run({ values }) {
     if (values.message !== undefined && values.message.trim() === '') {
       throw new ConfigError('magpie agent: -m needs some text; see "magpie agent --help"');
     }
     const chat = values.chat ?? 'default';
+    if (values.approval !== undefined && !APPROVAL_MODES.includes(values.approval as ApprovalMode)) {
+      throw new ConfigError(
+        `magpie agent: --approval must be off, risky or all, not "${values.approval}"; see "magpie agent --help"`,
+      );
+    }
     if (chat.trim() === '') {
       throw new ConfigError('magpie agent: --chat needs an id; see "magpie agent --help"');
     }
@@ -70,6 +86,15 @@ export const run = defineCommand({
       vision: config.llm.models.some((m) => visionCapable(m.model, config.vision)),
     });
     let code: number;
+    const rules = new FileApprovalRules(config.stateDir);
+    // Asking needs a person at a terminal; without one, approvals are off unless asked for (then: refused).
+    const terminal = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+    const approval = {
+      mode: (values.approval as ApprovalMode | undefined) ?? (terminal ? config.approval.mode : 'off'),
+      execNetwork: config.tools.execNetwork,
+      rules,
+      terminal,
+    };
     try {
       const { FileModelChoiceStore } = await import('../../sessions/model-choice-file.js');
       const { agent } = await buildAgent({
@@ -78,14 +103,15 @@ export const run = defineCommand({
         outbound: new TerminalSink(chat, logger),
         // A chat's /model is kept in the state folder, so the next `magpie agent --chat ID` uses it too.
         modelChoices: new FileModelChoiceStore(config.stateDir, logger),
+        approvalRules: rules,
         ...(mcp ? { mcp } : {}),
       });
       const sessionKey = `cli:${chat}`;
       const stream =
         process.stdout.isTTY && streamsTo(config, 'cli') ? new TerminalStream(process.stdout) : undefined;
       code = await (values.message === undefined
-        ? interactive(agent, sessionKey, stream)
-        : once(agent, values.message, sessionKey, stream));
+        ? interactive(agent, sessionKey, stream, approval)
+        : once(agent, values.message, sessionKey, stream, approval));
     } finally {
       await mcp?.close();
     }
@@ -110,13 +136,19 @@ async function once(
   text: string,
   sessionKey: string,
   stream: TerminalStream | undefined,
+  approval: AgentApproval,
 ): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
+  const approvals = terminalApprovals({
+    ...approval,
+    stderr: process.stderr,
+    ...(approval.terminal ? { ask: (q: string) => askLine(q, stream) } : {}),
+  });
   try {
     const result = await agent
-      .processDirect(text, sessionKey, { signal: controller.signal, ...stream?.turnOptions() })
+      .processDirect(text, sessionKey, { signal: controller.signal, approvals, ...stream?.turnOptions() })
       .catch((err: unknown) => {
         stream?.endLine(); // the error line starts on a line of its own
         throw err;
@@ -146,6 +178,7 @@ async function interactive(
   agent: AgentLoop,
   sessionKey: string,
   stream: TerminalStream | undefined,
+  approval: AgentApproval,
 ): Promise<number> {
   const readline = await import('node:readline');
   const rl: Interface = readline.createInterface({
@@ -167,12 +200,29 @@ async function interactive(
   const prompt = () => {
     if (!closed) rl.prompt();
   };
+  // A question waiting for its answer: the next line typed answers it instead of being a message.
+  let answering: ((line: string) => void) | undefined;
+  const approvals = terminalApprovals({
+    ...approval,
+    stderr: process.stderr,
+    ...(approval.terminal
+      ? {
+          ask: (question: string) =>
+            new Promise<string>((resolve) => {
+              stream?.endLine();
+              answering = resolve;
+              process.stdout.write(question);
+            }),
+        }
+      : {}),
+  });
 
   const turn = async (text: string) => {
     running = new AbortController();
     try {
       const result = await agent.processDirect(text, sessionKey, {
         signal: running.signal,
+        approvals,
         ...stream?.turnOptions(),
       });
       if (result.metrics.outcome === 'cancelled') {
@@ -211,6 +261,12 @@ async function interactive(
   });
   rl.on('line', (line) => {
     quitArmed = false;
+    if (answering) {
+      const answer = answering;
+      answering = undefined;
+      answer(line);
+      return;
+    }
     const text = line.trim();
     if (text === '') {
       prompt();
@@ -225,6 +281,26 @@ async function interactive(
   await agent.idle();
   if (process.stdout.isTTY) process.stdout.write('\n');
   return failed ? ExitCode.failure : ExitCode.ok;
+}
+
+/** How `magpie agent` asks: the mode, whether a person sits at a terminal, where "always" rules live. */
+interface AgentApproval {
+  mode: ApprovalMode;
+  execNetwork: boolean;
+  rules: FileApprovalRules;
+  terminal: boolean;
+}
+
+/** Asks one question on the terminal (`-m` mode) and resolves the line typed. */
+async function askLine(question: string, stream: TerminalStream | undefined): Promise<string> {
+  const readline = await import('node:readline/promises');
+  stream?.endLine();
+  const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    return await rl.question(question);
+  } finally {
+    rl.close();
+  }
 }
 
 /** The message tool's sends: this chat's go to stdout; other chats cannot be reached from here. */
