@@ -17,10 +17,10 @@ import {
   PendingApprovalSchema,
 } from '../messages/approval.js';
 import { safeJson } from './json-topic.js';
-import { keys } from './keys.js';
+import { keys, totalsFields } from './keys.js';
 
 /**
- * KEYS: the question; ARGV: code, decision (allowed|denied), who (id), who (name), always (0|1), now (ISO).
+ * KEYS: the question, the totals hash; ARGV: code, decision (allowed|denied), who (id), who (name), always (0|1), now (ISO).
  * Returns {outcome, state, decidedBy}: decided | none | already | not-allowed | expired.
  */
 const ANSWER = `
@@ -35,13 +35,17 @@ if #approvers > 0 then
   if not ok then return {'not-allowed'} end
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'decidedBy', ARGV[4], 'always', ARGV[5])
+redis.call('HINCRBY', KEYS[2], 'approvals:' .. ARGV[2], 1)
 return {'decided', ARGV[2], ARGV[4]}`;
 
-/** KEYS: the question; ARGV: code, from-state, to-state, who. Moves the state when it is from-state; returns the state it found. */
+/** KEYS: the question, the totals hash; ARGV: code, from-state, to-state, who. Moves the state when it is from-state; returns the state it found. */
 const MOVE = `
 local h = redis.call('HMGET', KEYS[1], 'code', 'state')
 if not h[1] or h[1] ~= ARGV[1] then return false end
-if h[2] == ARGV[2] then redis.call('HSET', KEYS[1], 'state', ARGV[3], 'decidedBy', ARGV[4]) end
+if h[2] == ARGV[2] then
+  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'decidedBy', ARGV[4])
+  if ARGV[3] == 'timeout' or ARGV[3] == 'cancelled' then redis.call('HINCRBY', KEYS[2], 'approvals:' .. ARGV[3], 1) end
+end
 return h[2]`;
 
 /** KEYS: the question, the waiting set; ARGV: code, session. Removes it when the code matches. */
@@ -74,6 +78,7 @@ export class RedisApprovals {
         expiresAt: pending.expiresAt,
       })
       .zadd(keys.approvalsWaiting(this.prefix), Date.parse(pending.expiresAt), pending.sessionKey)
+      .hincrby(opsKeys.totals(this.prefix), totalsFields.approvals('asked'), 1)
       .exec();
   }
 
@@ -104,8 +109,9 @@ export class RedisApprovals {
     const state = answer.decision === 'deny' ? 'denied' : 'allowed';
     const result = (await this.redis.eval(
       ANSWER,
-      1,
+      2,
       keys.approval(this.prefix, sessionKey),
+      opsKeys.totals(this.prefix),
       answer.code,
       state,
       answer.senderId,
@@ -138,7 +144,16 @@ export class RedisApprovals {
     to: ApprovalState,
     by: string,
   ): Promise<ApprovalState | undefined> {
-    const found = await this.redis.eval(MOVE, 1, keys.approval(this.prefix, sessionKey), code, from, to, by);
+    const found = await this.redis.eval(
+      MOVE,
+      2,
+      keys.approval(this.prefix, sessionKey),
+      opsKeys.totals(this.prefix),
+      code,
+      from,
+      to,
+      by,
+    );
     return typeof found === 'string' ? (found as ApprovalState) : undefined;
   }
 

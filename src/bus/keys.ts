@@ -109,6 +109,8 @@ export const totalsFields = {
   latencyCount: 'latency:count',
   latencySumMs: 'latency:sum_ms',
   latencyBucket: (le: number) => `latency:le:${le}`,
+  /** Approval questions asked, and how they were settled (allowed, denied, timeout, cancelled). */
+  approvals: (decision: string) => `approvals:${decision}`,
 };
 
 /** Pairing keys under a prefix (see pairing-store.ts). */

@@ -46,6 +46,7 @@ export function createMetrics(reader: OpsReader, options: MetricsOptions = {}): 
   registerModelMetrics(registry, read, reader);
   registerToolMetrics(registry, read);
   registerLiveMetrics(registry, reader);
+  registerApprovalMetrics(registry, read);
   return {
     registry,
     contentType: registry.contentType,
@@ -175,6 +176,22 @@ function registerToolMetrics(registry: Registry, totals: Totals) {
     totalsFields.toolFailures,
   );
   registry.registerMetric(latencyHistogram(totals) as unknown as Metric);
+}
+
+/** Approval questions asked and how they were settled (MAGPIE_APPROVAL). */
+function registerApprovalMetrics(registry: Registry, totals: Totals) {
+  new Counter({
+    name: 'magpie_approvals_total',
+    help: 'Approval questions: asked, and settled as allowed, denied, timeout or cancelled',
+    labelNames: ['decision'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const decision of ['asked', 'allowed', 'denied', 'timeout', 'cancelled']) {
+        this.inc({ decision }, Number(totals()[totalsFields.approvals(decision)] ?? 0));
+      }
+    },
+  });
 }
 
 /** What runs now: queue depths, live workers, running turns (read from Redis at each scrape). */
