@@ -17,7 +17,7 @@ import {
   PendingApprovalSchema,
 } from '../messages/approval.js';
 import { safeJson } from './json-topic.js';
-import { keys, totalsFields } from './keys.js';
+import { keys, opsKeys, totalsFields } from './keys.js';
 
 /**
  * KEYS: the question, the totals hash; ARGV: code, decision (allowed|denied), who (id), who (name), always (0|1), now (ISO).

@@ -14,6 +14,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../log/index.js';
+import { MAX_ACTIONS, OutboundActionSchema } from '../messages/messages.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 import type { Subscriber } from './subscriber.js';
@@ -40,6 +41,8 @@ export const WebEventSchema = z.discriminatedUnion('type', [
     kind: z.enum(['reply', 'message', 'error']).default('reply'),
     /** The turn whose live snapshots this message replaces. */
     live: z.string().min(1).optional(),
+    /** Buttons under the message: a click sends the command as if typed. */
+    actions: z.array(OutboundActionSchema).max(MAX_ACTIONS).optional(),
     at,
   }),
   /** A message the user sent (so the chat's other tabs show it). */

@@ -11,7 +11,9 @@
  * that would come after the unwanted one (a marker message, another chat's
  * typing), never for a fixed time.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type InboundMessage, sessionKeyOf } from '../../src/messages/messages.js';
 import { waitFor } from '../fakes/wait-for.js';
 import {
   type ChannelCapabilities,
@@ -35,6 +37,9 @@ interface ContractCase {
 }
 
 const TURN_MS = 20_000;
+
+/** The buttons of an approval question, as their labels show. */
+const QUESTION_BUTTONS = ['Allow once', 'Deny'];
 
 const CASES: ContractCase[] = [
   {
@@ -245,7 +250,119 @@ const CASES: ContractCase[] = [
       expect(replies).toEqual(['held twice done', expect.stringContaining('next message')]);
     },
   },
+  {
+    name: 'a message with two actions shows two buttons; a press sends its command as the presser, once, and takes the buttons away',
+    needs: ['buttons'],
+    async run(run) {
+      const { harness, model } = run;
+      const chat = { chat: 'buttons' };
+      await ask(run, chat, 'K7QF2');
+      expect(await harness.buttons!(chat)).toEqual([QUESTION_BUTTONS]);
+      const before = run.inbound.length;
+      await harness.pressButton!('Deny', chat);
+      const replies = await harness.waitForReplies(2, chat, TURN_MS);
+      expect(replies[1]).toContain('/deny K7QF2');
+      // The answer came after the press reached the bus: nothing else did.
+      const [pressed, ...more] = run.inbound.slice(before);
+      expect(more).toEqual([]);
+      expect(pressed).toMatchObject({
+        content: '/deny K7QF2',
+        senderId: harness.senderId!(chat),
+        isGroup: false,
+      });
+      expect(sessionKeyOf(pressed!)).toBe(harness.sessionKey(chat));
+      expect(model.userTexts().filter((t) => t.includes('/deny K7QF2'))).toHaveLength(1);
+      // Taken off with the press's answer, before the press went on to the bus.
+      expect(await harness.buttons!(chat)).toEqual([]);
+    },
+  },
+  {
+    name: "in a group, a stranger's press publishes nothing and leaves the buttons; the owner's press is the owner's group message",
+    needs: ['buttons', 'groups', 'pairing'],
+    async run(run) {
+      const { harness } = run;
+      const group = { group: true, chat: 'buttons-guarded' };
+      await ask(run, group, 'G7QF2');
+      const before = run.inbound.length;
+      // Resolves once the platform has the press answered: the adapter has decided about it.
+      await harness.pressButton!('Allow once', group, { by: 'stranger' });
+      expect(run.inbound.slice(before)).toEqual([]);
+      expect(await harness.buttons!(group)).toContainEqual(QUESTION_BUTTONS);
+      await harness.pressButton!('Allow once', group);
+      const [pressed] = await waitFor(
+        () => {
+          const presses = pressesOf(run.inbound.slice(before), '/approve G7QF2');
+          return presses.length > 0 && presses;
+        },
+        TURN_MS,
+        "the owner's press on the bus",
+      );
+      expect(pressed).toMatchObject({ senderId: harness.senderId!(group), isGroup: true });
+      expect(sessionKeyOf(pressed!)).toBe(harness.sessionKey(group));
+      await waitFor(
+        async () => (await harness.replies(group)).some((r) => r.includes('/approve G7QF2')),
+        TURN_MS,
+        "the answer to the owner's press",
+      );
+      // Presses are handled in order: the stranger's, had it been published, would be here too.
+      const stranger = harness.senderId!({ ...group, stranger: true });
+      expect(run.inbound.slice(before).filter((m) => m.senderId === stranger)).toEqual([]);
+      expect(pressesOf(run.inbound.slice(before), '/approve G7QF2')).toHaveLength(1);
+    },
+  },
+  {
+    name: 'the same press delivered twice is taken once',
+    needs: ['buttons'],
+    async run(run) {
+      const { harness, model } = run;
+      const chat = { chat: 'buttons-twice' };
+      await ask(run, chat, 'T7QF2');
+      const before = run.inbound.length;
+      await harness.pressButton!('Allow once', chat, { twice: true });
+      await harness.waitForReplies(2, chat, TURN_MS);
+      // Later in the same chat: once it is answered, a second take of the press would have been too.
+      await harness.userSays('marker after the press', chat);
+      const replies = await harness.waitForReplies(3, chat, TURN_MS);
+      expect(replies).toEqual([
+        expect.stringContaining('T7QF2'),
+        expect.stringContaining('/approve T7QF2'),
+        expect.stringContaining('marker after the press'),
+      ]);
+      const presses = pressesOf(run.inbound.slice(before), '/approve T7QF2');
+      expect(presses.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(presses.map((m) => m.id)).size).toBe(1);
+      expect(model.userTexts().filter((t) => t.includes('/approve T7QF2'))).toHaveLength(1);
+    },
+  },
 ];
+
+/**
+ * Puts an approval question with two buttons (Allow once, Deny) in the chat, as the agent's
+ * outbound would, and waits until the chat shows them.
+ */
+async function ask(run: ContractRun, where: ChatRef, code: string): Promise<void> {
+  const { harness } = run;
+  await run.role().bus.publishOutbound({
+    id: `ask-${code}-${randomUUID()}`,
+    ...harness.address!(where),
+    content: `magpie wants to run git push (${code}). Allow it?`,
+    kind: 'message',
+    actions: [
+      { label: QUESTION_BUTTONS[0]!, command: `/approve ${code}` },
+      { label: QUESTION_BUTTONS[1]!, command: `/deny ${code}` },
+    ],
+  });
+  await waitFor(
+    async () => (await harness.buttons!(where)).some((row) => row.join() === QUESTION_BUTTONS.join()),
+    TURN_MS,
+    'the question with its buttons',
+  );
+}
+
+/** The messages whose content is `command`. */
+function pressesOf(messages: InboundMessage[], command: string): InboundMessage[] {
+  return messages.filter((m) => m.content === command);
+}
 
 /**
  * Declares the contract for one channel: `describeChannelContract('telegram', telegramHarness)`.

@@ -2,14 +2,24 @@
  * The Channel contract for Discord: the user is the fake gateway's
  * MESSAGE_CREATE events (DMs from an allowed user, the test guild's text
  * channel, strangers), and the chat is what the bot posted there over REST —
- * Markdown, which is what the Discord client shows.
+ * Markdown, which is what the Discord client shows. Buttons are a message's
+ * components; a press is the fake's INTERACTION_CREATE, answered once the
+ * fake has an interaction callback for every delivery of it.
  */
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../fakes/discord-server.js';
 import { describeChannelContract } from './channel-contract.js';
 import { type ChannelHarness, type ChatRef, fakeReaders, type HarnessFactory } from './harness.js';
 
 const discord: HarnessFactory = {
-  capabilities: { groups: true, pairing: true, media: true, typing: true, edits: true, redelivery: true },
+  capabilities: {
+    groups: true,
+    pairing: true,
+    media: true,
+    typing: true,
+    edits: true,
+    redelivery: true,
+    buttons: true,
+  },
   textLimit: 2000,
   async start(stack) {
     const token = 'contract-discord-token';
@@ -49,6 +59,12 @@ const discord: HarnessFactory = {
     };
     // What the channel finally shows: not-deleted messages, each with its latest edit.
     const shown = (where?: ChatRef) => fake.shown(channelOf(where));
+    const buttonRows = (where?: ChatRef) =>
+      fake
+        .shownMessages(channelOf(where))
+        .flatMap((m) =>
+          m.components ? [{ id: m.id, buttons: m.components.flatMap((r) => r.components) }] : [],
+        );
     const harness: ChannelHarness = {
       capabilities: discord.capabilities,
       textLimit: discord.textLimit,
@@ -71,6 +87,30 @@ const discord: HarnessFactory = {
       async edits(where) {
         const channel = channelOf(where);
         return fake.edits.filter((e) => e.channelId === channel && e.outcome === 'edited').length;
+      },
+      address: (where) => ({ channel: 'discord', chatId: channelOf(where) }),
+      senderId: (where = {}) => authorIn(where).id,
+      async buttons(where) {
+        return buttonRows(where).map((row) => row.buttons.map((b) => b.label ?? ''));
+      },
+      async pressButton(label, where = {}, options = {}) {
+        const holder = buttonRows(where).findLast((row) => row.buttons.some((b) => b.label === label));
+        const customId = holder?.buttons.find((b) => b.label === label)?.custom_id;
+        if (!holder || customId === undefined) throw new TypeError(`no button "${label}" in the chat`);
+        const id = fake.pressButton({
+          channelId: channelOf(where),
+          messageId: holder.id,
+          customId,
+          user: authorIn(options.by === 'stranger' ? { ...where, stranger: true } : where),
+          ...(where.group ? { nick: 'Captain' } : {}),
+        });
+        // The gateway replays events after a resume: the same interaction, same id.
+        if (options.twice) fake.replayInteraction(id);
+        const answers = options.twice ? 2 : 1;
+        await fake.waitFor(
+          () => fake.interactionCallbacks.filter((c) => c.interactionId === id).length >= answers,
+          20_000,
+        );
       },
       close: () => fake.close(),
     };

@@ -16,6 +16,7 @@ import { parseConfig } from '../../src/app/config.js';
 import { type RunningRole, startRole } from '../../src/app/roles.js';
 import { approvePairing, type PairingRequest } from '../../src/bus/pairing-store.js';
 import { silentLogger } from '../../src/log/index.js';
+import { type InboundMessage, InboundMessageSchema } from '../../src/messages/messages.js';
 import { type FakeOpenAI, type FakeReply, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 
 /** What a channel has; a case that needs a missing one is not declared for it. */
@@ -32,11 +33,21 @@ export interface ChannelCapabilities {
   edits: boolean;
   /** The platform may deliver one message twice (a replayed update or event, a retried publish). */
   redelivery: boolean;
+  /** Buttons under the bot's messages (`OutboundMessage.actions`): a press sends its command as the presser. */
+  buttons: boolean;
 }
 
-/** The capabilities of a text-only channel: no groups, pairing, media, typing indicator or edits. */
+/** The capabilities of a text-only channel: no groups, pairing, media, typing indicator, edits or buttons. */
 export function textOnlyCapabilities(redelivery: boolean): ChannelCapabilities {
-  return { groups: false, pairing: false, media: false, typing: false, edits: false, redelivery };
+  return {
+    groups: false,
+    pairing: false,
+    media: false,
+    typing: false,
+    edits: false,
+    redelivery,
+    buttons: false,
+  };
 }
 
 /** Which conversation: a name picks a chat of its own; the defaults are a DM from an allowed user. */
@@ -55,6 +66,21 @@ export interface SayOptions extends ChatRef {
   mention?: boolean;
   /** Deliver the same platform message twice (only where `capabilities.redelivery`). @defaultValue false */
   twice?: boolean;
+}
+
+/** Who presses a button, and how often the platform delivers the press. */
+export interface PressOptions {
+  /** The chat's owner, or a stranger (someone not on the allow-list; only where `capabilities.pairing`). @defaultValue 'owner' */
+  by?: 'owner' | 'stranger';
+  /** The platform delivers the same press twice (a replayed update or event, a page posting it again). @defaultValue false */
+  twice?: boolean;
+}
+
+/** Where an OutboundMessage to a chat goes. */
+export interface ChatAddress {
+  channel: string;
+  chatId: string;
+  threadId?: string;
 }
 
 /** What a channel is, known before anything starts (the contract picks its cases by it). */
@@ -91,6 +117,24 @@ export interface ChannelHarness extends ChannelTraits {
    * that grows by edits).
    */
   partial?(where?: ChatRef): Promise<string>;
+  /** Where the bot's messages to the chat go (an OutboundMessage's address). Present where `capabilities.buttons`. */
+  address?(where?: ChatRef): ChatAddress;
+  /**
+   * The platform's id of the person who speaks in `where` (the owner; with `stranger`, that chat's
+   * stranger): an InboundMessage's `senderId`. Present where `capabilities.buttons`.
+   */
+  senderId?(where?: ChatRef): string;
+  /**
+   * The labels of the buttons the chat shows now, a list per message that shows any, in order.
+   * Present where `capabilities.buttons`.
+   */
+  buttons?(where?: ChatRef): Promise<string[][]>;
+  /**
+   * Presses the button labelled `label` on the newest message of the chat showing it. Resolves once
+   * the platform has the press answered (every delivery of it, with `twice`): the adapter has
+   * decided about it. Present where `capabilities.buttons`.
+   */
+  pressButton?(label: string, where?: ChatRef, options?: PressOptions): Promise<void>;
   /** Stops the platform's fake (after the role stopped). Idempotent. */
   close(): Promise<void>;
 }
@@ -216,6 +260,11 @@ export interface ContractRun {
   harness: ChannelHarness;
   /** The running role (its bus reads mailboxes and approves pairing codes). */
   role(): RunningRole;
+  /**
+   * Every message the channels published on the bus, in order: a delivery the platform repeated
+   * is here each time the channel published it (the bus's mailbox takes one id once).
+   */
+  readonly inbound: InboundMessage[];
   /** `magpie pairing approve CODE`. */
   approve(code: string): Promise<PairingRequest | undefined>;
   stop(): Promise<void>;
@@ -227,6 +276,7 @@ export async function startContractRun(redisUrl: string, makeHarness: HarnessFac
   const model = new ScriptedModel(openai);
   openai.setResponder((req) => model.answer(lastUserText(req)));
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-contract-'));
+  const inbound: InboundMessage[] = [];
   let role: RunningRole | undefined;
   let harness: ChannelHarness | undefined;
   const stop = async () => {
@@ -252,6 +302,7 @@ export async function startContractRun(redisUrl: string, makeHarness: HarnessFac
           ...platformEnv,
         });
         role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 4 });
+        recordInbound(role, inbound);
         return role;
       },
     });
@@ -267,8 +318,23 @@ export async function startContractRun(redisUrl: string, makeHarness: HarnessFac
     model,
     harness,
     role: running,
+    inbound,
     approve: (code) => approvePairing(running().bus.redis, running().bus.prefix, code),
     stop,
+  };
+}
+
+/**
+ * Records what the role's channels publish, on the way through: the gateway's bus (the one every
+ * channel and the web chat's routes were given) publishes each message as before, and each one it
+ * accepted is appended to `into`.
+ */
+function recordInbound(role: RunningRole, into: InboundMessage[]): void {
+  const bus = role.bus;
+  const publish = bus.publishInbound.bind(bus);
+  bus.publishInbound = async (message) => {
+    await publish(message);
+    into.push(InboundMessageSchema.parse(message));
   };
 }
 

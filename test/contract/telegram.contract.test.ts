@@ -2,7 +2,9 @@
  * The Channel contract for Telegram: the user is a fake Bot API's updates
  * (DMs from an allowed username, a supergroup, strangers), and the chat is
  * what the bot sent there, its HTML read back as the user sees it (code
- * blocks shown as ``` fences with their language).
+ * blocks shown as ``` fences with their language). Buttons are a message's
+ * inline keyboard; a press is the fake's callback query, answered once the
+ * fake has an answerCallbackQuery for every delivery of it.
  */
 
 import {
@@ -33,7 +35,15 @@ function htmlAsRead(html: string): string {
 }
 
 const telegram: HarnessFactory = {
-  capabilities: { groups: true, pairing: true, media: true, typing: true, edits: true, redelivery: true },
+  capabilities: {
+    groups: true,
+    pairing: true,
+    media: true,
+    typing: true,
+    edits: true,
+    redelivery: true,
+    buttons: true,
+  },
   textLimit: 4096,
   async start(stack) {
     const fake: FakeTelegram = await startFakeTelegram({ token: '777:contract-telegram-token' });
@@ -72,6 +82,12 @@ const telegram: HarnessFactory = {
     // What the chat finally shows: not-deleted messages, each with its latest edit, as read.
     const shown = (where?: ChatRef) =>
       fake.shownMessages(chatIdOf(where)).map((m) => (m.parse_mode === 'HTML' ? htmlAsRead(m.text) : m.text));
+    const keyboards = (where?: ChatRef) =>
+      fake
+        .shownMessages(chatIdOf(where))
+        .flatMap((m) =>
+          m.reply_markup ? [{ id: m.message_id, buttons: m.reply_markup.inline_keyboard.flat() }] : [],
+        );
     const harness: ChannelHarness = {
       capabilities: telegram.capabilities,
       textLimit: telegram.textLimit,
@@ -96,6 +112,29 @@ const telegram: HarnessFactory = {
       async edits(where) {
         const chat = String(chatIdOf(where));
         return fake.edits.filter((e) => e.chat_id === chat && e.outcome === 'edited').length;
+      },
+      address: (where) => ({ channel: 'telegram', chatId: String(chatIdOf(where)) }),
+      senderId: (where = {}) => String(userIn(where).id),
+      async buttons(where) {
+        return keyboards(where).map((k) => k.buttons.map((b) => b.text));
+      },
+      async pressButton(label, where = {}, options = {}) {
+        const holder = keyboards(where).findLast((k) => k.buttons.some((b) => b.text === label));
+        const data = holder?.buttons.find((b) => b.text === label)?.callback_data;
+        if (!holder || data === undefined) throw new TypeError(`no button "${label}" in the chat`);
+        const press = fake.pressButton({
+          chatId: chatIdOf(where),
+          messageId: holder.id,
+          data,
+          from: userIn(options.by === 'stranger' ? { ...where, stranger: true } : where),
+        });
+        // Telegram sends an update again when it was not confirmed: a fresh update_id stands for that.
+        if (options.twice) fake.pushUpdate({ ...press.update });
+        const answers = options.twice ? 2 : 1;
+        await fake.waitFor(
+          () => fake.callbackAnswers.filter((a) => a.callback_query_id === press.queryId).length >= answers,
+          20_000,
+        );
       },
       close: () => fake.close(),
     };

@@ -7,7 +7,10 @@
  * token, so there are no strangers, groups or pairing; typing is one
  * start/stop pair per turn (not repeated), so the typing case, which counts
  * repeated indicators, is not declared; a POST is answered once and not
- * redelivered by the platform.
+ * redelivered by the platform. Buttons are a message event's actions; a
+ * press is what the page posts on a click (the command, under the message's
+ * press id), and a message's buttons are gone once the chat's stream carries
+ * that press back.
  */
 import { randomUUID } from 'node:crypto';
 import { freePort } from '../fakes/redis-server.js';
@@ -44,8 +47,31 @@ function shown(reader: EventReader): string[] {
   return reader.events.filter((e) => e.event === 'message').map((e) => (e.data as { text: string }).text);
 }
 
+/** The id the page posts a press on message `messageId` under (app-script.ts's `pressIdOf`). */
+function pressIdOf(messageId: string): string {
+  return `press-${messageId.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
+}
+
+interface ButtonsOf {
+  pressId: string;
+  actions: Array<{ label: string; command: string }>;
+}
+
+/** The messages showing buttons: those with actions whose press the stream has not carried back. */
+function buttonsShown(reader: EventReader): ButtonsOf[] {
+  const pressed = new Set(
+    reader.events.filter((e) => e.event === 'user').map((e) => (e.data as { id: string }).id),
+  );
+  return reader.events.flatMap((e) => {
+    const data = e.data as { id: string; actions?: ButtonsOf['actions'] };
+    if (e.event !== 'message' || !data.actions) return [];
+    const pressId = pressIdOf(data.id);
+    return pressed.has(pressId) ? [] : [{ pressId, actions: data.actions }];
+  });
+}
+
 const web: HarnessFactory = {
-  capabilities: textOnlyCapabilities(false),
+  capabilities: { ...textOnlyCapabilities(false), buttons: true },
   textLimit: undefined,
   async start(stack) {
     const port = await freePort();
@@ -66,18 +92,38 @@ const web: HarnessFactory = {
       }
       return reader;
     };
+    /** Posts as the page does: a text, under the page's id for it when given. */
+    const post = async (where: ChatRef, text: string, id?: string) => {
+      await readerOf(where);
+      const answer = await webRequest(port, 'POST', '/chat/messages', {
+        headers: pageHeaders(port, TOKEN),
+        body: JSON.stringify({ chat: idOf(where), text, ...(id ? { id } : {}) }),
+      });
+      if (answer.status !== 202)
+        throw new TypeError(`POST /chat/messages answered ${answer.status}: ${answer.body}`);
+    };
     const harness: ChannelHarness = {
       capabilities: web.capabilities,
       textLimit: web.textLimit,
       sessionKey: (where) => `web:${idOf(where)}`,
       async userSays(text, options = {}) {
-        await readerOf(options);
-        const answer = await webRequest(port, 'POST', '/chat/messages', {
-          headers: pageHeaders(port, TOKEN),
-          body: JSON.stringify({ chat: idOf(options), text }),
-        });
-        if (answer.status !== 202)
-          throw new TypeError(`POST /chat/messages answered ${answer.status}: ${answer.body}`);
+        await post(options, text);
+      },
+      address: (where) => ({ channel: 'web', chatId: idOf(where) }),
+      senderId: () => 'web',
+      async buttons(where) {
+        return buttonsShown(await readerOf(where)).map((m) => m.actions.map((a) => a.label));
+      },
+      async pressButton(label, where = {}, options = {}) {
+        if (options.by === 'stranger') throw new TypeError('the web chat has no strangers');
+        const holder = buttonsShown(await readerOf(where)).findLast((m) =>
+          m.actions.some((a) => a.label === label),
+        );
+        const action = holder?.actions.find((a) => a.label === label);
+        if (!holder || !action) throw new TypeError(`no button "${label}" in the chat`);
+        // A click, and with `twice` a second page (another tab) pressing the same question.
+        await post(where, action.command, holder.pressId);
+        if (options.twice) await post(where, action.command, holder.pressId);
       },
       async replies(where) {
         return shown(await readerOf(where));

@@ -10,7 +10,9 @@
  * with the reason; an answer or a message holding `<script>` and
  * `<img onerror>` is shown as text (no dialog, no such element, nothing run);
  * a reminder sent to the chat appears while the page is open, and one sent
- * while it was closed is there when it is opened again; the page fits a
+ * while it was closed is there when it is opened again; a question's buttons
+ * show under it, and a click sends the command as typed (answered once) and
+ * disables them in that tab and the chat's other one; the page fits a
  * phone's width, is linked from the dashboard, and never breaks its
  * Content-Security-Policy. Saves a screenshot to test-artifacts/web-chat.png
  * (and, with MAGPIE_UPDATE_SCREENSHOTS=1, to docs/web-chat.png, which the
@@ -314,6 +316,43 @@ describe('web chat in a browser', () => {
       .waitFor({ timeout: 15_000 });
     await context.close();
   }, 30_000);
+
+  it("shows a question's buttons; a click sends the command as typed and disables them, here and in the chat's other tab", async () => {
+    const first = await openChat('approval');
+    const second = await openChat('approval');
+    await bus?.publishOutbound({
+      id: `ask-${randomUUID()}`,
+      channel: 'web',
+      chatId: 'approval',
+      content: 'magpie wants to run `git push`. Allow it?',
+      kind: 'message',
+      actions: [
+        { label: 'Allow once', command: '/approve K7QF2' },
+        { label: 'Deny', command: '/deny K7QF2' },
+      ],
+    });
+    const buttons = (page: Page) => page.locator('.msg.assistant .actions button');
+    const disabled = (page: Page) =>
+      buttons(page).evaluateAll((list) => list.map((b) => (b as unknown as { disabled: boolean }).disabled));
+    for (const { page } of [first, second]) {
+      await expect
+        .poll(() => buttons(page).allTextContents(), { timeout: 15_000 })
+        .toEqual(['Allow once', 'Deny']);
+      expect(await disabled(page)).toEqual([false, false]);
+    }
+    await first.page.getByRole('button', { name: 'Deny', exact: true }).click();
+    await first.page
+      .locator('.msg.assistant:not(.live)', { hasText: 'echo: /deny K7QF2' })
+      .waitFor({ timeout: 20_000 });
+    for (const { page } of [first, second]) {
+      expect(await page.locator('.msg.user').allTextContents()).toEqual(['/deny K7QF2']);
+      await expect.poll(() => disabled(page), { timeout: 10_000 }).toEqual([true, true]);
+    }
+    expect(fake.requests.map(lastUserText).filter((t) => t.includes('/deny K7QF2'))).toHaveLength(1);
+    expect([...first.violations, ...second.violations]).toEqual([]);
+    await first.context.close();
+    await second.context.close();
+  }, 60_000);
 
   it("fits a phone's width; screenshot saved", async () => {
     const phone = await openChat('phone', { width: 390, height: 760 });

@@ -5,6 +5,13 @@
  * Discord (10008 Unknown Message for one that is gone, 2000-character limit);
  * edits and deletions are recorded and `shown` gives what a channel finally
  * displays. Records every REST call; errors (429, 403, 10008…) on demand.
+ *
+ * Buttons: a message's `components` are kept (posted, edited); `pressButton`
+ * dispatches the INTERACTION_CREATE (type 3, a button) a user's click on a
+ * shown button makes, and `POST /interactions/:id/:token/callback` (no bot
+ * token, as on Discord) answers it once: UPDATE_MESSAGE (7) changes the
+ * message, DEFERRED_UPDATE_MESSAGE (6) changes nothing; a second answer is
+ * 40060, an unknown interaction 10062.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -23,6 +30,12 @@ export interface FakeDiscordCall {
   at: number;
 }
 
+/** A message component row as Discord keeps it (buttons: type 2 with `label` and `custom_id`). */
+export interface FakeActionRow {
+  type: number;
+  components: Array<{ type: number; style?: number; label?: string; custom_id?: string }>;
+}
+
 /** A message the bot posted. */
 export interface FakeSentMessage {
   id: string;
@@ -30,6 +43,31 @@ export interface FakeSentMessage {
   content: string;
   nonce?: string;
   messageReference?: { message_id: string };
+  /** The components it was posted with. */
+  components?: FakeActionRow[];
+}
+
+/** A user's click on a button of a message the bot posted. */
+export interface FakeButtonPress {
+  channelId: string;
+  messageId: string;
+  /** The clicked button's `custom_id`: it must be on the message now (a user clicks what they see). */
+  customId: string;
+  user: FakeUser;
+  /** Server nickname (guild channels). */
+  nick?: string;
+}
+
+/** One answer to an interaction (`POST /interactions/:id/:token/callback`). */
+export interface FakeInteractionCallback {
+  interactionId: string;
+  /** 6 DEFERRED_UPDATE_MESSAGE, 7 UPDATE_MESSAGE, 4 CHANNEL_MESSAGE_WITH_SOURCE… */
+  type: number;
+  data?: Record<string, unknown>;
+  at: number;
+  /** `answered`; `failed`: unknown interaction or answered already (see `status`). */
+  outcome: 'answered' | 'failed';
+  status: number;
 }
 
 /** One PATCH of a posted message, whatever its outcome. */
@@ -58,6 +96,8 @@ export interface FakeShownMessage {
   content: string;
   /** Successful edits it went through. */
   edits: number;
+  /** Its components now (absent: none). */
+  components?: FakeActionRow[];
 }
 
 export interface FakeUser {
@@ -134,6 +174,16 @@ export interface FakeDiscord {
    * discord.js REST client waits it out and retries, unless built with rejectOnRateLimit).
    */
   failEdits(times: number, kind: 'unknown_message' | 'rate_limited', retryAfterSeconds?: number): void;
+  /**
+   * A user clicks a button: dispatches INTERACTION_CREATE (type 3, component type 2) on every
+   * ready gateway session; returns the interaction's id. Throws when the message does not show a
+   * button with that `custom_id` now.
+   */
+  pressButton(press: FakeButtonPress): string;
+  /** Dispatches an interaction again, unchanged (a gateway replaying events). */
+  replayInteraction(id: string): void;
+  /** Every interaction answer, in order. */
+  interactionCallbacks: FakeInteractionCallback[];
   /** Serves bytes as an attachment; returns the payload object for `attachments`. */
   addAttachment(filename: string, contentType: string, bytes: Buffer): FakeAttachment;
   /** Resolves when `predicate()` is true (checked on every event and every 20 ms), or rejects after `timeoutMs`. */
@@ -172,6 +222,9 @@ export async function startFakeDiscord(options: {
   const byNonce = new Map<string, FakeSentMessage>();
   /** Current state of every posted message, by id (insertion order is posting order). */
   const current = new Map<string, FakeShownMessage & { channelId: string; deleted: boolean }>();
+  /** Dispatched interactions: their token, payload and whether they were answered. */
+  const interactions = new Map<string, { token: string; payload: unknown; answered: boolean }>();
+  const interactionCallbacks: FakeInteractionCallback[] = [];
   const edits: FakeDiscordEdit[] = [];
   const deletions: FakeDiscordDeletion[] = [];
   const sessions = new Set<{ socket: WebSocket; seq: number; ready: boolean }>();
@@ -230,12 +283,16 @@ export async function startFakeDiscord(options: {
     if (!url.pathname.startsWith('/api/v10/')) return json(res, 404, { message: '404: Not Found', code: 0 });
     const path = url.pathname.slice('/api/v10'.length);
     const method = req.method ?? 'GET';
-    const route = `${method} ${path.replace(/\/\d{5,}/g, '/:id')}`;
+    const route = `${method} ${path.replace(/\/\d{5,}/g, '/:id').replace(/^(\/interactions\/:id\/)[^/]+/, '$1:token')}`;
     const body = await readBody(req);
     const record = (status: number) => {
       calls.push({ method, path, route, body, status, at: Date.now() });
       notify();
     };
+    const callback = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(path);
+    // Interaction answers carry the interaction's token, not the bot's.
+    if (callback && method === 'POST')
+      return answerInteraction(res, callback[1]!, callback[2]!, body, record);
     if (req.headers.authorization !== `Bot ${options.token}`) {
       record(401);
       return json(res, 401, { message: '401: Unauthorized', code: 0 });
@@ -292,7 +349,9 @@ export async function startFakeDiscord(options: {
         nonce?: string;
         enforce_nonce?: boolean;
         message_reference?: { message_id: string };
+        components?: FakeActionRow[];
       };
+      const components = b.components && b.components.length > 0 ? b.components : undefined;
       const existing = b.enforce_nonce && b.nonce ? byNonce.get(`${channelId}:${b.nonce}`) : undefined;
       if (!existing && (b.content ?? '').length > 2000) {
         record(400);
@@ -304,6 +363,7 @@ export async function startFakeDiscord(options: {
         content: b.content ?? '',
         ...(b.nonce ? { nonce: b.nonce } : {}),
         ...(b.message_reference ? { messageReference: b.message_reference } : {}),
+        ...(components ? { components } : {}),
       };
       if (!existing) {
         sentMessages.push(message);
@@ -313,11 +373,12 @@ export async function startFakeDiscord(options: {
           content: message.content,
           edits: 0,
           deleted: false,
+          ...(components ? { components } : {}),
         });
         if (b.nonce) byNonce.set(`${channelId}:${b.nonce}`, message);
       }
       record(200);
-      return json(res, 200, messagePayload(message.id, channelId, bot, message.content));
+      return json(res, 200, messagePayload(message.id, channelId, bot, message.content, message.components));
     }
     match = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
     if (match && (method === 'PATCH' || method === 'DELETE')) {
@@ -351,10 +412,11 @@ export async function startFakeDiscord(options: {
         message.content = content as string;
         message.edits++;
       }
+      setComponents(message, body);
       record(200);
       recordChange(method, path, body, 'edited', 200);
       return json(res, 200, {
-        ...messagePayload(message.id, message.channelId, bot, message.content),
+        ...messagePayload(message.id, message.channelId, bot, message.content, message.components),
         edited_timestamp: new Date().toISOString(),
       });
     }
@@ -368,6 +430,58 @@ export async function startFakeDiscord(options: {
     }
     record(404);
     return json(res, 404, { message: 'Unknown route', code: 0 });
+  }
+
+  /** Applies an edit's `components` (absent: unchanged; an empty list: none). */
+  function setComponents(message: FakeShownMessage, body: unknown) {
+    const components = (body as { components?: FakeActionRow[] } | undefined)?.components;
+    if (components === undefined) return;
+    if (components.length > 0) message.components = components;
+    else delete message.components;
+  }
+
+  /** `POST /interactions/:id/:token/callback`: the one answer an interaction takes. */
+  function answerInteraction(
+    res: ServerResponse,
+    id: string,
+    token: string,
+    body: unknown,
+    record: (status: number) => void,
+  ) {
+    const b = (body ?? {}) as { type?: number; data?: Record<string, unknown> };
+    const interaction = interactions.get(id);
+    const answer = (status: number, outcome: 'answered' | 'failed') => {
+      interactionCallbacks.push({
+        interactionId: id,
+        type: Number(b.type),
+        ...(b.data ? { data: b.data } : {}),
+        at: Date.now(),
+        outcome,
+        status,
+      });
+      record(status);
+    };
+    if (!interaction || interaction.token !== token) {
+      answer(404, 'failed');
+      return json(res, 404, { message: 'Unknown interaction', code: 10062 });
+    }
+    if (interaction.answered) {
+      answer(400, 'failed');
+      return json(res, 400, { message: 'Interaction has already been acknowledged.', code: 40060 });
+    }
+    interaction.answered = true;
+    const messageId = (interaction.payload as { message: { id: string } }).message.id;
+    const message = current.get(messageId);
+    if (b.type === 7 && message && !message.deleted) {
+      if (typeof b.data?.['content'] === 'string') {
+        message.content = b.data['content'];
+        message.edits++;
+      }
+      setComponents(message, b.data);
+    }
+    answer(204, 'answered');
+    res.writeHead(204);
+    res.end();
   }
 
   function failNext(route: string, failure: FailureSpec) {
@@ -421,15 +535,27 @@ export async function startFakeDiscord(options: {
   function shownMessages(channelId: string): FakeShownMessage[] {
     return [...current.values()]
       .filter((m) => m.channelId === channelId && !m.deleted)
-      .map(({ id, content, edits: count }) => ({ id, content, edits: count }));
+      .map(({ id, content, edits: count, components }) => ({
+        id,
+        content,
+        edits: count,
+        ...(components ? { components } : {}),
+      }));
   }
 
-  function messagePayload(id: string, channelId: string, author: object, content: string) {
+  function messagePayload(
+    id: string,
+    channelId: string,
+    author: object,
+    content: string,
+    components: FakeActionRow[] = [],
+  ) {
     return {
       id,
       channel_id: channelId,
       author,
       content,
+      components,
       timestamp: new Date().toISOString(),
       edited_timestamp: null,
       tts: false,
@@ -472,6 +598,13 @@ export async function startFakeDiscord(options: {
   function send(session: { socket: WebSocket; seq: number }, op: number, d: unknown, t?: string) {
     const payload = t ? { op, d, s: ++session.seq, t } : { op, d, s: null, t: null };
     session.socket.send(JSON.stringify(payload));
+  }
+
+  /** Sends a dispatch event to every ready gateway session. */
+  function dispatch(d: unknown, event: string) {
+    const ready = [...sessions].filter((s) => s.ready);
+    if (ready.length === 0) throw new Error('fake discord: no ready gateway session to dispatch to');
+    for (const s of ready) send(s, 0, d, event);
   }
 
   wss.on('connection', (socket) => {
@@ -573,11 +706,69 @@ export async function startFakeDiscord(options: {
           ref.content ?? '',
         );
       }
-      const ready = [...sessions].filter((s) => s.ready);
-      if (ready.length === 0) throw new Error('fake discord: no ready gateway session to dispatch to');
-      for (const s of ready) send(s, 0, d, 'MESSAGE_CREATE');
+      dispatch(d, 'MESSAGE_CREATE');
       return id;
     },
+    pressButton(press) {
+      const message = current.get(press.messageId);
+      const buttons = message?.deleted ? [] : (message?.components ?? []).flatMap((row) => row.components);
+      if (
+        !message ||
+        message.channelId !== press.channelId ||
+        !buttons.some((b) => b.custom_id === press.customId)
+      ) {
+        throw new Error(`fake discord: message ${press.messageId} shows no button "${press.customId}"`);
+      }
+      const guild = press.channelId === textChannelId || press.channelId === threadId;
+      const id = snowflake();
+      const presser = user(press.user);
+      const channel = guild
+        ? press.channelId === threadId
+          ? threadPayload()
+          : { id: textChannelId, type: 0, guild_id: guildId, name: 'general', position: 0 }
+        : { id: press.channelId, type: 1, recipients: [presser] };
+      const payload = {
+        id,
+        application_id: bot.id,
+        type: 3,
+        token: `interaction-token-${randomUUID()}`,
+        version: 1,
+        data: { custom_id: press.customId, component_type: 2 },
+        channel_id: press.channelId,
+        channel,
+        ...(guild
+          ? {
+              guild_id: guildId,
+              guild_locale: 'en-US',
+              member: {
+                user: presser,
+                nick: press.nick ?? null,
+                roles: [],
+                joined_at: new Date().toISOString(),
+                deaf: false,
+                mute: false,
+                flags: 0,
+                permissions: '0',
+              },
+            }
+          : { user: presser }),
+        message: messagePayload(message.id, message.channelId, bot, message.content, message.components),
+        app_permissions: '0',
+        locale: 'en-US',
+        entitlements: [],
+        authorizing_integration_owners: guild ? { '0': guildId } : { '1': press.user.id },
+        context: guild ? 0 : 1,
+      };
+      interactions.set(id, { token: payload.token, payload, answered: false });
+      dispatch(payload, 'INTERACTION_CREATE');
+      return id;
+    },
+    replayInteraction(id) {
+      const interaction = interactions.get(id);
+      if (!interaction) throw new Error(`fake discord: no interaction ${id} to replay`);
+      dispatch(interaction.payload, 'INTERACTION_CREATE');
+    },
+    interactionCallbacks,
     sent: (channelId) => sentMessages.filter((m) => m.channelId === channelId),
     edits,
     deletions,

@@ -7,6 +7,12 @@
  * (same checks, "message is not modified", "message to edit not found"); edits and
  * deletions are recorded and `shown` gives what a chat finally displays. Every call
  * is recorded; errors can be scripted with failNext / failEdits.
+ *
+ * Inline keyboards: a message's `reply_markup` is kept (sendMessage, editMessageText —
+ * which drops the keyboard when it is not given again, as Telegram does — and
+ * editMessageReplyMarkup); `pressButton` delivers the `callback_query` a user's press of a
+ * shown button makes; answerCallbackQuery answers a delivered query once. getUpdates
+ * honours `allowed_updates` (kept until given again, as Telegram does).
  */
 import { randomInt } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
@@ -27,6 +33,11 @@ export interface TelegramErrorReply {
   parameters?: { retry_after?: number; migrate_to_chat_id?: number };
 }
 
+/** An inline keyboard as a message shows it. */
+export interface InlineKeyboardMarkup {
+  inline_keyboard: Array<Array<{ text: string; callback_data?: string }>>;
+}
+
 /** A message the bot sent (sendMessage payload plus the id the fake gave it). */
 export interface SentMessage {
   message_id: number;
@@ -35,6 +46,8 @@ export interface SentMessage {
   parse_mode?: string;
   message_thread_id?: number;
   reply_to_message_id?: number;
+  /** The inline keyboard it was sent with. */
+  reply_markup?: InlineKeyboardMarkup;
 }
 
 /** One editMessageText call on a chat's message, whatever its outcome. */
@@ -66,6 +79,45 @@ export interface ShownMessage {
   parse_mode?: string;
   /** Successful edits it went through. */
   edits: number;
+  /** Its inline keyboard now (absent: no buttons). */
+  reply_markup?: InlineKeyboardMarkup;
+}
+
+/** One answerCallbackQuery call. */
+export interface TelegramCallbackAnswer {
+  callback_query_id: string;
+  text?: string;
+  at: number;
+  /** `answered`; `failed`: an unknown query or one answered already (Telegram's 400). */
+  outcome: 'answered' | 'failed';
+}
+
+/** One editMessageReplyMarkup call. */
+export interface TelegramMarkupEdit {
+  chat_id: string;
+  message_id: number;
+  /** The keyboard asked for (absent or no rows: the buttons go). */
+  reply_markup?: InlineKeyboardMarkup;
+  at: number;
+  outcome: 'edited' | 'not_modified' | 'failed';
+  error?: string;
+}
+
+/** Who presses a button, and where. */
+export interface ButtonPress {
+  chatId: string | number;
+  messageId: number;
+  /** The pressed button's `callback_data`: it must be on the message now (a user presses what they see). */
+  data: string;
+  from: { id: number; first_name?: string; last_name?: string; username?: string; is_bot?: boolean };
+}
+
+/** A delivered press: the update queued and its callback query's id. */
+export interface DeliveredPress {
+  updateId: number;
+  queryId: string;
+  /** The update as queued (push it again, without `update_id`, to deliver the press twice). */
+  update: Record<string, unknown>;
 }
 
 export interface FakeTelegramOptions {
@@ -108,6 +160,16 @@ export interface FakeTelegram {
   failEdits(times: number, kind: 'rate_limited' | 'not_found', retryAfterSeconds?: number): void;
   /** Serves `bytes` for `getFile(fileId)` and its download path. */
   addFile(fileId: string, bytes: Uint8Array): void;
+  /**
+   * A user presses a button of a message the bot sent: queues the `callback_query` update Telegram
+   * makes (the message with its chat and keyboard, `from`, `data`). Throws when the message does not
+   * show a button with that data now.
+   */
+  pressButton(press: ButtonPress): DeliveredPress;
+  /** Every answerCallbackQuery call, in order. */
+  callbackAnswers: TelegramCallbackAnswer[];
+  /** Every editMessageReplyMarkup call, in order. */
+  markupEdits: TelegramMarkupEdit[];
   /** Updates not yet confirmed by an offset. */
   pendingUpdates(): number;
   close(): Promise<void>;
@@ -178,11 +240,20 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   let nextMessageId = 10_000;
   const sentMessages: SentMessage[] = [];
   /** Current state of every sent message, by `chat:id`. */
-  const current = new Map<string, ShownMessage & { chat_id: string; deleted: boolean }>();
+  const current = new Map<string, ShownMessage & { chat_id: string; deleted: boolean; thread?: number }>();
   const edits: TelegramEdit[] = [];
   const deletions: TelegramDeletion[] = [];
   const lastEditAt = new Map<string, number>();
   const sockets = new Set<import('node:net').Socket>();
+  /** The chats the fake has seen in queued updates, by id (a press's message names its chat). */
+  const chats = new Map<string, Record<string, unknown>>();
+  /** Callback queries delivered, and whether each was answered. */
+  const queries = new Map<string, { answered: boolean }>();
+  const callbackAnswers: TelegramCallbackAnswer[] = [];
+  const markupEdits: TelegramMarkupEdit[] = [];
+  /** The update types getUpdates returns (`allowed_updates`); undefined: all. */
+  let allowedUpdates: string[] | undefined;
+  let nextQueryId = 1;
 
   const reply = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -193,10 +264,16 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
 
   const takeUpdates = (offset: number, limit: number) => {
     if (offset > 0) updates = updates.filter((u) => u.update_id >= offset);
+    // Telegram never delivers a kind of update the bot did not ask for.
+    const allowed = allowedUpdates;
+    if (allowed) updates = updates.filter((u) => Object.keys(u).some((k) => allowed.includes(k)));
     return updates.slice(0, limit);
   };
 
   const handleGetUpdates = async (res: ServerResponse, p: Record<string, unknown>) => {
+    if (Array.isArray(p.allowed_updates) && p.allowed_updates.length > 0) {
+      allowedUpdates = p.allowed_updates.map(String);
+    }
     const offset = Number(p.offset ?? 0);
     const limit = Math.min(Math.max(Number(p.limit ?? 100), 1), 100);
     const timeoutS = Number(p.timeout ?? 0);
@@ -244,6 +321,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         return handleEditMessageText(p, res);
       case 'deleteMessage':
         return handleDeleteMessage(p, res);
+      case 'answerCallbackQuery':
+        return handleAnswerCallbackQuery(p, res);
+      case 'editMessageReplyMarkup':
+        return handleEditMessageReplyMarkup(p, res);
       case 'getFile': {
         const file = files.get(String(p.file_id));
         if (!file) return error(res, { error_code: 400, description: 'Bad Request: invalid file_id' });
@@ -271,6 +352,9 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     const visible = p.parse_mode === 'HTML' ? visibleLength(text) : text.length;
     if (visible > 4096)
       return error(res, { error_code: 400, description: 'Bad Request: message is too long' });
+    const markup = readMarkup(p.reply_markup);
+    if (markup === 'invalid')
+      return error(res, { error_code: 400, description: 'Bad Request: BUTTON_DATA_INVALID' });
     const replyParams = p.reply_parameters as { message_id?: number } | undefined;
     const message: SentMessage = {
       message_id: nextMessageId++,
@@ -279,6 +363,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       ...(typeof p.parse_mode === 'string' ? { parse_mode: p.parse_mode } : {}),
       ...(p.message_thread_id !== undefined ? { message_thread_id: Number(p.message_thread_id) } : {}),
       ...(replyParams?.message_id !== undefined ? { reply_to_message_id: replyParams.message_id } : {}),
+      ...(markup ? { reply_markup: markup } : {}),
     };
     sentMessages.push(message);
     current.set(`${message.chat_id}:${message.message_id}`, {
@@ -288,15 +373,25 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       ...(message.parse_mode ? { parse_mode: message.parse_mode } : {}),
       edits: 0,
       deleted: false,
+      ...(message.message_thread_id !== undefined ? { thread: message.message_thread_id } : {}),
+      ...(markup ? { reply_markup: markup } : {}),
     });
     return ok(res, {
       message_id: message.message_id,
       date: now(),
-      chat: { id: Number(p.chat_id) || p.chat_id, type: 'private' },
+      chat: chatOf(message.chat_id),
       from: { ...bot, is_bot: true },
       text,
+      ...(markup ? { reply_markup: markup } : {}),
     });
   };
+
+  /** The chat object of a chat id: as seen in updates, else a private chat (positive ids) or a supergroup. */
+  const chatOf = (chatId: string): Record<string, unknown> =>
+    chats.get(chatId) ??
+    (Number(chatId) > 0
+      ? { id: Number(chatId), type: 'private', first_name: 'User' }
+      : { id: Number(chatId), type: 'supergroup', title: 'Group' });
 
   const recordEdit = (p: Record<string, unknown>, outcome: TelegramEdit['outcome'], problem?: string) => {
     edits.push({
@@ -343,7 +438,15 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     }
     if ((p.parse_mode === 'HTML' ? visibleLength(text) : text.length) > 4096)
       return refuse({ error_code: 400, description: 'Bad Request: MESSAGE_TOO_LONG' });
-    if (text === message.text && p.parse_mode === message.parse_mode)
+    // Without reply_markup an edit leaves the message with no inline keyboard.
+    const markup = readMarkup(p.reply_markup);
+    if (markup === 'invalid')
+      return refuse({ error_code: 400, description: 'Bad Request: BUTTON_DATA_INVALID' });
+    if (
+      text === message.text &&
+      p.parse_mode === message.parse_mode &&
+      sameMarkup(markup, message.reply_markup)
+    )
       return refuse(
         {
           error_code: 400,
@@ -369,6 +472,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     message.text = text;
     if (typeof p.parse_mode === 'string') message.parse_mode = p.parse_mode;
     else delete message.parse_mode;
+    if (markup) message.reply_markup = markup;
+    else delete message.reply_markup;
     message.edits++;
     recordEdit(p, 'edited');
     return ok(res, {
@@ -393,6 +498,108 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return ok(res, true);
   };
 
+  const handleAnswerCallbackQuery = (p: Record<string, unknown>, res: ServerResponse) => {
+    const id = String(p.callback_query_id);
+    const query = queries.get(id);
+    const answer = {
+      callback_query_id: id,
+      ...(typeof p.text === 'string' ? { text: p.text } : {}),
+      at: Date.now(),
+    };
+    if (!query || query.answered) {
+      callbackAnswers.push({ ...answer, outcome: 'failed' });
+      return error(res, {
+        error_code: 400,
+        description: 'Bad Request: query is too old and response timeout expired or query ID is invalid',
+      });
+    }
+    query.answered = true;
+    callbackAnswers.push({ ...answer, outcome: 'answered' });
+    return ok(res, true);
+  };
+
+  const handleEditMessageReplyMarkup = (p: Record<string, unknown>, res: ServerResponse) => {
+    const markup = readMarkup(p.reply_markup);
+    const record = (outcome: TelegramMarkupEdit['outcome'], problem?: string) =>
+      markupEdits.push({
+        chat_id: String(p.chat_id),
+        message_id: Number(p.message_id),
+        ...(markup && markup !== 'invalid' ? { reply_markup: markup } : {}),
+        at: Date.now(),
+        outcome,
+        ...(problem !== undefined ? { error: problem } : {}),
+      });
+    const refuse = (description: string, outcome: TelegramMarkupEdit['outcome'] = 'failed') => {
+      record(outcome, description);
+      return error(res, { error_code: 400, description });
+    };
+    if (markup === 'invalid') return refuse('Bad Request: BUTTON_DATA_INVALID');
+    const message = current.get(`${String(p.chat_id)}:${Number(p.message_id)}`);
+    if (!message || message.deleted) return refuse('Bad Request: message to edit not found');
+    if (sameMarkup(markup, message.reply_markup)) {
+      return refuse(
+        'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        'not_modified',
+      );
+    }
+    if (markup) message.reply_markup = markup;
+    else delete message.reply_markup;
+    record('edited');
+    return ok(res, {
+      message_id: message.message_id,
+      date: now(),
+      edit_date: now(),
+      chat: chatOf(message.chat_id),
+      from: { ...bot, is_bot: true },
+      text: message.text,
+      ...(markup ? { reply_markup: markup } : {}),
+    });
+  };
+
+  const pressButton = (press: ButtonPress): DeliveredPress => {
+    const chatId = String(press.chatId);
+    const message = current.get(`${chatId}:${press.messageId}`);
+    const buttons = message?.deleted ? [] : (message?.reply_markup?.inline_keyboard.flat() ?? []);
+    if (!message || !buttons.some((b) => b.callback_data === press.data)) {
+      throw new Error(
+        `fake telegram: message ${press.messageId} in chat ${chatId} shows no button "${press.data}"`,
+      );
+    }
+    const queryId = String(nextQueryId++);
+    queries.set(queryId, { answered: false });
+    const update = {
+      callback_query: {
+        id: queryId,
+        from: { is_bot: false, first_name: 'User', ...press.from },
+        chat_instance: `ci-${chatId}`,
+        data: press.data,
+        message: {
+          message_id: message.message_id,
+          date: now(),
+          chat: chatOf(chatId),
+          from: { ...bot, is_bot: true },
+          text: message.text,
+          ...(message.thread !== undefined
+            ? { message_thread_id: message.thread, is_topic_message: true }
+            : {}),
+          reply_markup: message.reply_markup,
+        },
+      },
+    };
+    const updateId = push(update);
+    return { updateId, queryId, update };
+  };
+
+  const push = (update: Record<string, unknown>): number => {
+    const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId;
+    nextUpdateId = Math.max(nextUpdateId, update_id + 1);
+    const chat = (update.message as { chat?: { id?: unknown } } | undefined)?.chat;
+    if (chat && chat.id !== undefined) chats.set(String(chat.id), chat as Record<string, unknown>);
+    updates.push({ ...update, update_id });
+    events.emit('update');
+    return update_id;
+  };
+
   const failNext = (method: string, replyWith: TelegramErrorReply, times = 1) => {
     const list = failures.get(method) ?? [];
     for (let i = 0; i < times; i++) list.push(replyWith);
@@ -403,11 +610,12 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     [...current.values()]
       .filter((m) => m.chat_id === String(chatId) && !m.deleted)
       .sort((a, b) => a.message_id - b.message_id)
-      .map(({ message_id, text, parse_mode, edits: count }) => ({
+      .map(({ message_id, text, parse_mode, edits: count, reply_markup }) => ({
         message_id,
         text,
         ...(parse_mode !== undefined ? { parse_mode } : {}),
         edits: count,
+        ...(reply_markup ? { reply_markup } : {}),
       }));
 
   const server = createServer((req, res) => {
@@ -463,13 +671,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     token,
     bot,
     calls,
-    pushUpdate(update) {
-      const update_id = typeof update.update_id === 'number' ? update.update_id : nextUpdateId;
-      nextUpdateId = Math.max(nextUpdateId, update_id + 1);
-      updates.push({ ...update, update_id });
-      events.emit('update');
-      return update_id;
-    },
+    pushUpdate: push,
     failNext,
     waitFor(predicate, timeoutMs = 10_000) {
       if (predicate()) return Promise.resolve();
@@ -506,6 +708,9 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     addFile(fileId, bytes) {
       files.set(fileId, { bytes, path: `photos/${fileId}.bin` });
     },
+    pressButton,
+    callbackAnswers,
+    markupEdits,
     pendingUpdates: () => updates.length,
     async close() {
       for (const s of sockets) s.destroy();
@@ -517,6 +722,28 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
 
 function now(): number {
   return Math.floor(Date.now() / 1000);
+}
+
+/**
+ * A `reply_markup` as Telegram reads it (an object, or its JSON in a form field): an inline
+ * keyboard with rows (undefined when absent or without buttons), or `invalid` when a button's
+ * `callback_data` is not 1-64 bytes.
+ */
+function readMarkup(value: unknown): InlineKeyboardMarkup | undefined | 'invalid' {
+  const markup = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+  const rows = (markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
+  if (!Array.isArray(rows)) return undefined;
+  const buttons = rows.flat() as Array<{ text?: unknown; callback_data?: unknown }>;
+  if (buttons.length === 0) return undefined;
+  for (const b of buttons) {
+    const size = typeof b.callback_data === 'string' ? Buffer.byteLength(b.callback_data) : 0;
+    if (typeof b.text !== 'string' || size < 1 || size > 64) return 'invalid';
+  }
+  return markup as InlineKeyboardMarkup;
+}
+
+function sameMarkup(a: InlineKeyboardMarkup | undefined, b: InlineKeyboardMarkup | undefined): boolean {
+  return JSON.stringify(a?.inline_keyboard ?? []) === JSON.stringify(b?.inline_keyboard ?? []);
 }
 
 /** Length of the text a user sees: tags removed, entities counted as one character. */

@@ -2,10 +2,16 @@
  * The Discord channel: a discord.js gateway client that turns messages into
  * InboundMessages (through the access check and a buffer that outlasts a Redis
  * outage) and delivers OutboundMessages over REST with typing while a turn runs.
+ * A message's actions are buttons under its last part; a press (a button
+ * interaction, through the same buffer) is acknowledged — by taking the
+ * buttons off that message when it is taken — and goes to the intake as its
+ * command, typed by the presser.
  */
 import {
+  type ButtonInteraction,
   Client,
   type ClientOptions,
+  DiscordAPIError,
   Events,
   GatewayIntentBits,
   type Message,
@@ -23,9 +29,11 @@ import { intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
+import { decidePress, type PressDecision } from '../press.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
+import { pressOf } from './buttons.js';
 import { handleInbound, type InboundAction } from './inbound.js';
 import { DiscordLiveSurface } from './live.js';
 import { attachmentsToMedia } from './media.js';
@@ -46,13 +54,26 @@ export interface DiscordChannelOptions {
   editIntervalMs?: number;
 }
 
+/** Discord's codes for an interaction that can no longer be answered: unknown (expired), already answered. */
+const STALE_INTERACTION = new Set([10062, 40060]);
+
 /** A received message and, once decided, what to do with it. */
-interface Received {
+interface ReceivedMessage {
   message: Message;
   action?: InboundAction;
   /** The attachments, once fetched (a retried publish does not fetch them again). */
   media?: Media[];
 }
+
+/** A button press and, once decided, what to do with it. */
+interface ReceivedPress {
+  press: ButtonInteraction;
+  decision?: PressDecision;
+  /** Set once the interaction was answered (a retried publish does not answer it again). */
+  answered?: boolean;
+}
+
+type Received = ReceivedMessage | ReceivedPress;
 
 /** A Channel over discord.js 14. Built by the descriptor (`discordChannel.create`). */
 export class DiscordChannel implements Channel {
@@ -110,7 +131,7 @@ export class DiscordChannel implements Channel {
     this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 8000 });
     this.buffer = new PublishBuffer<Received>({
       publish: (received) => this.handle(received),
-      idOf: (received) => received.message.id,
+      idOf: (received) => ('press' in received ? `interaction ${received.press.id}` : received.message.id),
       logger: this.logger,
       capacity: options.bufferCapacity ?? 1000,
       initialDelayMs: options.bufferRetryMs ?? 200,
@@ -154,6 +175,7 @@ export class DiscordChannel implements Channel {
   stop(): Promise<void> {
     this.stopping ??= runAll([
       () => this.client.removeAllListeners(Events.MessageCreate),
+      () => this.client.removeAllListeners(Events.InteractionCreate),
       () => this.typing.stopAll(),
       () => this.buffer.close(),
       () => this.client.destroy(),
@@ -196,6 +218,9 @@ export class DiscordChannel implements Channel {
 
   private attachEvents(): void {
     this.client.on(Events.MessageCreate, (message) => this.buffer.push({ message }));
+    this.client.on(Events.InteractionCreate, (interaction) => {
+      if (interaction.isButton()) this.buffer.push({ press: interaction });
+    });
     this.client.on(Events.Error, (err) => this.logger.error({ err }, 'discord client error'));
     this.client.on(Events.ShardError, (err, shardId) =>
       this.logger.warn({ err, shardId }, 'discord connection error'),
@@ -218,6 +243,7 @@ export class DiscordChannel implements Channel {
    * a retry only repeats what failed.
    */
   private async handle(received: Received): Promise<void> {
+    if ('press' in received) return this.handlePress(received);
     const { message } = received;
     received.action ??= await handleInbound(message, {
       botUserId: this.botUserId || (this.client.user?.id ?? ''),
@@ -245,6 +271,49 @@ export class DiscordChannel implements Channel {
           approve: (sessionKey, answer) => this.deps.bus.answerApproval(sessionKey, answer),
           reply: (text) => this.reply(action.channelId, text),
         });
+    }
+  }
+
+  /**
+   * A button press: acknowledged within Discord's three seconds when it can be; a press that is
+   * taken takes the buttons off its message in that same answer (one question, one press), then
+   * goes to the intake as the presser's message. Rejects while the bus is away (held and retried).
+   */
+  private async handlePress(received: ReceivedPress): Promise<void> {
+    const { press } = received;
+    received.decision ??= await decidePress(pressOf(press), this.access);
+    const decision = received.decision;
+    const log = this.logger.child({ interactionId: press.id, channelId: press.channelId });
+    if (decision.kind === 'ignore') {
+      if (decision.invalid) log.warn({ reason: decision.reason }, 'button press ignored');
+      else log.debug({ reason: decision.reason }, 'button press ignored');
+      await this.answerPress(received, false, log);
+      return;
+    }
+    await this.answerPress(received, true, log);
+    const channelId = press.channelId ?? decision.message.chatId;
+    await intake(decision.message, {
+      publish: (message) => this.deps.bus.publishInbound(message),
+      cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+      reply: (text) => this.reply(channelId, text),
+    });
+  }
+
+  /**
+   * Answers the interaction once: `update` with no components (the message's buttons go) when
+   * the press is taken, else `deferUpdate` (nothing changes). A failure (too late, answered
+   * already: a press delivered again) is logged.
+   */
+  private async answerPress(received: ReceivedPress, taken: boolean, log: Logger): Promise<void> {
+    if (received.answered) return;
+    received.answered = true;
+    try {
+      if (taken) await received.press.update({ components: [] });
+      else await received.press.deferUpdate();
+    } catch (err) {
+      const late = err instanceof DiscordAPIError && STALE_INTERACTION.has(Number(err.code));
+      if (late) log.debug({ err: describeError(err) }, 'discord interaction answered already or expired');
+      else log.warn({ err: describeError(err) }, 'discord interaction not answered');
     }
   }
 

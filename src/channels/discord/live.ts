@@ -3,13 +3,16 @@
  * over discord.js REST like sender.ts: a post carries a deterministic nonce
  * with `enforce_nonce` (a retried post returns the message already made), edits
  * are PATCHes, the final form is the same Markdown (Discord renders it itself),
- * and a preview part no longer needed is deleted. REST waits 429s out itself
+ * and a preview part no longer needed is deleted; the last final part carries
+ * the reply's buttons (components). REST waits 429s out itself
  * unless built with `rejectOnRateLimit`; then a 429 is DELIVERY_TRANSIENT with
  * its wait. Errors are classified by toDeliveryError.
  */
 import { DiscordAPIError, type REST, Routes } from 'discord.js';
 import { AppError } from '../../errors/index.js';
+import type { OutboundAction } from '../../messages/messages.js';
 import type { LiveSurface, LiveTarget } from '../live/surface.js';
+import { buttonsBody } from './buttons.js';
 import { DISCORD_MESSAGE_LIMIT, discordParts, nonceFor, targetChannelId, toDeliveryError } from './sender.js';
 
 export interface DiscordLiveSurfaceOptions {
@@ -45,15 +48,8 @@ export class DiscordLiveSurface implements LiveSurface<string> {
   }
 
   /** Replaces the message's content. */
-  async edit(target: LiveTarget, messageId: string, text: string): Promise<void> {
-    const channelId = targetChannelId(target);
-    try {
-      await this.rest.patch(Routes.channelMessage(channelId, toSnowflake(messageId)), {
-        body: { content: text, allowed_mentions: NO_MENTIONS },
-      });
-    } catch (err) {
-      throw toDeliveryError(err, channelId);
-    }
+  edit(target: LiveTarget, messageId: string, text: string): Promise<void> {
+    return this.patch(target, messageId, text, undefined);
   }
 
   /** The final reply as DiscordChannel.send splits it. */
@@ -61,14 +57,24 @@ export class DiscordLiveSurface implements LiveSurface<string> {
     return discordParts(content);
   }
 
-  /** Edits the message into a final part (Markdown passes through). */
-  editFinal(target: LiveTarget, messageId: string, part: string): Promise<void> {
-    return this.edit(target, messageId, part);
+  /** Edits the message into a final part (Markdown passes through), with `actions` as its buttons. */
+  editFinal(
+    target: LiveTarget,
+    messageId: string,
+    part: string,
+    actions?: readonly OutboundAction[],
+  ): Promise<void> {
+    return this.patch(target, messageId, part, actions);
   }
 
-  /** Posts a final part as a new message with the nonce for `key`. */
-  postFinal(target: LiveTarget, part: string, key: string): Promise<string> {
-    return this.create(target, part, key);
+  /** Posts a final part as a new message with the nonce for `key` and `actions` as its buttons. */
+  postFinal(
+    target: LiveTarget,
+    part: string,
+    key: string,
+    actions?: readonly OutboundAction[],
+  ): Promise<string> {
+    return this.create(target, part, key, actions);
   }
 
   /** Deletes the message; one that is already gone (10008 Unknown Message) resolves. */
@@ -82,13 +88,35 @@ export class DiscordLiveSurface implements LiveSurface<string> {
     }
   }
 
-  private async create(target: LiveTarget, content: string, key: string): Promise<string> {
+  private async patch(
+    target: LiveTarget,
+    messageId: string,
+    text: string,
+    actions: readonly OutboundAction[] | undefined,
+  ): Promise<void> {
+    const channelId = targetChannelId(target);
+    try {
+      await this.rest.patch(Routes.channelMessage(channelId, toSnowflake(messageId)), {
+        body: { content: text, allowed_mentions: NO_MENTIONS, ...buttonsBody(actions) },
+      });
+    } catch (err) {
+      throw toDeliveryError(err, channelId);
+    }
+  }
+
+  private async create(
+    target: LiveTarget,
+    content: string,
+    key: string,
+    actions?: readonly OutboundAction[],
+  ): Promise<string> {
     const channelId = targetChannelId(target);
     const body: Record<string, unknown> = {
       content,
       nonce: nonceFor(key, 0),
       enforce_nonce: true,
       allowed_mentions: NO_MENTIONS,
+      ...buttonsBody(actions),
     };
     if (target.replyTo) {
       body['message_reference'] = { message_id: target.replyTo, fail_if_not_exists: false };

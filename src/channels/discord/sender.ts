@@ -3,12 +3,14 @@
  * characters into parts sent in order. discord.js REST waits out 429s (retry_after);
  * each part carries a deterministic nonce with `enforce_nonce`, so a retried send
  * cannot post the same part twice. Errors become DELIVERY_PERMANENT / DELIVERY_TRANSIENT.
+ * A message's actions are a row of buttons under its last part.
  */
 import { createHash } from 'node:crypto';
 import { DiscordAPIError, HTTPError, RateLimitError, type REST, Routes } from 'discord.js';
 import { AppError, describeError } from '../../errors/index.js';
 import type { OutboundMessage } from '../../messages/messages.js';
 import { splitReply } from '../chunk.js';
+import { buttonsBody } from './buttons.js';
 
 /** Discord's message length limit. */
 export const DISCORD_MESSAGE_LIMIT = 2000;
@@ -41,6 +43,7 @@ export async function deliverMessage(
       nonce: nonceFor(message.id, index),
       enforce_nonce: true,
       allowed_mentions: { parse: [], replied_user: false },
+      ...buttonsBody(index === parts.length - 1 ? message.actions : undefined),
     };
     if (index === 0 && message.replyTo) {
       body['message_reference'] = { message_id: message.replyTo, fail_if_not_exists: false };

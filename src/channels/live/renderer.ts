@@ -8,7 +8,7 @@
  *   the next round back by its retry time. The newest snapshot wins.
  * - The final reply (`finish`) edits the preview's messages into the
  *   channel's formatted parts, posts parts beyond them and deletes preview
- *   parts it no longer needs. An edit refused for good (message deleted, too
+ *   parts it no longer needs; its actions (buttons) go under the last part. An edit refused for good (message deleted, too
  *   old) falls back to posting that part, once; the stale preview part is
  *   then deleted.
  * - What was shown is recorded under the turn's id (LiveRecords, in Redis):
@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { AppError, describeError, hasCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { LiveRecord, LiveUpdate } from '../../messages/live-update.js';
-import type { OutboundMessage } from '../../messages/messages.js';
+import type { OutboundAction, OutboundMessage } from '../../messages/messages.js';
 import { splitReply } from '../chunk.js';
 import { LruMap } from '../lru-map.js';
 import type { LiveRecords, LiveSurface, LiveTarget } from './surface.js';
@@ -207,9 +207,10 @@ export class LiveRenderer<P> {
     for (const [index, part] of parts.entries()) {
       const id = ids[index];
       const key = `${message.id}:f${index}`;
+      const actions = index === parts.length - 1 ? message.actions : undefined;
       if (id !== undefined && !state.broken) {
         try {
-          await this.#editFinal(state, id, part);
+          await this.#editFinal(state, id, part, actions);
           continue;
         } catch (err) {
           log.info({ turn, err: describeError(err) }, 'final edit refused; posting the part instead');
@@ -218,7 +219,7 @@ export class LiveRenderer<P> {
       } else if (id !== undefined) {
         stale.push(id);
       }
-      ids[index] = await surface.postFinal(partTarget(state.target, index), part, key);
+      ids[index] = await surface.postFinal(partTarget(state.target, index), part, key, actions);
       // Saved part by part: a retried final edits what this attempt posted instead of posting again.
       state.record = { messageIds: ids.slice(0, Math.max(index + 1, record.messageIds.length)) };
       await this.#save(turn, state.record);
@@ -238,12 +239,17 @@ export class LiveRenderer<P> {
    * One final edit at the surface's pace: a rate limit is waited out (a few times, each at most
    * MAX_FINAL_WAIT_MS) before the caller falls back to posting.
    */
-  async #editFinal(state: TurnState, id: string, part: P): Promise<void> {
+  async #editFinal(
+    state: TurnState,
+    id: string,
+    part: P,
+    actions: readonly OutboundAction[] | undefined,
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const wait = state.notBefore - Date.now();
       if (wait > 0) await sleep(Math.min(wait, MAX_FINAL_WAIT_MS));
       try {
-        await this.#o.surface.editFinal(state.target, id, part);
+        await this.#o.surface.editFinal(state.target, id, part, actions);
         state.notBefore = Date.now() + this.#o.surface.editIntervalMs;
         return;
       } catch (err) {

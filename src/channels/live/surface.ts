@@ -7,6 +7,7 @@
  * speaks the platform's API.
  */
 import type { LiveRecord } from '../../messages/live-update.js';
+import type { OutboundAction } from '../../messages/messages.js';
 
 /** Where a live message goes. */
 export interface LiveTarget {
@@ -42,10 +43,18 @@ export interface LiveSurface<P> {
   edit(target: LiveTarget, messageId: string, text: string): Promise<void>;
   /** The final reply split as the channel's `send` splits it (fences closed and reopened). */
   finalParts(content: string): P[];
-  /** Turns a posted message into one final part (formatted; the channel's own fallback if refused). */
-  editFinal(target: LiveTarget, messageId: string, part: P): Promise<void>;
-  /** Posts one final part as a new message; resolves with its id. */
-  postFinal(target: LiveTarget, part: P, key: string): Promise<string>;
+  /**
+   * Turns a posted message into one final part (formatted; the channel's own fallback if
+   * refused), with `actions` as buttons under it (the reply's last part carries its actions).
+   */
+  editFinal(
+    target: LiveTarget,
+    messageId: string,
+    part: P,
+    actions?: readonly OutboundAction[],
+  ): Promise<void>;
+  /** Posts one final part as a new message, with `actions` as buttons under it; resolves with its id. */
+  postFinal(target: LiveTarget, part: P, key: string, actions?: readonly OutboundAction[]): Promise<string>;
   /** Deletes a posted message (a preview part the final reply no longer needs). */
   remove(target: LiveTarget, messageId: string): Promise<void>;
 }

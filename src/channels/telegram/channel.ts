@@ -2,6 +2,9 @@
  * The Telegram channel: getMe and command registration at start, long polling
  * into the bus (access check first, then group gating, then the intake, which
  * routes commands, with media fetched only for what is published), and delivery of replies with typing in between. Never calls the LLM.
+ * A message's actions are inline buttons under its last part; a press (a
+ * callback query) is answered, takes the buttons off that message and goes
+ * to the intake as its command, typed by the presser.
  */
 import { Telegram, TelegramError } from 'telegraf';
 import { COMMANDS } from '../../commands/list.js';
@@ -19,12 +22,17 @@ import { pairingText } from '../pairing-text.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
-import { decideUpdate, type TelegramRoute } from './decide.js';
+import { decideUpdate, type TelegramAction, type TelegramRoute } from './decide.js';
 import type { BotIdentity, MediaPlan, TgUpdate } from './inbound.js';
 import { TelegramLiveSurface } from './live.js';
 import { fetchMedia } from './media.js';
 import { UpdatePoller } from './polling.js';
-import { type FormattedPart, formatForTelegram, TelegramSender } from './sender.js';
+import { type FormattedPart, formatForTelegram, type InlineKeyboard, TelegramSender } from './sender.js';
+
+/** The keyboard that takes a message's buttons away. */
+const NO_BUTTONS: InlineKeyboard = { inline_keyboard: [] };
+/** Telegram's answer to an edit that changes nothing: the buttons are already gone. */
+const NOT_MODIFIED = /message is not modified/i;
 
 /** Tuning knobs, mostly for tests. */
 export interface TelegramChannelOptions {
@@ -154,6 +162,7 @@ export class TelegramChannel implements Channel {
           ...(message.replyTo && i === 0 ? { replyTo: message.replyTo } : {}),
         },
         parts[i]!,
+        i === parts.length - 1 ? message.actions : undefined,
       );
       this.progress.record(message.id, i + 1);
     }
@@ -187,8 +196,12 @@ export class TelegramChannel implements Channel {
     if (!bot) return;
     const maxBytes = this.deps.config.media.maxBytes;
     const action = await decideUpdate(update, { bot, access: this.access, maxMediaBytes: maxBytes });
-    const log = this.logger.child({ chatId: update.message?.chat.id, updateId: update.update_id });
+    const chatId = (update.message ?? update.callback_query?.message)?.chat.id;
+    const log = this.logger.child({ chatId, updateId: update.update_id });
     switch (action.kind) {
+      case 'press':
+        await this.handlePress(action, bot.username, log);
+        return;
       case 'ignore':
         log.debug({ reason: action.reason }, 'update ignored');
         return;
@@ -207,6 +220,55 @@ export class TelegramChannel implements Channel {
           },
           { bot: bot.username },
         );
+    }
+  }
+
+  /**
+   * A button press: always answered (the presser's button spins until then); a press that is
+   * taken also removes the message's buttons, so one question is answered once, and then goes to
+   * the intake as the presser's message. Rejects only when the bus failed (the update is retried).
+   */
+  private async handlePress(
+    action: Extract<TelegramAction, { kind: 'press' }>,
+    bot: string,
+    log: Logger,
+  ): Promise<void> {
+    const { decision, holder } = action;
+    if (decision.kind === 'ignore') {
+      if (decision.invalid) log.warn({ reason: decision.reason }, 'button press ignored');
+      else log.debug({ reason: decision.reason }, 'button press ignored');
+      await this.answerPress(action.queryId, log);
+      return;
+    }
+    await this.answerPress(action.queryId, log);
+    if (holder) await this.removeButtons(holder.route.chatId, holder.messageId, log);
+    await intake(
+      decision.message,
+      {
+        publish: (message) => this.deps.bus.publishInbound(message),
+        cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+        reply: (text) => this.notify(holder?.route ?? { chatId: decision.message.chatId }, text),
+      },
+      { bot },
+    );
+  }
+
+  /** answerCallbackQuery; a failure (already answered: a press delivered again) is logged. */
+  private async answerPress(queryId: string, log: Logger): Promise<void> {
+    try {
+      await this.telegram.answerCbQuery(queryId);
+    } catch (err) {
+      log.debug({ queryId, err: describeError(err) }, 'callback query not answered');
+    }
+  }
+
+  /** Takes the buttons off a message (an empty inline keyboard); a failure is logged. */
+  private async removeButtons(chatId: string, messageId: number, log: Logger): Promise<void> {
+    try {
+      await this.telegram.editMessageReplyMarkup(chatId, messageId, undefined, NO_BUTTONS);
+    } catch (err) {
+      if (err instanceof TelegramError && NOT_MODIFIED.test(err.description)) return;
+      log.warn({ messageId, err: describeError(err) }, 'buttons not removed from a Telegram message');
     }
   }
 

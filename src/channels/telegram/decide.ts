@@ -8,11 +8,17 @@
  * message — as Discord's are in discord/inbound.ts. The only I/O is the access
  * check; nothing is downloaded or sent.
  *
+ * A press of one of the bot's buttons (a `callback_query`) is read here too,
+ * into the chat of the message holding the button, and decided by the rules
+ * every channel shares (channels/press.ts): no addressing in groups (a press
+ * is for the bot), the same access check, no pairing code.
+ *
  * Sessions: a chat is `telegram:<chatId>`; a forum topic is
  * `telegram:<chatId>/<topicId>` and replies go to the topic.
  */
 import type { InboundMessageInput } from '../../messages/messages.js';
-import type { AccessControl } from '../access.js';
+import type { AccessControl, Sender } from '../access.js';
+import { decidePress, type PressDecision } from '../press.js';
 import {
   type BotIdentity,
   cleanText,
@@ -22,6 +28,7 @@ import {
   type MediaPlan,
   planMedia,
   senderOf,
+  type TgCallbackQuery,
   type TgMessage,
   type TgUpdate,
 } from './inbound.js';
@@ -42,6 +49,14 @@ export type TelegramAction =
       route: TelegramRoute;
       message: Omit<InboundMessageInput, 'media'>;
       media: MediaPlan[];
+    }
+  | {
+      kind: 'press';
+      /** The callback query, answered whatever the decision (the presser's button spins until then). */
+      queryId: string;
+      /** The message holding the button, when the query names one (its buttons go once the press is taken). */
+      holder?: { route: TelegramRoute; messageId: number };
+      decision: PressDecision;
     };
 
 export interface DecideContext {
@@ -58,6 +73,7 @@ export interface DecideContext {
  * (Redis) failed, so the caller can leave the update unconfirmed and retry.
  */
 export async function decideUpdate(update: TgUpdate, ctx: DecideContext): Promise<TelegramAction> {
+  if (update.callback_query) return decideQuery(update.callback_query, ctx);
   const message = update.message;
   const { bot } = ctx;
   if (!message?.from) return { kind: 'ignore', reason: 'not a message from a person' };
@@ -87,7 +103,41 @@ export async function decideUpdate(update: TgUpdate, ctx: DecideContext): Promis
   return { kind: 'publish', route, message: inboundOf(message, route, content, group), media };
 }
 
-function routeOf(message: TgMessage): TelegramRoute {
+/** A button press: the command it carries, as the presser, in the chat of the message holding it. */
+async function decideQuery(query: TgCallbackQuery, ctx: DecideContext): Promise<TelegramAction> {
+  const message = query.message;
+  const ignore = (reason: string): TelegramAction => ({
+    kind: 'press',
+    queryId: query.id,
+    decision: { kind: 'ignore', reason },
+  });
+  if (!message) return ignore('a press on an inline-mode message');
+  const group = isGroupChat(message);
+  if (!group && message.chat.type !== 'private') return ignore('not a private or group chat');
+  const route = routeOf(message);
+  const presser = senderOf(query.from);
+  const decision = await decidePress(
+    {
+      id: `telegram:${route.chatId}:cbq:${query.id}`,
+      channel: 'telegram',
+      data: query.data,
+      presser: { ...presser, bot: query.from.is_bot },
+      ...route,
+      isGroup: group,
+      messageId: String(message.message_id),
+      metadata: metadataOf(presser, message, group),
+    },
+    ctx.access,
+  );
+  return {
+    kind: 'press',
+    queryId: query.id,
+    holder: { route, messageId: message.message_id },
+    decision,
+  };
+}
+
+function routeOf(message: Pick<TgMessage, 'chat' | 'is_topic_message' | 'message_thread_id'>): TelegramRoute {
   const chatId = String(message.chat.id);
   const topic = message.is_topic_message && message.message_thread_id;
   return topic ? { chatId, threadId: String(topic) } : { chatId };
@@ -109,9 +159,18 @@ function inboundOf(
     content,
     platformMessageId: String(message.message_id),
     isGroup: group,
-    metadata: {
-      ...(sender.username ? { username: sender.username } : {}),
-      ...(group && message.chat.title ? { chatTitle: message.chat.title } : {}),
-    },
+    metadata: metadataOf(sender, message, group),
+  };
+}
+
+/** What a message's metadata says about its sender and chat. */
+function metadataOf(
+  sender: Sender,
+  message: Pick<TgMessage, 'chat'>,
+  group: boolean,
+): Record<string, unknown> {
+  return {
+    ...(sender.username ? { username: sender.username } : {}),
+    ...(group && message.chat.title ? { chatTitle: message.chat.title } : {}),
   };
 }

@@ -54,10 +54,23 @@ export interface TgMessage {
   sticker?: TgFile & { emoji?: string };
 }
 
-/** An update as getUpdates returns it; only `message` is consumed. */
+/**
+ * A press of one of the bot's inline buttons. `message` is the message holding the button
+ * (absent for inline-mode messages; only `chat`, `message_id` and `date: 0` once it is no longer
+ * accessible to the bot); `data` the button's `callback_data`.
+ */
+export interface TgCallbackQuery {
+  id: string;
+  from: TgUser;
+  message?: Pick<TgMessage, 'message_id' | 'chat'> & Partial<TgMessage>;
+  data?: string;
+}
+
+/** An update as getUpdates returns it; `message` and `callback_query` are consumed. */
 export interface TgUpdate {
   update_id: number;
   message?: TgMessage;
+  callback_query?: TgCallbackQuery;
 }
 
 /** The bot itself (from getMe). */
@@ -66,7 +79,7 @@ export interface BotIdentity {
   username: string;
 }
 
-export function isGroupChat(message: TgMessage): boolean {
+export function isGroupChat(message: Pick<TgMessage, 'chat'>): boolean {
   return message.chat.type === 'group' || message.chat.type === 'supergroup';
 }
 

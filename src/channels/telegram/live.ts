@@ -2,7 +2,9 @@
  * Telegram's half of live replies (the LiveSurface the shared renderer drives):
  * plain-text sendMessage / editMessageText while an answer is written, the final
  * HTML (with the plain fallback TelegramSender uses) once it is complete, and
- * deleteMessage for preview parts the final reply no longer needs. One attempt
+ * deleteMessage for preview parts the final reply no longer needs. The final
+ * part's buttons ride on its edit or post (an edit without `reply_markup`
+ * would drop a message's inline keyboard). One attempt
  * per call: a 429 becomes DELIVERY_TRANSIENT carrying its retry_after (the
  * renderer, which throttles, decides when to try again) — only postFinal goes
  * through TelegramSender and its retries, as a whole reply would.
@@ -10,8 +12,10 @@
 import { type Telegram, TelegramError } from 'telegraf';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import type { OutboundAction } from '../../messages/messages.js';
 import type { LiveSurface, LiveTarget } from '../live/surface.js';
 import {
+  buttonsMarkup,
   classifyTelegramError,
   type FormattedPart,
   formatForTelegram,
@@ -67,23 +71,36 @@ export class TelegramLiveSurface implements LiveSurface<FormattedPart> {
     return formatForTelegram(content);
   }
 
-  /** Edits the message into the part's HTML; when Telegram cannot parse it, into its plain text. */
-  async editFinal(target: LiveTarget, messageId: string, part: FormattedPart): Promise<void> {
+  /**
+   * Edits the message into the part's HTML (when Telegram cannot parse it, into its plain text),
+   * with `actions` as its inline keyboard.
+   */
+  async editFinal(
+    target: LiveTarget,
+    messageId: string,
+    part: FormattedPart,
+    actions?: readonly OutboundAction[],
+  ): Promise<void> {
     try {
-      await this.editText(target, messageId, part.html, true);
+      await this.editText(target, messageId, part.html, true, actions);
     } catch (err) {
       if (!(err instanceof AppError) || !isParseError(err.cause)) throw err;
       this.options.logger.warn(
         { chatId: target.chatId, messageId, err: describeError(err.cause) },
         'Telegram rejected the HTML of a final edit; editing to plain text',
       );
-      await this.editText(target, messageId, part.plain, false);
+      await this.editText(target, messageId, part.plain, false, actions);
     }
   }
 
   /** Sends one final part through TelegramSender (retries, HTML fallback); `key` is unused. */
-  postFinal(target: LiveTarget, part: FormattedPart, _key: string): Promise<string> {
-    return this.options.sender.sendPart(target, part);
+  postFinal(
+    target: LiveTarget,
+    part: FormattedPart,
+    _key: string,
+    actions?: readonly OutboundAction[],
+  ): Promise<string> {
+    return this.options.sender.sendPart(target, part, actions);
   }
 
   /** Deletes the message; one that is already gone resolves. */
@@ -96,11 +113,18 @@ export class TelegramLiveSurface implements LiveSurface<FormattedPart> {
     }
   }
 
-  private async editText(target: LiveTarget, messageId: string, text: string, html: boolean): Promise<void> {
+  private async editText(
+    target: LiveTarget,
+    messageId: string,
+    text: string,
+    html: boolean,
+    actions?: readonly OutboundAction[],
+  ): Promise<void> {
     try {
       await this.options.telegram.editMessageText(target.chatId, toMessageId(messageId), undefined, text, {
         ...(html ? { parse_mode: 'HTML' as const } : {}),
         link_preview_options: { is_disabled: true },
+        ...buttonsMarkup(actions),
       });
     } catch (err) {
       if (err instanceof TelegramError && err.code === 400 && NOT_MODIFIED.test(err.description)) return;

@@ -75,7 +75,7 @@ export class UpdatePoller {
             offset: this.offset,
             timeout: this.options.timeoutSeconds ?? 30,
             limit: 100,
-            allowed_updates: ['message'],
+            allowed_updates: ['message', 'callback_query'],
           },
           // telegraf types its own AbortSignal shim; node-fetch accepts the native one.
           { signal: signal as unknown as TelegrafSignal },

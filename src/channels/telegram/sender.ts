@@ -3,11 +3,13 @@
  * every part fits 4096; each part is sent with `parse_mode: 'HTML'`, falling
  * back to plain text when Telegram cannot parse it. 429 waits `retry_after`,
  * 5xx and network errors back off, permanent refusals become DELIVERY_PERMANENT.
+ * A message's actions are an inline keyboard under its last part.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Telegram, TelegramError } from 'telegraf';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
+import type { OutboundAction } from '../../messages/messages.js';
 import { capParts, splitMessage } from '../chunk.js';
 import { escapeHtml, toTelegramHtml } from '../format/telegram-html.js';
 
@@ -86,6 +88,21 @@ export function placement(target: Target) {
   };
 }
 
+/** An inline keyboard (`reply_markup`): rows of buttons whose press comes back as a callback query. */
+export interface InlineKeyboard {
+  inline_keyboard: Array<Array<{ text: string; callback_data: string }>>;
+}
+
+/** A message's actions as one row of buttons, each carrying its command as `callback_data` (≤ 64 bytes). */
+export function inlineKeyboard(actions: readonly OutboundAction[]): InlineKeyboard {
+  return { inline_keyboard: [actions.map((a) => ({ text: a.label, callback_data: a.command }))] };
+}
+
+/** The `reply_markup` of a part: the actions' keyboard when there are any. */
+export function buttonsMarkup(actions: readonly OutboundAction[] | undefined) {
+  return actions && actions.length > 0 ? { reply_markup: inlineKeyboard(actions) } : {};
+}
+
 /** Sends parts with retries; see the file header for the rules. */
 export class TelegramSender {
   private readonly maxAttempts: number;
@@ -100,16 +117,18 @@ export class TelegramSender {
   }
 
   /**
-   * Sends one formatted part; resolves with the new message's id. Throws AppError
-   * DELIVERY_PERMANENT (chat not found, bot blocked…) or DELIVERY_TRANSIENT (attempts used up).
+   * Sends one formatted part, with `actions` as buttons under it; resolves with the new message's
+   * id. Throws AppError DELIVERY_PERMANENT (chat not found, bot blocked…) or DELIVERY_TRANSIENT
+   * (attempts used up).
    */
-  async sendPart(target: Target, part: FormattedPart): Promise<string> {
+  async sendPart(target: Target, part: FormattedPart, actions?: readonly OutboundAction[]): Promise<string> {
     let html = true;
     for (let attempt = 1; ; attempt++) {
       try {
         const sent = await this.options.telegram.sendMessage(target.chatId, html ? part.html : part.plain, {
           ...(html ? { parse_mode: 'HTML' as const } : {}),
           ...placement(target),
+          ...buttonsMarkup(actions),
         });
         return String(sent.message_id);
       } catch (err) {

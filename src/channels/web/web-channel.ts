@@ -4,6 +4,8 @@
  * chat's short buffer and published (bus/web-events.ts), so a page open in
  * any dashboard process shows it at once and a page that was reconnecting
  * reads it when it is back; live snapshots and typing are published only.
+ * A message's actions travel with it: the page shows them as buttons, and a
+ * click posts the command as if typed (assets/app-script.ts).
  * Inbound messages come over HTTP (routes.ts), not through this class.
  */
 
@@ -49,6 +51,7 @@ export class WebChannel implements Channel {
         text: message.content,
         kind: message.kind,
         ...(message.live ? { live: message.live } : {}),
+        ...(message.actions?.length ? { actions: message.actions } : {}),
         at: message.createdAt,
       });
     } catch (err) {

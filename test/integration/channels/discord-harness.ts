@@ -8,7 +8,7 @@ import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { DiscordChannel, type DiscordChannelOptions } from '../../../src/channels/discord/index.js';
 import type { ChannelBus } from '../../../src/channels/types.js';
 import type { Config } from '../../../src/config/index.js';
-import { silentLogger } from '../../../src/log/index.js';
+import { type Logger, silentLogger } from '../../../src/log/index.js';
 import type { AnswerOutcome, ApprovalAnswer } from '../../../src/messages/approval.js';
 import type { InboundMessageInput } from '../../../src/messages/messages.js';
 import { type FakeDiscord, type FakeUser, startFakeDiscord } from '../../fakes/discord-server.js';
@@ -60,6 +60,8 @@ export interface HarnessOptions {
   useBusRedis?: boolean;
   token?: string;
   env?: Record<string, string>;
+  /** @defaultValue silent */
+  logger?: Logger;
 }
 
 /** Starts a fake Discord and a connected DiscordChannel. */
@@ -81,7 +83,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const bus = typeof options.bus === 'function' ? await options.bus(config) : options.bus;
   const channelRedis = options.useBusRedis && bus instanceof Bus ? bus.redis : redis;
   const channel = new DiscordChannel(
-    { config, bus, logger: silentLogger(), pairing: new RedisPairingStore(channelRedis, prefix) },
+    {
+      config,
+      bus,
+      logger: options.logger ?? silentLogger(),
+      pairing: new RedisPairingStore(channelRedis, prefix),
+    },
     { typingIntervalMs: 100, bufferRetryMs: 50, readyTimeoutMs: 10_000, ...options.channelOptions },
   );
   return {

@@ -9,13 +9,15 @@ import { type LiveSurface, type LiveTarget, MemoryLiveRecords } from '../../../s
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import type { LiveUpdate } from '../../../src/messages/live-update.js';
-import { OutboundMessageSchema } from '../../../src/messages/messages.js';
+import { type OutboundAction, OutboundMessageSchema } from '../../../src/messages/messages.js';
 
 /** A chat that shows messages by id; counts what was done to it. */
 class MemoryChat implements LiveSurface<string> {
   readonly limit = 20;
   readonly editIntervalMs = 1000;
   readonly messages = new Map<string, string>();
+  /** The labels of the buttons each message shows. */
+  readonly buttons = new Map<string, string[]>();
   readonly calls: string[] = [];
   /** Errors the next edits throw (first in, first out). */
   readonly editFailures: AppError[] = [];
@@ -39,11 +41,32 @@ class MemoryChat implements LiveSurface<string> {
     for (let i = 0; i < content.length; i += this.limit) parts.push(`<${content.slice(i, i + this.limit)}>`);
     return parts;
   }
-  async editFinal(target: LiveTarget, id: string, part: string): Promise<void> {
+  async editFinal(
+    target: LiveTarget,
+    id: string,
+    part: string,
+    actions?: readonly OutboundAction[],
+  ): Promise<void> {
     await this.edit(target, id, part);
+    this.setButtons(id, actions);
   }
-  async postFinal(target: LiveTarget, part: string): Promise<string> {
-    return this.post(target, part);
+  async postFinal(
+    target: LiveTarget,
+    part: string,
+    _key: string,
+    actions?: readonly OutboundAction[],
+  ): Promise<string> {
+    const id = await this.post(target, part);
+    this.setButtons(id, actions);
+    return id;
+  }
+  private setButtons(id: string, actions: readonly OutboundAction[] | undefined): void {
+    if (actions)
+      this.buttons.set(
+        id,
+        actions.map((a) => a.label),
+      );
+    else this.buttons.delete(id);
   }
   async remove(_target: LiveTarget, id: string): Promise<void> {
     this.messages.delete(id);
@@ -120,6 +143,22 @@ describe('LiveRenderer', () => {
     expect(await finish('short')).toBe(true);
     expect(chat.shown()).toEqual(['<short>']);
     expect(chat.calls.filter((c) => c.startsWith('post'))).toHaveLength(2);
+  });
+
+  it("puts the reply's buttons under its last final part, edited in or posted", async () => {
+    const actions = [
+      { label: 'Allow once', command: '/approve K7QF2' },
+      { label: 'Deny', command: '/deny K7QF2' },
+    ];
+    renderer.update(snapshot('a draft', 0));
+    await settle();
+    const done = renderer.finish({ ...finalReply('a final answer of more than one part'), actions });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await done).toBe(true);
+    expect(chat.shown()).toHaveLength(2);
+    expect([...chat.buttons]).toEqual([['2', ['Allow once', 'Deny']]]);
+    // The preview's message was edited into the first part, which carries none.
+    expect(chat.calls).toEqual(['post 1', 'edit 1', 'post 2']);
   });
 
   it('returns false (the channel sends) when nothing was shown, and ignores snapshots after the final reply', async () => {

@@ -2,7 +2,8 @@
  * decideUpdate: every inbound rule of the Telegram adapter, with the real
  * AccessControl on real Redis — who is ignored and why, pairing for strangers
  * in a DM only, /stop in its spellings (and the ones that are not) as the
- * intake the channel hands the decision to reads it, topics, and what is published.
+ * intake the channel hands the decision to reads it, topics, and what is published;
+ * button presses (callback queries): the chat of the question, the presser, no pairing.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -15,7 +16,7 @@ import {
   decideUpdate,
   type TelegramRoute,
 } from '../../../src/channels/telegram/decide.js';
-import type { TgMessage, TgUpdate } from '../../../src/channels/telegram/inbound.js';
+import type { TgMessage, TgUpdate, TgUser } from '../../../src/channels/telegram/inbound.js';
 
 let redis: Redis;
 beforeAll(() => {
@@ -179,6 +180,63 @@ describe('decideUpdate', () => {
         isGroup: true,
         metadata: { chatTitle: 'Friends' },
       },
+    });
+  });
+
+  describe('a button press (callback_query)', () => {
+    const query = (from: TgUser, message?: Partial<TgMessage>, data = '/approve K7QF2'): TgUpdate => ({
+      update_id: nextId++,
+      callback_query: {
+        id: `q${nextId}`,
+        from,
+        data,
+        ...(message ? { message: { message_id: 555, chat: { id: 111, type: 'private' }, ...message } } : {}),
+      },
+    });
+
+    it("is the presser's command in the question's chat and topic, with the message whose buttons go", async () => {
+      const update = query(owner, {
+        chat: { id: -100, type: 'supergroup', title: 'Friends' },
+        message_thread_id: 7,
+        is_topic_message: true,
+      });
+      const action = await decideUpdate(update, context());
+      expect(action).toEqual({
+        kind: 'press',
+        queryId: update.callback_query!.id,
+        holder: { route: { chatId: '-100', threadId: '7' }, messageId: 555 },
+        decision: {
+          kind: 'publish',
+          message: {
+            id: `telegram:-100:cbq:${update.callback_query!.id}`,
+            channel: 'telegram',
+            chatId: '-100',
+            threadId: '7',
+            senderId: '111',
+            senderName: 'Owner',
+            content: '/approve K7QF2',
+            platformMessageId: '555',
+            isGroup: true,
+            metadata: { username: 'owner', chatTitle: 'Friends' },
+          },
+        },
+      });
+    });
+
+    it('is ignored from a stranger, even in a DM (no pairing code), and without a message', async () => {
+      expect(
+        await decideUpdate(query(stranger, { chat: { id: 999, type: 'private' } }), context()),
+      ).toMatchObject({
+        kind: 'press',
+        decision: { kind: 'ignore', reason: 'pressed by a sender who may not talk to the bot' },
+      });
+      expect(await decideUpdate(query(owner), context())).toMatchObject({
+        kind: 'press',
+        decision: { kind: 'ignore' },
+      });
+      expect((await decideUpdate(query(owner), context())) as { holder?: unknown }).not.toHaveProperty(
+        'holder',
+      );
     });
   });
 });

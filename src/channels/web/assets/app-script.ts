@@ -6,7 +6,12 @@
  * kept event it received) and posts what the user types (`/chat/messages`,
  * Enter sends, Shift+Enter a new line). The bot's texts go through
  * `/chat/render.js` (escaped, then formatted); the user's own texts and every
- * other string are set with textContent only.
+ * other string are set with textContent only. A message's actions are
+ * buttons under it: a click posts the command as if typed, under the id
+ * `press-<message id>` — one per message, so the chat takes one press of a
+ * question whichever tab it comes from — and disables that message's
+ * buttons, here and (when the press comes back as a user event) in the
+ * chat's other tabs.
  */
 
 /** The source of `/chat/app.js`. */
@@ -21,8 +26,10 @@ const statusLine = document.getElementById('status');
 const shown = new Set();
 const lives = new Map();
 const done = new Set();
+const buttonRows = new Map();
 let typing = null;
 let dupes = new Set();
+let chat = null;
 
 function randomId() {
   if (crypto.randomUUID) return crypto.randomUUID();
@@ -79,6 +86,43 @@ function note(el, text, cls) {
   n.textContent = text;
 }
 
+/** The id a press on message messageId is sent under (a valid message id: at most 64 of A-Z a-z 0-9 _ -). */
+function pressIdOf(messageId) {
+  return ('press-' + String(messageId).replace(/[^A-Za-z0-9_-]/g, '_')).slice(0, 64);
+}
+
+function disableButtons(pressId) {
+  const row = buttonRows.get(pressId);
+  if (!row) return;
+  row.classList.add('pressed');
+  for (const button of row.querySelectorAll('button')) button.disabled = true;
+}
+
+/** Buttons under el for the message's actions, unless the message was answered already. */
+function addButtons(el, ev) {
+  if (!Array.isArray(ev.actions) || ev.actions.length === 0) return;
+  const pressId = pressIdOf(ev.id);
+  const row = document.createElement('div');
+  row.className = 'actions';
+  for (const action of ev.actions) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = action.label;
+    button.title = action.command;
+    button.addEventListener('click', async () => {
+      disableButtons(pressId);
+      if (!(await send(chat, action.command, pressId))) {
+        row.classList.remove('pressed');
+        for (const b of row.querySelectorAll('button')) b.disabled = false;
+      }
+    });
+    row.appendChild(button);
+  }
+  el.appendChild(row);
+  buttonRows.set(pressId, row);
+  if (shown.has(pressId)) disableButtons(pressId);
+}
+
 function setTyping(active) {
   if (active && !typing) {
     typing = bubble('assistant', '', 'typing');
@@ -102,9 +146,12 @@ function onMessage(ev) {
     lives.delete(ev.live);
     live.className = 'msg assistant' + (ev.kind === 'error' ? ' error' : '');
     fill(live, 'assistant', ev.text);
+    addButtons(live, ev);
     if (follow) log.scrollTop = log.scrollHeight;
   } else {
-    place(bubble('assistant', ev.text, ev.kind === 'error' ? 'error' : ''));
+    const el = bubble('assistant', ev.text, ev.kind === 'error' ? 'error' : '');
+    addButtons(el, ev);
+    place(el);
   }
   if (ev.kind !== 'message') setTyping(false);
 }
@@ -127,6 +174,7 @@ function onLive(ev) {
 function onUser(ev) {
   if (shown.has(ev.id)) return;
   shown.add(ev.id);
+  disableButtons(ev.id);
   if (dupes.delete('user\n' + ev.text)) return;
   place(bubble('user', ev.text));
 }
@@ -155,8 +203,8 @@ function listen(chat, cursor) {
   };
 }
 
-async function send(chat, text) {
-  const id = randomId();
+/** Posts text as the user's message under id; resolves true when the server took it. */
+async function send(chat, text, id = randomId()) {
   shown.add(id);
   dupes = new Set();
   const el = place(bubble('user', text));
@@ -167,18 +215,18 @@ async function send(chat, text) {
       credentials: 'same-origin',
       body: JSON.stringify({ chat, text, id }),
     });
-    if (!res.ok) {
-      el.classList.add('failed');
-      note(el, 'not sent: ' + (await res.text()).replace(/^magpie chat: /, ''), 'err');
-    }
+    if (res.ok) return true;
+    el.classList.add('failed');
+    note(el, 'not sent: ' + (await res.text()).replace(/^magpie chat: /, ''), 'err');
   } catch (err) {
     el.classList.add('failed');
     note(el, 'not sent: the server is not answering', 'err');
   }
+  return false;
 }
 
 async function start() {
-  const chat = pickChat();
+  chat = pickChat();
   if (!chat) {
     setStatus('bad chat name: use 1-64 letters, digits, _ or -');
     form.hidden = true;

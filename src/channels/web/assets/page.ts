@@ -46,6 +46,10 @@ header b{font-size:17px}header a{margin-left:auto;color:#c9d3e6;text-decoration:
 .msg.failed{opacity:.7;outline:1px solid var(--err)}
 .msg .note{display:block;font-size:12px;color:var(--muted);margin-top:4px;white-space:normal}
 .msg .note.err{color:var(--err)}
+.msg .actions{display:flex;flex-wrap:wrap;gap:6px;margin-top:8px}
+.msg .actions button{padding:4px 12px;border:1px solid var(--line);border-radius:8px;background:var(--bg);color:var(--fg);font:inherit;cursor:pointer}
+.msg .actions button:hover:not(:disabled){border-color:#2f6fdd}
+.msg .actions button:disabled{opacity:.5;cursor:default}
 .msg p{margin:0 0 6px}.msg p:last-child{margin-bottom:0}.msg p.heading{font-weight:700}
 .msg pre{margin:6px 0;padding:8px;background:var(--code);border-radius:6px;overflow-x:auto;white-space:pre}
 .msg code{font:13px/1.4 ui-monospace,Menlo,Consolas,monospace;background:var(--code);padding:1px 4px;border-radius:4px}
