@@ -11,6 +11,7 @@ import { answerReply, parseAnswer } from '../approvals/question.js';
 import { routeCommand } from '../commands/router.js';
 import type { AnswerOutcome, ApprovalAnswer } from '../messages/approval.js';
 import { type InboundMessageInput, sessionKeyOf } from '../messages/messages.js';
+import type { ChannelBus } from './types.js';
 
 /** What the intake needs from the adapter. */
 export interface IntakePorts {
@@ -25,6 +26,16 @@ export interface IntakePorts {
   reply(text: string): Promise<void>;
   /** Settles the session's approval question (`bus.answerApproval`). Absent: questions cannot be answered here. */
   approve?(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome>;
+}
+
+/** The ports every adapter takes from the bus: /stop's cancel and the approval answers. */
+export function busIntakePorts(
+  bus: Pick<ChannelBus, 'cancel' | 'answerApproval'>,
+): Pick<IntakePorts, 'cancel' | 'approve'> {
+  return {
+    cancel: (sessionKey) => bus.cancel(sessionKey),
+    approve: (sessionKey, answer) => bus.answerApproval(sessionKey, answer),
+  };
 }
 
 /** Options of {@link intake}. */

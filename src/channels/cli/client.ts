@@ -17,7 +17,7 @@ import {
   type OutboundMessage,
   OutboundMessageSchema,
 } from '../../messages/messages.js';
-import { intake } from '../intake.js';
+import { busIntakePorts, intake } from '../intake.js';
 import { cliChatChannel, cliLiveChannel, replyAddresses } from './cli-channel.js';
 
 export interface SendOptions {
@@ -61,8 +61,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     publish: async (m) => {
       reply = await publishAndWait(bus, m, address, options);
     },
-    cancel: (sessionKey) => bus.cancel(sessionKey),
-    approve: (sessionKey, answer) => bus.answerApproval(sessionKey, answer),
+    ...busIntakePorts(bus),
     reply: async (content) => {
       reply = OutboundMessageSchema.parse({ id: `cli:${address}`, channel: 'cli', chatId, content });
     },

@@ -25,7 +25,7 @@ import type { Logger } from '../../log/index.js';
 import type { LiveUpdate } from '../../messages/live-update.js';
 import type { Media, OutboundMessage } from '../../messages/messages.js';
 import { AccessControl } from '../access.js';
-import { intake } from '../intake.js';
+import { busIntakePorts, intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
@@ -267,8 +267,7 @@ export class DiscordChannel implements Channel {
             });
             await this.deps.bus.publishInbound({ ...inbound, media: received.media });
           },
-          cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
-          approve: (sessionKey, answer) => this.deps.bus.answerApproval(sessionKey, answer),
+          ...busIntakePorts(this.deps.bus),
           reply: (text) => this.reply(action.channelId, text),
         });
     }
@@ -294,7 +293,7 @@ export class DiscordChannel implements Channel {
     const channelId = press.channelId ?? decision.message.chatId;
     await intake(decision.message, {
       publish: (message) => this.deps.bus.publishInbound(message),
-      cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+      ...busIntakePorts(this.deps.bus),
       reply: (text) => this.reply(channelId, text),
     });
   }

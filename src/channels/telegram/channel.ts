@@ -15,7 +15,7 @@ import type { Logger } from '../../log/index.js';
 import type { LiveUpdate } from '../../messages/live-update.js';
 import type { InboundMessageInput, OutboundMessage } from '../../messages/messages.js';
 import { AccessControl } from '../access.js';
-import { intake } from '../intake.js';
+import { busIntakePorts, intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
@@ -214,8 +214,7 @@ export class TelegramChannel implements Channel {
           action.message,
           {
             publish: (message) => this.publishWithMedia(message, action.media, log),
-            cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
-            approve: (sessionKey, answer) => this.deps.bus.answerApproval(sessionKey, answer),
+            ...busIntakePorts(this.deps.bus),
             reply: (text) => this.notify(action.route, text),
           },
           { bot: bot.username },
@@ -246,7 +245,7 @@ export class TelegramChannel implements Channel {
       decision.message,
       {
         publish: (message) => this.deps.bus.publishInbound(message),
-        cancel: (sessionKey) => this.deps.bus.cancel(sessionKey),
+        ...busIntakePorts(this.deps.bus),
         reply: (text) => this.notify(holder?.route ?? { chatId: decision.message.chatId }, text),
       },
       { bot },

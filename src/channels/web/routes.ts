@@ -21,7 +21,7 @@ import type { WebEventBus } from '../../bus/web-events.js';
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { SessionStore } from '../../sessions/types.js';
-import { intake } from '../intake.js';
+import { busIntakePorts, intake } from '../intake.js';
 import type { ChannelBus } from '../types.js';
 import { APP_SCRIPT } from './assets/app-script.js';
 import { chatPage, PAGE_STYLE } from './assets/page.js';
@@ -104,8 +104,7 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
           },
           {
             publish: (message) => bus.publishInbound(message),
-            cancel: (sessionKey) => bus.cancel(sessionKey),
-            approve: (sessionKey, answer) => bus.answerApproval(sessionKey, answer),
+            ...busIntakePorts(bus),
             reply: async (answer) => {
               await bus.pushWebEvent(chat, {
                 type: 'message',

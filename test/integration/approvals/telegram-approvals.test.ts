@@ -97,6 +97,28 @@ describe('approvals through the bus (Telegram)', () => {
     expect(texts(chat.id).filter((t) => t.startsWith('done:'))).toHaveLength(1);
   });
 
+  it('the question has buttons; pressing Allow once runs it, and the buttons go', async () => {
+    const chat = newChat();
+    const code = await asked(chat, 'run: echo pressed >> pressed.txt');
+    const question = fake.sent(chat.id).find((m) => /magpie wants to/.test(m.text));
+    const buttons = question?.reply_markup?.inline_keyboard.flat() ?? [];
+    expect(buttons.map((b) => [b.text, b.callback_data])).toEqual([
+      ['Allow once', `/approve ${code}`],
+      ['Always allow echo', `/approve ${code} always`],
+      ['Deny', `/deny ${code}`],
+    ]);
+    fake.pressButton({
+      chatId: chat.id,
+      messageId: question!.message_id,
+      data: `/approve ${code}`,
+      from: chat,
+    });
+    await waitForText(chat.id, /^done:/);
+    expect(lines('pressed.txt')).toEqual(['pressed']);
+    expect(texts(chat.id)).toContain('Allowed by Owner: going on.');
+    expect(fake.markupEdits.some((e) => String(e.chat_id) === String(chat.id))).toBe(true);
+  });
+
   it('/deny does not run it, and the model is told the user did not approve', async () => {
     const chat = newChat();
     const code = await asked(chat, 'run: echo no >> denied.txt');
