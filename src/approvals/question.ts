@@ -94,6 +94,8 @@ export function answerReply(
       return `Only the person who asked may answer ${answer.code}.`;
     case 'none':
       return `No question ${answer.code} is waiting in this chat.`;
+    case 'repeat':
+      return '';
   }
 }
 

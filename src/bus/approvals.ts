@@ -16,8 +16,10 @@ import {
   type PendingApproval,
   PendingApprovalSchema,
 } from '../messages/approval.js';
+import { shortHash } from '../messages/short-hash.js';
 import { safeJson } from './json-topic.js';
 import { keys, opsKeys, totalsFields } from './keys.js';
+import { SEEN_TTL_S } from './mailbox.js';
 
 /**
  * KEYS: the question, the totals hash; ARGV: code, decision (allowed|denied), who (id), who (name), always (0|1), now (ISO).
@@ -106,6 +108,11 @@ export class RedisApprovals {
 
   /** Settles the session's question with a person's answer, once. */
   async answer(sessionKey: string, answer: ApprovalAnswer, now = new Date()): Promise<AnswerOutcome> {
+    if (answer.messageId !== undefined) {
+      // The mailbox's own "seen" marker: a message is taken once, whether it is a turn's or an answer.
+      const seen = keys.inboundSeen(this.prefix, shortHash(answer.messageId, 32));
+      if ((await this.redis.set(seen, '1', 'EX', SEEN_TTL_S, 'NX')) === null) return { kind: 'repeat' };
+    }
     const state = answer.decision === 'deny' ? 'denied' : 'allowed';
     const result = (await this.redis.eval(
       ANSWER,

@@ -72,7 +72,8 @@ export async function intake(
   const { approve } = ports;
   await route.entry.run({
     cancel: () => ports.cancel(sessionKey),
-    reply: (text) => ports.reply(text),
+    // An empty answer says nothing (a delivery of the same press again).
+    reply: (text) => (text === '' ? Promise.resolve() : ports.reply(text)),
     ...(route.command.argument ? { argument: route.command.argument } : {}),
     ...(approve
       ? {
@@ -81,7 +82,7 @@ export async function intake(
             if (!read)
               return `Answer with /${command} followed by the code in the question, e.g. /${command} K7QF2.`;
             const senderName = message.senderName || message.senderId || 'someone';
-            const answer = { ...read, senderId: message.senderId ?? '', senderName };
+            const answer = { ...read, senderId: message.senderId ?? '', senderName, messageId: message.id };
             return answerReply(await approve(sessionKey, answer), answer);
           },
         }

@@ -91,6 +91,8 @@ export interface ApprovalAnswer {
   senderId: string;
   /** Shown as who answered. */
   senderName: string;
+  /** The inbound message's id: a platform delivering the same press or message again is answered once. */
+  messageId?: string;
 }
 
 /** What became of an answer. */
@@ -99,4 +101,6 @@ export type AnswerOutcome =
   | { kind: 'none' }
   | { kind: 'already'; state: ApprovalState; by: string | undefined }
   | { kind: 'not-allowed' }
-  | { kind: 'expired' };
+  | { kind: 'expired' }
+  /** The same message (press) again: it was answered the first time; nothing more is said. */
+  | { kind: 'repeat' };

@@ -38,8 +38,8 @@ interface ContractCase {
 
 const TURN_MS = 20_000;
 
-/** The buttons of an approval question, as their labels show. */
-const QUESTION_BUTTONS = ['Allow once', 'Deny'];
+/** The buttons of an approval question about an `echo` command, as their labels show. */
+const QUESTION_BUTTONS = ['Allow once', 'Always allow echo', 'Deny'];
 
 const CASES: ContractCase[] = [
   {
@@ -251,112 +251,116 @@ const CASES: ContractCase[] = [
     },
   },
   {
-    name: 'a message with two actions shows two buttons; a press sends its command as the presser, once, and takes the buttons away',
+    name: 'a risky command asks; the code typed in the chat allows it, and the turn runs it once and answers',
+    async run({ harness }) {
+      const chat = { chat: 'approve-typed' };
+      const { code, before } = await ask(harness, chat, 'echo typed >> approve-typed.txt');
+      await harness.userSays(`/approve ${code}`, chat);
+      const replies = (await harness.waitForReplies(before + 3, chat, TURN_MS)).slice(before);
+      expect(replies[1]).toMatch(/^Allowed by .+: going on\.$/);
+      expect(replies[2]).toMatch(/^done: \(no output\)/);
+    },
+  },
+  {
+    name: 'a typed /deny refuses it: the model is told, nothing runs',
+    async run({ harness }) {
+      const chat = { chat: 'deny-typed' };
+      const { code, before } = await ask(harness, chat, 'echo denied >> deny-typed.txt');
+      await harness.userSays(`/deny ${code}`, chat);
+      const replies = (await harness.waitForReplies(before + 3, chat, TURN_MS)).slice(before);
+      expect(replies[1]).toMatch(/^Denied by .+: magpie will not run/);
+      expect(replies[2]).toContain('did not approve');
+    },
+  },
+  {
+    name: 'the question shows Allow once, Always allow and Deny; a press answers it as the presser and takes the buttons away',
     needs: ['buttons'],
-    async run(run) {
-      const { harness, model } = run;
+    async run({ harness }) {
       const chat = { chat: 'buttons' };
-      await ask(run, chat, 'K7QF2');
+      const { before } = await ask(harness, chat, 'echo pressed >> buttons.txt');
       expect(await harness.buttons!(chat)).toEqual([QUESTION_BUTTONS]);
-      const before = run.inbound.length;
       await harness.pressButton!('Deny', chat);
-      const replies = await harness.waitForReplies(2, chat, TURN_MS);
-      expect(replies[1]).toContain('/deny K7QF2');
-      // The answer came after the press reached the bus: nothing else did.
-      const [pressed, ...more] = run.inbound.slice(before);
-      expect(more).toEqual([]);
-      expect(pressed).toMatchObject({
-        content: '/deny K7QF2',
-        senderId: harness.senderId!(chat),
-        isGroup: false,
-      });
-      expect(sessionKeyOf(pressed!)).toBe(harness.sessionKey(chat));
-      expect(model.userTexts().filter((t) => t.includes('/deny K7QF2'))).toHaveLength(1);
-      // Taken off with the press's answer, before the press went on to the bus.
+      const replies = (await harness.waitForReplies(before + 3, chat, TURN_MS)).slice(before);
+      expect(replies[1]).toMatch(/^Denied by /);
+      expect(replies[2]).toContain('did not approve');
+      // Taken off with the press's answer.
       expect(await harness.buttons!(chat)).toEqual([]);
     },
   },
   {
-    name: "in a group, a stranger's press publishes nothing and leaves the buttons; the owner's press is the owner's group message",
+    name: "in a group, a stranger's press changes nothing and leaves the buttons; the asker's press allows it",
     needs: ['buttons', 'groups', 'pairing'],
     async run(run) {
       const { harness } = run;
       const group = { group: true, chat: 'buttons-guarded' };
-      await ask(run, group, 'G7QF2');
-      const before = run.inbound.length;
+      const { code, before } = await ask(harness, group, 'echo grouped >> buttons-guarded.txt');
+      const inboundBefore = run.inbound.length;
       // Resolves once the platform has the press answered: the adapter has decided about it.
       await harness.pressButton!('Allow once', group, { by: 'stranger' });
-      expect(run.inbound.slice(before)).toEqual([]);
+      expect(run.inbound.slice(inboundBefore)).toEqual([]);
       expect(await harness.buttons!(group)).toContainEqual(QUESTION_BUTTONS);
+      const pending = await run.role().bus.approvals.get(harness.sessionKey(group));
+      expect(pending).toMatchObject({ code, state: 'waiting' });
       await harness.pressButton!('Allow once', group);
-      const [pressed] = await waitFor(
-        () => {
-          const presses = pressesOf(run.inbound.slice(before), '/approve G7QF2');
-          return presses.length > 0 && presses;
-        },
-        TURN_MS,
-        "the owner's press on the bus",
-      );
-      expect(pressed).toMatchObject({ senderId: harness.senderId!(group), isGroup: true });
-      expect(sessionKeyOf(pressed!)).toBe(harness.sessionKey(group));
-      await waitFor(
-        async () => (await harness.replies(group)).some((r) => r.includes('/approve G7QF2')),
-        TURN_MS,
-        "the answer to the owner's press",
-      );
-      // Presses are handled in order: the stranger's, had it been published, would be here too.
-      const stranger = harness.senderId!({ ...group, stranger: true });
-      expect(run.inbound.slice(before).filter((m) => m.senderId === stranger)).toEqual([]);
-      expect(pressesOf(run.inbound.slice(before), '/approve G7QF2')).toHaveLength(1);
+      const replies = (
+        await harness.waitForReplies(before + 3, group, TURN_MS).catch(async (err: unknown) => {
+          throw new Error(`${String(err)}: ${JSON.stringify(await harness.replies(group))}`);
+        })
+      ).slice(before);
+      expect(replies[1]).toMatch(/^Allowed by /);
+      expect(replies[2]).toMatch(/^done:/);
     },
   },
   {
-    name: 'the same press delivered twice is taken once',
+    name: 'the same press delivered twice is taken once: the command runs once, one answer',
     needs: ['buttons'],
-    async run(run) {
-      const { harness, model } = run;
+    async run({ harness }) {
       const chat = { chat: 'buttons-twice' };
-      await ask(run, chat, 'T7QF2');
-      const before = run.inbound.length;
+      const { code, before } = await ask(harness, chat, 'echo twice >> buttons-twice.txt');
       await harness.pressButton!('Allow once', chat, { twice: true });
-      await harness.waitForReplies(2, chat, TURN_MS);
-      // Later in the same chat: once it is answered, a second take of the press would have been too.
+      await harness.waitForReplies(before + 3, chat, TURN_MS);
+      // Later in the same chat: a second take of the press would have been answered before this.
       await harness.userSays('marker after the press', chat);
-      const replies = await harness.waitForReplies(3, chat, TURN_MS);
+      const replies = (await harness.waitForReplies(before + 4, chat, TURN_MS)).slice(before);
       expect(replies).toEqual([
-        expect.stringContaining('T7QF2'),
-        expect.stringContaining('/approve T7QF2'),
+        expect.stringContaining(code),
+        expect.stringMatching(/^Allowed by /),
+        expect.stringMatching(/^done:/),
         expect.stringContaining('marker after the press'),
       ]);
-      const presses = pressesOf(run.inbound.slice(before), '/approve T7QF2');
-      expect(presses.length).toBeGreaterThanOrEqual(1);
-      expect(new Set(presses.map((m) => m.id)).size).toBe(1);
-      expect(model.userTexts().filter((t) => t.includes('/approve T7QF2'))).toHaveLength(1);
     },
   },
 ];
 
 /**
- * Puts an approval question with two buttons (Allow once, Deny) in the chat, as the agent's
- * outbound would, and waits until the chat shows them.
+ * Has the model ask to run `command` (a risky one) in the chat; resolves the question's code
+ * and how many replies the chat showed before it, once the chat shows the question (and, where
+ * the channel has them, its buttons).
  */
-async function ask(run: ContractRun, where: ChatRef, code: string): Promise<void> {
-  const { harness } = run;
-  await run.role().bus.publishOutbound({
-    id: `ask-${code}-${randomUUID()}`,
-    ...harness.address!(where),
-    content: `magpie wants to run git push (${code}). Allow it?`,
-    kind: 'message',
-    actions: [
-      { label: QUESTION_BUTTONS[0]!, command: `/approve ${code}` },
-      { label: QUESTION_BUTTONS[1]!, command: `/deny ${code}` },
-    ],
-  });
-  await waitFor(
-    async () => (await harness.buttons!(where)).some((row) => row.join() === QUESTION_BUTTONS.join()),
-    TURN_MS,
-    'the question with its buttons',
-  );
+async function ask(
+  harness: ChannelHarness,
+  where: ChatRef,
+  command: string,
+): Promise<{ code: string; before: number }> {
+  const before = (await harness.replies(where)).length;
+  // In a group the bot is addressed the platform's way.
+  await harness.userSays(`run: ${command}`, where.group ? { ...where, mention: true } : where);
+  const question = (
+    await harness.waitForReplies(before + 1, where, TURN_MS).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}; the chat shows ${JSON.stringify(await harness.replies(where))}`);
+    })
+  )[before];
+  expect(question).toContain('magpie wants to run');
+  const code = /\/approve ([A-Z2-9]{5})/.exec(question ?? '')?.[1];
+  if (!code) throw new Error(`no code in the question: ${question}`);
+  if (harness.buttons) {
+    await waitFor(
+      async () => (await harness.buttons!(where)).some((row) => row.join() === QUESTION_BUTTONS.join()),
+      TURN_MS,
+      'the question with its buttons',
+    );
+  }
+  return { code, before };
 }
 
 /** The messages whose content is `command`. */

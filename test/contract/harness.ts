@@ -229,8 +229,15 @@ export class ScriptedModel {
     return this.openai.requests.map(lastUserText);
   }
 
-  /** @internal the fake OpenAI's responder. */
-  async answer(text: string): Promise<FakeReply> {
+  /**
+   * @internal the fake OpenAI's responder. `run: CMD` has exec run CMD (a risky command asks
+   * first); a tool's result is answered `done: <result>`.
+   */
+  async answer(text: string, lastRole?: string, lastContent?: string): Promise<FakeReply> {
+    if (lastRole === 'tool') return { content: `done: ${(lastContent ?? '').slice(0, 200)}` };
+    const run = /run: (.+)$/m.exec(text)?.[1];
+    if (run !== undefined)
+      return { toolCalls: [{ name: 'exec', arguments: JSON.stringify({ command: run }) }] };
     const hold = /hold:([\w-]+)/.exec(text)?.[1];
     if (hold !== undefined) {
       const gate = this.gate(hold);
@@ -274,7 +281,10 @@ export interface ContractRun {
 export async function startContractRun(redisUrl: string, makeHarness: HarnessFactory): Promise<ContractRun> {
   const openai = await startFakeOpenAI();
   const model = new ScriptedModel(openai);
-  openai.setResponder((req) => model.answer(lastUserText(req)));
+  openai.setResponder((req) => {
+    const last = (req.body.messages as Array<{ role: string; content: unknown }>).at(-1);
+    return model.answer(lastUserText(req), last?.role, typeof last?.content === 'string' ? last.content : '');
+  });
   const workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-contract-'));
   const inbound: InboundMessage[] = [];
   let role: RunningRole | undefined;

@@ -193,6 +193,8 @@ describe('the daemon: exec in the sandbox', () => {
       OPENAI_BASE_URL: suite.fake.baseURL,
       OPENAI_API_KEY: API_KEY,
       MAGPIE_WORKSPACE: suite.workspace,
+      // What the sandbox contains, not whether a person allows it (approvals are tested on their own).
+      MAGPIE_APPROVAL: 'off',
     });
     const worker = magpie(['worker'], env);
     const gateway = magpie(['gateway'], env);

@@ -66,6 +66,8 @@ describe('MCP in the daemon (gateway + two workers)', () => {
       MAGPIE_WORKSPACE: workspace,
       MAGPIE_MCP_CONFIG: config,
       NOTES_TOKEN: 'daemon-notes-token',
+      // The servers' tools are not marked read-only: with approvals on they would ask.
+      MAGPIE_APPROVAL: 'off',
     });
   }, 120_000);
 

@@ -56,6 +56,8 @@ describe('secrets stay out of the process environment (exec without a sandbox)',
       OPENAI_API_KEY: KEY,
       MAGPIE_WORKSPACE: workspace,
       MAGPIE_EXEC_SANDBOX: 'off',
+      // The command runs unasked: this is about what it can read, not about approvals.
+      MAGPIE_APPROVAL: 'off',
     });
     start = magpie(['start'], env, cwd);
     await start.waitFor(/magpie is running/, 20_000);

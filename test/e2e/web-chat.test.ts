@@ -341,14 +341,15 @@ describe('web chat in a browser', () => {
       expect(await disabled(page)).toEqual([false, false]);
     }
     await first.page.getByRole('button', { name: 'Deny', exact: true }).click();
+    // `/deny` is answered on the way in (no question K7QF2 waits in this chat: the bus says so).
     await first.page
-      .locator('.msg.assistant:not(.live)', { hasText: 'echo: /deny K7QF2' })
+      .locator('.msg.assistant:not(.live)', { hasText: 'No question K7QF2 is waiting in this chat.' })
       .waitFor({ timeout: 20_000 });
     for (const { page } of [first, second]) {
       expect(await page.locator('.msg.user').allTextContents()).toEqual(['/deny K7QF2']);
       await expect.poll(() => disabled(page), { timeout: 10_000 }).toEqual([true, true]);
     }
-    expect(fake.requests.map(lastUserText).filter((t) => t.includes('/deny K7QF2'))).toHaveLength(1);
+    expect(fake.requests.map(lastUserText).filter((t) => t.includes('/deny K7QF2'))).toHaveLength(0);
     expect([...first.violations, ...second.violations]).toEqual([]);
     await first.context.close();
     await second.context.close();

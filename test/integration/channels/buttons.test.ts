@@ -105,19 +105,13 @@ describe('Telegram buttons', () => {
       data: '/approve K7QF2',
       from: alice,
     });
-    await waitFor(() => bus.published.length === 1);
-    expect(bus.published[0]).toMatchObject({
-      id: `telegram:-100123:cbq:${press.queryId}`,
-      channel: 'telegram',
-      chatId: '-100123',
-      threadId: '77',
-      senderId: '111',
-      senderName: 'Alice',
-      content: '/approve K7QF2',
-      platformMessageId: String(question.message_id),
-      isGroup: true,
-      metadata: { username: 'alice', chatTitle: 'Group' },
+    // `/approve` is answered on the way in: the press reaches the bus as Alice's answer in that topic.
+    await waitFor(() => bus.answers.length === 1);
+    expect(bus.answers[0]).toMatchObject({
+      sessionKey: 'telegram:-100123/77',
+      answer: { code: 'K7QF2', decision: 'allow', senderId: '111', senderName: 'Alice' },
     });
+    expect(bus.published).toEqual([]);
     expect(fake.callbackAnswers).toEqual([
       expect.objectContaining({ callback_query_id: press.queryId, outcome: 'answered' }),
     ]);
@@ -219,18 +213,14 @@ describe('Discord buttons', () => {
       user: owner,
       nick: 'Captain',
     });
-    await waitFor(() => bus.published.length === 1);
-    expect(bus.published[0]).toMatchObject({
-      id: `discord:${fake.threadId}:int:${interaction}`,
-      channel: 'discord',
-      chatId: fake.textChannelId,
-      threadId: fake.threadId,
-      senderId: owner.id,
-      senderName: 'Captain',
-      content: '/deny K7QF2',
-      platformMessageId: question!.id,
-      isGroup: true,
+    // `/deny` is answered on the way in: the press reaches the bus as the owner's answer in that thread.
+    await waitFor(() => bus.answers.length === 1);
+    expect(bus.answers[0]).toMatchObject({
+      sessionKey: `discord:${fake.textChannelId}/${fake.threadId}`,
+      answer: { code: 'K7QF2', decision: 'deny', senderId: owner.id, senderName: 'Captain' },
     });
+    expect(bus.published).toEqual([]);
+    expect(interaction).toMatch(/\d+/);
     expect(fake.interactionCallbacks).toEqual([
       expect.objectContaining({
         interactionId: interaction,

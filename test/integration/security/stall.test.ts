@@ -74,6 +74,8 @@ beforeAll(async () => {
       ...telegramEnv(fake, `@${owner.username}`),
       MAGPIE_WEB_ALLOW_PRIVATE: 'true',
       MAGPIE_EXEC_SANDBOX: 'off',
+      // The hostile command must reach the deny list, not wait for a person.
+      MAGPIE_APPROVAL: 'off',
     },
   );
   role = await startRole({ role: 'start', config, logger: log.logger, concurrency: 4 });

@@ -92,7 +92,16 @@ describe('commandWord', () => {
 
 describe('COMMANDS', () => {
   it('fits Telegram setMyCommands: lower-case names of 1–32 characters, descriptions of 1–256', () => {
-    expect(COMMANDS.map((c) => c.command)).toEqual(['new', 'stop', 'status', 'model', 'help']);
+    expect(COMMANDS.map((c) => c.command)).toEqual([
+      'new',
+      'stop',
+      'approve',
+      'deny',
+      'approvals',
+      'status',
+      'model',
+      'help',
+    ]);
     for (const { command, description } of COMMANDS) {
       expect(command).toMatch(/^[a-z0-9_]{1,32}$/);
       expect(description.length).toBeGreaterThan(0);
