@@ -128,14 +128,40 @@ export class HeartbeatRunner {
     }
   }
 
+  /** Tells the owner's last chat which heartbeat steps were not run for want of an approval. */
+  private async tellDenied(jobId: string, denied: string[], log: Logger): Promise<void> {
+    const target = await this.options.state.getLastChannel();
+    if (!target) return;
+    const steps = denied.map((s) => `- ${s}`).join('\n');
+    await this.options.bus.publishOutbound({
+      id: `hb-denied-${jobId.replace(/:/g, '-')}`,
+      channel: target.channel,
+      chatId: target.chatId,
+      ...(target.threadId ? { threadId: target.threadId } : {}),
+      content:
+        `During the heartbeat magpie wanted to:\n${steps}\nNobody was here to approve, so it was not done. ` +
+        'Ask for it here if you want it (magpie will ask first).',
+      kind: 'message',
+      metadata: { heartbeat: jobId },
+    });
+    log.info({ steps: denied.length }, 'heartbeat: the owner was told of the steps not approved');
+  }
+
   private async turn(jobId: string, prompt: string, log: Logger): Promise<HeartbeatOutcome> {
-    // Nobody is present: a call that would ask is denied (MAGPIE_APPROVAL_UNATTENDED; see the docs).
+    // Nobody is present: a call that would ask is denied; with MAGPIE_APPROVAL_UNATTENDED=ask the
+    // owner's last chat is told what was not done (a heartbeat turn cannot wait for an answer).
+    const denied: string[] = [];
     const approvals = unattendedApprovals({
       mode: this.options.config.approval.mode,
       execNetwork: this.options.config.tools.execNetwork,
-      onDenied: (summary) => log.warn({ summary }, 'heartbeat call not approved: nobody to ask'),
+      onDenied: (summary) => {
+        denied.push(summary);
+        log.warn({ summary }, 'heartbeat call not approved: nobody to ask');
+      },
     });
     const result = await this.options.agent.processHeartbeat(prompt, approvals ? { approvals } : {});
+    if (denied.length > 0 && this.options.config.approval.unattended === 'ask')
+      await this.tellDenied(jobId, denied, log);
     const reply = result.reply?.trim() ?? '';
     if (reply === '') {
       log.info('heartbeat done: no reply');

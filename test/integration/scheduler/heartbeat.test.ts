@@ -3,7 +3,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { StateStore } from '../../../src/agent/ports.js';
-import type { TurnResult } from '../../../src/agent/types.js';
+import type { TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import type { Bus } from '../../../src/bus/bus.js';
 import { keys } from '../../../src/bus/keys.js';
 import { RedisStateStore } from '../../../src/bus/state.js';
@@ -59,9 +59,49 @@ describe('heartbeat tick (real Redis, real bus)', () => {
 
   const writeTasks = (text: string) => writeFile(path.join(workspace, 'HEARTBEAT.md'), text);
   const runner = (
-    agent: ReturnType<typeof scriptedAgent>,
+    agent: Pick<ReturnType<typeof scriptedAgent>, 'processHeartbeat'>,
     extra: Partial<ConstructorParameters<typeof HeartbeatRunner>[0]> = {},
   ) => new HeartbeatRunner({ config, bus, agent, state, logger: silentLogger(), ...extra });
+
+  it.each([
+    ['ask', true],
+    ['deny', false],
+  ])(
+    'a risky step of the heartbeat is not run; with MAGPIE_APPROVAL_UNATTENDED=%s the last chat is told: %s',
+    async (unattended, told) => {
+      await writeTasks('- push the notes\n');
+      const answers: string[] = [];
+      const asking = {
+        prompts: [] as string[],
+        async processHeartbeat(prompt: string, options: TurnOptions = {}): Promise<TurnResult> {
+          // What the loop's gate does with a risky call: ask the turn's approvals, nobody being there.
+          answers.push(
+            (await options.approvals?.askNow?.({ summary: 'run `git push` in the workspace' })) ?? 'none',
+          );
+          return scriptedAgent('HEARTBEAT_OK').processHeartbeat(prompt);
+        },
+      };
+      const unattendedConfig = testConfig(inject('redisUrl'), bus.prefix, workspace, {
+        MAGPIE_APPROVAL_UNATTENDED: unattended,
+      });
+      expect(await runner(asking, { config: unattendedConfig }).run('repeat:heartbeat:9')).toBe('ok');
+      expect(answers).toEqual(['deny']);
+      const jobs = await outboundJobs(bus, 'telegram');
+      if (!told) {
+        expect(jobs).toEqual([]);
+        return;
+      }
+      expect(jobs).toEqual([
+        {
+          id: 'hb-denied-repeat-heartbeat-9',
+          data: expect.objectContaining({
+            chatId: '1001',
+            content: expect.stringContaining('- run `git push` in the workspace\nNobody was here to approve'),
+          }),
+        },
+      ]);
+    },
+  );
 
   it('skips without calling the model when HEARTBEAT.md is missing', async () => {
     const agent = scriptedAgent('unused');
