@@ -5,9 +5,12 @@
  * cool-downs, schedules), so they never hold the raw connection. Implements
  * the `OpsReader` port of src/ops/ports.ts structurally.
  */
+
 import type { Redis } from 'ioredis';
+import type { PendingApproval } from '../messages/approval.js';
 import type { CooldownEntry } from '../messages/cooldown.js';
 import type { HelperRecord } from '../messages/helper-job.js';
+import { RedisApprovals } from './approvals.js';
 import { BoardQueues } from './board-queues.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore, type HeartbeatSchedule, type ListedTask } from './cron-store.js';
@@ -30,6 +33,11 @@ export class RedisOpsReader {
     private readonly redis: Redis,
     private readonly prefix: string,
   ) {}
+
+  /** The approval questions stored now (waiting or being settled), soonest to expire first. */
+  approvals(): Promise<PendingApproval[]> {
+    return new RedisApprovals(this.redis, this.prefix).list();
+  }
 
   /** The Redis server's version, when it says. */
   redisVersion(): Promise<string | undefined> {

@@ -9,6 +9,7 @@ import type { QueueDepth, QueueFailure } from '../bus/queue-stats.js';
 import type { RunningTurn, StoredTurn } from '../bus/turn-records.js';
 import type { ReadUsageOptions, UsageReport } from '../bus/usage-records.js';
 import type { WorkerBeat } from '../bus/worker-beats.js';
+import type { PendingApproval } from '../messages/approval.js';
 import type { CooldownEntry } from '../messages/cooldown.js';
 import type { HelperRecord } from '../messages/helper-job.js';
 
@@ -28,6 +29,8 @@ export interface OpsReader {
   running(): Promise<RunningTurn[]>;
   turns(count?: number): Promise<StoredTurn[]>;
   helpers(): Promise<HelperRecord[]>;
+  /** Approval questions stored now (waiting or being settled). */
+  approvals(): Promise<PendingApproval[]>;
   usage(options: ReadUsageOptions): Promise<UsageReport>;
   totals(): Promise<Record<string, string>>;
   cooldowns(): Promise<CooldownEntry[]>;

@@ -36,6 +36,12 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
       );
     }
   }
+  if (report.approvals.length > 0) {
+    lines.push(`Approvals  ${report.approvals.length} waiting for an answer`);
+    for (const a of report.approvals) {
+      lines.push(`  ${a.code} in ${a.chat} (${a.state}, expires ${a.expiresAt}): ${cut(a.summary, 60)}`);
+    }
+  }
   const hb = report.schedules.heartbeat;
   lines.push(
     `Heartbeat  ${hb ? `next ${hb.next ?? 'now'}${hb.everyMs ? ` (every ${Math.round(hb.everyMs / 60_000)}m)` : ''}` : 'off'}`,

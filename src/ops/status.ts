@@ -35,6 +35,8 @@ export interface StatusReport {
   queues: QueueDepth[];
   running: Array<RunningTurn & { seconds: number }>;
   helpers: HelperRecord[];
+  /** Approval questions waiting for a person (or being settled). */
+  approvals: Array<{ code: string; chat: string; state: string; summary: string; expiresAt: string }>;
   schedules: ScheduleView;
   sessions: number;
   /** Tokens today, since the start and per session (cached ones too), with costs when priced. */
@@ -68,13 +70,14 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const queues = await reader.queues();
   const timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const usage = reader.usage({ timezone, ...(options.prices ? { prices: options.prices } : {}) });
-  const [version, workers, depths, running, helpers, schedules, sessions, failures, turns] =
+  const [version, workers, depths, running, helpers, approvals, schedules, sessions, failures, turns] =
     await Promise.all([
       reader.redisVersion(),
       reader.workers(),
       reader.queueDepths(queues),
       reader.running(),
       reader.helpers(),
+      reader.approvals(),
       listSchedules(reader),
       countSessions(options.workspace),
       reader.lastFailures(queues, options.errors ?? 5),
@@ -91,6 +94,13 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
       .filter((r) => alive.has(r.worker))
       .map((r) => ({ ...r, seconds: Math.round((now - Date.parse(r.since)) / 1000) })),
     helpers,
+    approvals: approvals.map((p) => ({
+      code: p.code,
+      chat: `${p.target.channel}:${p.target.chatId}`,
+      state: p.state,
+      summary: p.summary,
+      expiresAt: p.expiresAt,
+    })),
     schedules,
     sessions,
     usage: await usage,

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { createMetrics } from '../../../src/ops/metrics.js';
 import { roleConfig, telegramEnv } from '../../fakes/config.js';
 import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { stopRoleAndFakes } from '../../fakes/role.js';
@@ -120,6 +121,14 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
       return list.filter((p) => p.state === 'waiting').length >= 20 && list;
     });
     expect(waiting.length).toBeGreaterThanOrEqual(20);
+    // Operations see them: `magpie status` lists them, /metrics counts them.
+    expect(
+      (await bus!.opsReader.approvals()).filter((p) => p.state === 'waiting').length,
+    ).toBeGreaterThanOrEqual(20);
+    const metrics = await createMetrics(bus!.opsReader).render();
+    const asked = Number(/magpie_approvals_total\{decision="asked"\} (\d+)/.exec(metrics)?.[1]);
+    expect(asked).toBeGreaterThanOrEqual(22);
+    expect(metrics).toMatch(/magpie_approvals_total\{decision="timeout"\} 1\b/);
     const other = newChat();
     fake.pushUpdate(dmUpdate(other, 'hello'));
     await waitForText(other.id, /^hello back$/);
