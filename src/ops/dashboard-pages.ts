@@ -47,6 +47,7 @@ export function overviewPage(): string {
 <section><h2>Workers</h2><table id="workers"><thead><tr><th>id</th><th>pid</th><th>host</th><th>concurrency</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>active</th><th>delayed</th><th>failed</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Running turns</h2><table id="running"><thead><tr><th>session</th><th>for</th><th>iteration</th><th>worker</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Approvals waiting</h2><table id="approvals"><thead><tr><th>code</th><th>chat</th><th>state</th><th>asks to</th><th>expires</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Tokens</h2><table id="usage"><thead><tr><th>what</th><th>tokens in</th><th>cached</th><th>cached %</th><th>tokens out</th><th>turns</th><th>cost</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Models</h2><table id="models"><thead><tr><th>model or endpoint</th><th>calls (recent turns)</th><th>state</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>model</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th><th>tools</th></tr></thead><tbody></tbody></table></section>
@@ -75,6 +76,7 @@ async function tick(){try{const r=await fetch('/api/overview',{credentials:'same
 fill('workers',d.status.workers.map(w=>row([w.id,n(w.pid),w.host,n(w.concurrency)])),'no worker alive');
 fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.delayed),{text:q.failed,cls:q.failed?'num fail':'num'}])),'no queues');
 fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
+fill('approvals',d.status.approvals.map(x=>row([x.code,x.chat,x.state,x.summary,x.expiresAt])),'no question waiting');
 const u=d.status.usage,p=u.prices;
 fill('usage',[usageRow('today ('+u.date+')',u.today,p),usageRow('since the start',u.total,p),...u.sessions.map(s=>usageRow(s.session+' (today)',s.today,p))],'no turns yet');
 const m=d.status.models;fill('models',[...m.recent.map(u=>row([u.model,n(u.calls),'answering'])),
