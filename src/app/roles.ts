@@ -222,6 +222,7 @@ async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOpti
       mode: config.approval.mode,
       timeoutMs: config.approval.timeoutMs,
       execNetwork: config.tools.execNetwork,
+      unattended: config.approval.unattended,
     },
     ...definedOnly(options.tuning ?? {}),
     shutdownTimeoutMs: options.shutdownTimeoutMs,

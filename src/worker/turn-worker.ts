@@ -11,6 +11,7 @@ import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, ParkedDecision, TurnOptions, TurnResult } from '../agent/types.js';
 import type { TurnApprovals } from '../approvals/ports.js';
 import { newCode, questionActions, questionText } from '../approvals/question.js';
+import { unattendedApprovals } from '../approvals/unattended.js';
 import { routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
 import type { Mailbox } from '../bus/mailbox.js';
@@ -52,7 +53,7 @@ export interface TurnWorkerOptions extends ConsumerTuning {
    * Ask before risky tool calls (MAGPIE_APPROVAL): turns park on a question, which outlives
    * every restart, and go on when it is answered or times out. @defaultValue off
    */
-  approval?: { mode: ApprovalMode; timeoutMs: number; execNetwork: boolean };
+  approval?: { mode: ApprovalMode; timeoutMs: number; execNetwork: boolean; unattended?: 'ask' | 'deny' };
 }
 
 export class TurnWorker {
@@ -273,8 +274,12 @@ export class TurnWorker {
         chatId: result.target.chatId,
         ...(result.target.threadId ? { threadId: result.target.threadId } : {}),
       },
-      // Only the person whose message started the turn; a helper's result: whoever is in that chat.
-      approvers: !isInternalChannel(turn.head.channel) && turn.head.senderId ? [turn.head.senderId] : [],
+      // Only the person whose message started the turn; a helper's result or a scheduled task:
+      // whoever is in that chat (the channel's access rules still apply).
+      approvers:
+        !isInternalChannel(turn.head.channel) && !isScheduled(turn.head) && turn.head.senderId
+          ? [turn.head.senderId]
+          : [],
       call: parked.call,
       summary: parked.summary,
       ...(parked.rule ? { rule: parked.rule } : {}),
@@ -505,7 +510,15 @@ export class TurnWorker {
       publish: (m: OutboundMessageInput) => Promise<void>;
     } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool'>,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
-    const approvals = this.turnApprovals();
+    // A scheduled agent task with MAGPIE_APPROVAL_UNATTENDED=deny: nobody is asked, a risky step is not run.
+    const approvals =
+      batch.some(isScheduled) && this.approval?.unattended === 'deny'
+        ? unattendedApprovals({
+            ...this.approval,
+            onDenied: (summary) =>
+              this.logger.warn({ summary }, 'scheduled task call not approved: unattended=deny'),
+          })
+        : this.turnApprovals();
     return this.settle(() =>
       this.agent.processMessage([...batch], {
         signal,
@@ -557,6 +570,11 @@ export class TurnWorker {
       log.debug({ err: describeError(err) }, 'activity not published');
     }
   }
+}
+
+/** A scheduled task's turn (cron, `mode: agent`): nobody wrote it. */
+function isScheduled(message: InboundMessage): boolean {
+  return message.metadata.cron !== undefined;
 }
 
 /** A turn job while it runs: the messages it took from the session's mailbox and where they came from. */

@@ -112,6 +112,25 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
     expect(existsSync(path.join(workspace, 'pwned.txt'))).toBe(false);
   });
 
+  it("a scheduled agent task's question is asked in its chat, and the chat's owner answers it", async () => {
+    const chat = newChat();
+    // What the scheduler publishes when a `mode: agent` task fires (scheduler/fire.ts).
+    await bus!.publishInbound({
+      id: `cron-${randomUUID()}`,
+      channel: 'telegram',
+      chatId: String(chat.id),
+      senderId: 'cron',
+      senderName: 'scheduled task',
+      content: 'run: echo scheduled >> scheduled.txt',
+      metadata: { cron: 'task-1' },
+    });
+    await waitForText(chat.id, /magpie wants to run/);
+    const code = /\/approve ([A-Z2-9]{5})/.exec(texts(chat.id).join('\n'))?.[1];
+    fake.pushUpdate(dmUpdate(chat, `/approve ${code}`));
+    await waitForText(chat.id, /^done:/);
+    expect(existsSync(path.join(workspace, 'scheduled.txt'))).toBe(true);
+  });
+
   it('twenty waiting questions hold none of the two worker slots: another chat is answered', async () => {
     const chats = Array.from({ length: 20 }, newChat);
     for (const chat of chats) fake.pushUpdate(dmUpdate(chat, `run: echo ${chat.id} >> waiting.txt`));
@@ -127,7 +146,7 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
     ).toBeGreaterThanOrEqual(20);
     const metrics = await createMetrics(bus!.opsReader).render();
     const asked = Number(/magpie_approvals_total\{decision="asked"\} (\d+)/.exec(metrics)?.[1]);
-    expect(asked).toBeGreaterThanOrEqual(22);
+    expect(asked).toBeGreaterThanOrEqual(23);
     expect(metrics).toMatch(/magpie_approvals_total\{decision="timeout"\} 1\b/);
     const other = newChat();
     fake.pushUpdate(dmUpdate(other, 'hello'));
