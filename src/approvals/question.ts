@@ -17,7 +17,7 @@ export function newCode(): string {
   return code;
 }
 
-/** How a rule reads: `git push`, `write AGENTS.md`, `message telegram:42`, a tool's name. */
+/** How a rule reads: `git push`, `write AGENTS.md`, `message <channel>:<chat>`, a tool's name. */
 export function ruleLabel(rule: ApprovalRule): string {
   if (rule.tool === 'exec' && rule.prefix) return rule.prefix;
   return rule.prefix ? `${rule.tool} ${rule.prefix}` : rule.tool;

@@ -19,7 +19,7 @@ const HELP = `usage: magpie approvals list
        magpie approvals revoke <chat> <N>
 
 "list" shows the approval questions waiting for an answer, and each chat's
-"always allow" rules, numbered (chats are channel:id, e.g. telegram:42; the
+"always allow" rules, numbered (chats are <channel>:<chat id>, as in a session key; the
 chats of "magpie agent" are cli:<id>). "revoke" removes rule N of a chat:
 magpie asks again before that.
 
