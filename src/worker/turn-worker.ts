@@ -10,7 +10,6 @@ import { failureReply, isTransient } from '../agent/failure-reply.js';
 import { originOf } from '../agent/turn-request.js';
 import type { AgentRunner, ParkedDecision, TurnOptions, TurnResult } from '../agent/types.js';
 import type { TurnApprovals } from '../approvals/ports.js';
-import { newCode, questionActions, questionText } from '../approvals/question.js';
 import { unattendedApprovals } from '../approvals/unattended.js';
 import { routingMetadata } from '../bus/bus.js';
 import type { ConsumedJob, Consumer, ConsumerTuning } from '../bus/consumer.js';
@@ -20,12 +19,19 @@ import type { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
-import { type ApprovalMode, type PendingApproval, resumedTurnId } from '../messages/approval.js';
+import type { ApprovalMode, PendingApproval } from '../messages/approval.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
 import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
-import { shortHash } from '../messages/short-hash.js';
 import type { ToolCall } from '../providers/types.js';
 import { LivePublisher } from './live-publisher.js';
+import {
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  decisionOf,
+  isScheduled,
+  pendingApprovalOf,
+  questionMessage,
+  resumedHead,
+} from './parked-turns.js';
 import type { TurnBus } from './ports.js';
 
 const TurnJobSchema = z.object({ sessionKey: z.string().min(1) });
@@ -264,37 +270,9 @@ export class TurnWorker {
    * its buttons. A question stored but not sent (a crash between) is sent by the next turn job.
    */
   private async ask(turn: TakenTurn, result: TurnResult, completes: { live?: string }): Promise<void> {
-    const parked = result.parked!;
-    const now = new Date();
-    const pending: PendingApproval = {
-      code: newCode(),
-      sessionKey: turn.sessionKey,
-      target: {
-        channel: result.target.channel,
-        chatId: result.target.chatId,
-        ...(result.target.threadId ? { threadId: result.target.threadId } : {}),
-      },
-      // Only the person whose message started the turn; a helper's result or a scheduled task:
-      // whoever is in that chat (the channel's access rules still apply).
-      approvers:
-        !isInternalChannel(turn.head.channel) && !isScheduled(turn.head) && turn.head.senderId
-          ? [turn.head.senderId]
-          : [],
-      call: parked.call,
-      summary: parked.summary,
-      ...(parked.rule ? { rule: parked.rule } : {}),
-      tainted: parked.taint !== undefined,
-      ...(parked.taint ? { taint: parked.taint } : {}),
-      askedAt: now.toISOString(),
-      expiresAt: new Date(now.getTime() + (this.approval?.timeoutMs ?? 600_000)).toISOString(),
-      state: 'waiting',
-      parked: {
-        request: parked.request,
-        rest: parked.rest,
-        iteration: parked.iteration,
-        ...(turn.head.platformMessageId ? { replyTo: turn.head.platformMessageId } : {}),
-      },
-    };
+    const pending = pendingApprovalOf(turn.head, turn.sessionKey, result, {
+      timeoutMs: this.approval?.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+    });
     await this.bus.parkApproval(pending);
     turn.log.info(
       { approval: pending.code, tool: pending.call.name, tainted: pending.tainted },
@@ -309,15 +287,7 @@ export class TurnWorker {
     metadata: Record<string, unknown>,
     completes: { live?: string } = {},
   ): Promise<void> {
-    await this.bus.publishOutbound({
-      ...pending.target,
-      id: `ask-${shortHash(`${pending.sessionKey}\0${pending.code}`, 24)}`,
-      content: questionText(pending),
-      actions: questionActions(pending),
-      kind: 'reply',
-      metadata: { ...metadata, approval: pending.code },
-      ...completes,
-    });
+    await this.bus.publishOutbound(questionMessage(pending, metadata, completes));
     await this.bus.approvals.markAsked(pending.sessionKey, pending.code);
   }
 
@@ -338,7 +308,7 @@ export class TurnWorker {
       log.debug({ approval: pending.code }, 'approval still waiting: messages wait');
       return false;
     }
-    const decision = await this.decisionOf(pending);
+    const decision = await decisionOf(this.bus.approvals, pending);
     log.info(
       { approval: pending.code, decision, decidedBy: pending.decidedBy },
       'approval settled: turn goes on',
@@ -347,48 +317,11 @@ export class TurnWorker {
     return true;
   }
 
-  /** What the resumed turn does with the call: an allowed one is claimed (allowed → running) so it runs once. */
-  private async decisionOf(pending: PendingApproval): Promise<ParkedDecision> {
-    switch (pending.state) {
-      case 'allowed': {
-        const found = await this.bus.approvals.move(
-          pending.sessionKey,
-          pending.code,
-          'allowed',
-          'running',
-          pending.decidedBy ?? '',
-        );
-        return found === 'allowed' ? 'run' : 'interrupted';
-      }
-      case 'running':
-        return 'interrupted';
-      case 'denied':
-        return 'denied';
-      case 'timeout':
-        return 'timeout';
-      default:
-        return 'cancelled';
-    }
-  }
-
   /** Runs the rest of a parked turn and answers (or asks the next question), then removes the settled one. */
   private async resume(job: ConsumedJob, pending: PendingApproval, decision: ParkedDecision, log: Logger) {
     const { sessionKey } = pending;
     const request = pending.parked.request;
-    const head: InboundMessage = {
-      id: resumedTurnId(pending),
-      channel: request.channel,
-      chatId: request.chatId,
-      ...(request.threadId ? { threadId: request.threadId } : {}),
-      senderId: pending.approvers[0] ?? '',
-      content: '',
-      media: [],
-      sessionKey,
-      ...(pending.parked.replyTo ? { platformMessageId: pending.parked.replyTo } : {}),
-      isGroup: request.isGroup ?? false,
-      receivedAt: pending.askedAt,
-      metadata: {},
-    };
+    const head = resumedHead(pending);
     const turn: TakenTurn = {
       job,
       sessionKey,
@@ -570,11 +503,6 @@ export class TurnWorker {
       log.debug({ err: describeError(err) }, 'activity not published');
     }
   }
-}
-
-/** A scheduled task's turn (cron, `mode: agent`): nobody wrote it. */
-function isScheduled(message: InboundMessage): boolean {
-  return message.metadata.cron !== undefined;
 }
 
 /** A turn job while it runs: the messages it took from the session's mailbox and where they came from. */
