@@ -14,6 +14,8 @@ export interface CappedDownloadOptions {
   timeoutMs?: number;
   /** Aborts the download (the channel stopping). */
   signal?: AbortSignal;
+  /** Request headers (Slack's files need the bot token). fetch drops `authorization` on a redirect to another origin. */
+  headers?: Record<string, string>;
 }
 
 /** The bytes, or why there are none. */
@@ -39,7 +41,7 @@ export async function downloadCapped(
   const { maxBytes } = options;
   const timeout = AbortSignal.timeout(options.timeoutMs ?? 60_000);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  const res = await fetch(url, { signal });
+  const res = await fetch(url, { signal, ...(options.headers ? { headers: options.headers } : {}) });
   if (!res.ok || !res.body) {
     await res.body?.cancel();
     return { ok: false, reason: 'http', status: res.status };

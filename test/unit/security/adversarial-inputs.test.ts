@@ -16,7 +16,9 @@ import { describe, expect, it } from 'vitest';
 import { splitMessage } from '../../../src/channels/chunk.js';
 import { discordParts } from '../../../src/channels/discord/sender.js';
 import { hasContent as fenceHasContent } from '../../../src/channels/fences.js';
+import { toSlackMrkdwn } from '../../../src/channels/format/slack-mrkdwn.js';
 import { toTelegramHtml } from '../../../src/channels/format/telegram-html.js';
+import { slackParts } from '../../../src/channels/slack/sender.js';
 import { formatForTelegram } from '../../../src/channels/telegram/sender.js';
 import { noteChunks, sessionChunks } from '../../../src/memory/search/chunks.js';
 import { LocalClock } from '../../../src/memory/search/dates.js';
@@ -85,6 +87,8 @@ const ROWS: Row[] = [
   },
   { name: 'Discord parts', parse: discordParts, maxMs: 3000 },
   { name: 'Telegram HTML', parse: toTelegramHtml, bytes: MB / 4, maxMs: 3000 },
+  { name: 'Slack mrkdwn', parse: toSlackMrkdwn, bytes: MB / 4, maxMs: 3000 },
+  { name: 'Slack parts (slackParts)', parse: slackParts, maxMs: 5000 },
   {
     name: 'Telegram parts (formatForTelegram)',
     parse: (t) => formatForTelegram(t),
