@@ -10,6 +10,7 @@ import type { Check } from '../ops/doctor.js';
 import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
+import { emailChannel } from './email/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
 import { webChannel } from './web/descriptor.js';
 
@@ -20,6 +21,7 @@ export const CHANNELS = [
   telegramChannel,
   discordChannel,
   webChannel,
+  emailChannel,
 ] as const;
 
 /** A registered channel with its settings. */
