@@ -62,6 +62,8 @@ const unsandboxed =
 const wantsSandbox = purpose === 'test' || !unsandboxed;
 if (process.platform === 'linux' && wantsSandbox && !has('bwrap')) system.push('bubblewrap');
 if (purpose === 'test' && !existsSync('/usr/bin/chromium')) system.push('chromium');
+// The e-mail tests run Debian's Dovecot as their IMAP server (test/fakes/dovecot.ts).
+if (purpose === 'test' && !existsSync('/usr/sbin/dovecot')) system.push('dovecot-imapd');
 if (system.length > 0 && !has('apt-get') && purpose === 'start' && system.every((p) => p === 'bubblewrap')) {
   // Without bubblewrap exec falls back to its deny list (with a warning): not a reason to stop.
   console.error("magpie: bubblewrap not installed and no apt-get here: install it for exec's sandbox");

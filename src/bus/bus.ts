@@ -30,6 +30,7 @@ import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
+import { RedisEmailStore } from './email-store.js';
 import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
@@ -291,6 +292,11 @@ export class Bus implements WebEventBus {
   /** Pairing codes and approved senders, shared by every gateway. */
   pairingStore(): RedisPairingStore {
     return new RedisPairingStore(this.redis, this.prefix);
+  }
+
+  /** The e-mail channel's mailbox cursors, threads and counts of ignored mail. */
+  emailStore(): RedisEmailStore {
+    return new RedisEmailStore(this.redis, this.prefix);
   }
 
   /** Per-turn figures and running turns of one worker, for status and the dashboard. */

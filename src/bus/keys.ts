@@ -34,6 +34,12 @@ export const keys = {
   approvalsWaiting: (prefix: string) => `${prefix}:approvals`,
   /** A chat's "always allow" rules (a set of JSON rules). */
   approvalRules: (prefix: string, chatKey: string) => `${prefix}:approval-rules:${chatKey}`,
+  /** How far the e-mail channel read a mailbox: a hash of `uidValidity` and `lastUid` (email-store.ts). */
+  emailCursor: (prefix: string, mailbox: string) => `${prefix}:email-cursor:${mailbox}`,
+  /** An e-mail thread's subject and references (JSON, expiring). */
+  emailThread: (prefix: string, thread: string) => `${prefix}:email-thread:${thread}`,
+  /** Mail the e-mail channel ignored, counted by reason (a hash). */
+  emailIgnored: (prefix: string) => `${prefix}:email-ignored`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,
 };

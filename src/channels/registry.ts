@@ -10,6 +10,7 @@ import type { Check } from '../ops/doctor.js';
 import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
+import { emailChannel } from './email/descriptor.js';
 import { slackChannel } from './slack/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
 import { webChannel } from './web/descriptor.js';
@@ -22,6 +23,7 @@ export const CHANNELS = [
   discordChannel,
   slackChannel,
   webChannel,
+  emailChannel,
 ] as const;
 
 /** A registered channel with its settings. */

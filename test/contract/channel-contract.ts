@@ -31,6 +31,8 @@ import {
 interface ContractCase {
   name: string;
   needs?: (keyof ChannelCapabilities)[];
+  /** Only where the channel lacks these. */
+  lacks?: (keyof ChannelCapabilities)[];
   /** Only where the platform has a text limit (true) or has none (false). */
   limit?: boolean;
   run(run: ContractRun): Promise<void>;
@@ -188,6 +190,7 @@ const CASES: ContractCase[] = [
   },
   {
     name: 'an answer written slowly shows before the model has finished, and ends as one message with the whole text',
+    needs: ['live'],
     async run({ harness }) {
       const chat = { chat: 'slow' };
       await harness.userSays('slowly please', chat);
@@ -211,6 +214,20 @@ const CASES: ContractCase[] = [
       );
       expect(replies).toEqual([SLOW_REPLY]);
       if (harness.edits) expect(await harness.edits(chat)).toBeGreaterThanOrEqual(1);
+    },
+  },
+  {
+    name: 'an answer written slowly arrives once, as one message with the whole text',
+    lacks: ['live'],
+    async run({ harness }) {
+      const chat = { chat: 'slow' };
+      await harness.userSays('slowly please', chat);
+      const replies = await harness.waitForReplies(1, chat, TURN_MS);
+      expect(replies).toEqual([SLOW_REPLY]);
+      // A marker turn in the same chat: once it is answered, the slow one has nothing left to send.
+      await harness.userSays('marker', chat);
+      const after = await harness.waitForReplies(2, chat, TURN_MS);
+      expect(after).toEqual([SLOW_REPLY, expect.stringContaining('marker')]);
     },
   },
   {
@@ -397,6 +414,7 @@ export function describeChannelContract(name: string, makeHarness: HarnessFactor
 /** Whether a case applies to a channel with these traits. */
 function applies(c: ContractCase, traits: ChannelTraits): boolean {
   if (!(c.needs ?? []).every((need) => traits.capabilities[need])) return false;
+  if ((c.lacks ?? []).some((lack) => traits.capabilities[lack])) return false;
   return c.limit === undefined || c.limit === (traits.textLimit !== undefined);
 }
 

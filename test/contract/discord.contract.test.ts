@@ -19,6 +19,7 @@ const discord: HarnessFactory = {
     edits: true,
     redelivery: true,
     buttons: true,
+    live: true,
   },
   textLimit: 2000,
   async start(stack) {

@@ -35,9 +35,11 @@ export interface ChannelCapabilities {
   redelivery: boolean;
   /** Buttons under the bot's messages (`OutboundMessage.actions`): a press sends its command as the presser. */
   buttons: boolean;
+  /** Answers show while the model writes them (edits, a terminal, a page); e-mail sends each answer whole. */
+  live: boolean;
 }
 
-/** The capabilities of a text-only channel: no groups, pairing, media, typing indicator, edits or buttons. */
+/** The capabilities of a text-only channel: no groups, pairing, media, typing indicator, edits or buttons; live answers. */
 export function textOnlyCapabilities(redelivery: boolean): ChannelCapabilities {
   return {
     groups: false,
@@ -47,6 +49,7 @@ export function textOnlyCapabilities(redelivery: boolean): ChannelCapabilities {
     edits: false,
     redelivery,
     buttons: false,
+    live: true,
   };
 }
 

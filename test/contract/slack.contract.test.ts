@@ -37,6 +37,7 @@ const slack: HarnessFactory = {
     media: true,
     typing: false,
     edits: true,
+    live: true,
     redelivery: true,
     buttons: true,
   },

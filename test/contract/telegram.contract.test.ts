@@ -43,6 +43,7 @@ const telegram: HarnessFactory = {
     edits: true,
     redelivery: true,
     buttons: true,
+    live: true,
   },
   textLimit: 4096,
   async start(stack) {

@@ -15,6 +15,8 @@
 import { describe, expect, it } from 'vitest';
 import { splitMessage } from '../../../src/channels/chunk.js';
 import { discordParts } from '../../../src/channels/discord/sender.js';
+import { parseAuthResults, verifySender } from '../../../src/channels/email/auth-results.js';
+import { stripQuoted } from '../../../src/channels/email/quotes.js';
 import { hasContent as fenceHasContent } from '../../../src/channels/fences.js';
 import { toSlackMrkdwn } from '../../../src/channels/format/slack-mrkdwn.js';
 import { toTelegramHtml } from '../../../src/channels/format/telegram-html.js';
@@ -69,6 +71,22 @@ const ROWS: Row[] = [
     parse: (t) => parseSkill('SKILL.md', 'x', `---\nname: x\ndescription: ${t}\n---\nbody`),
     maxMs: 1000,
   },
+  // A received mail's Authentication-Results (any sender writes one) and its body.
+  { name: 'Authentication-Results (parseAuthResults)', parse: parseAuthResults, maxMs: 1000 },
+  {
+    name: 'Authentication-Results (verifySender, 20 headers)',
+    parse: (t) =>
+      verifySender(
+        Array.from({ length: 20 }, () => `mx.test; ${t}`),
+        {
+          authservId: 'mx.test',
+          require: 'dkim',
+          fromDomain: 'example.com',
+        },
+      ),
+    maxMs: 1000,
+  },
+  { name: 'mail quotes (stripQuoted)', parse: stripQuoted, maxMs: 1500 },
   // The exec deny list, just under its cap (longer commands are refused unread).
   // Old: 8.8 s on `a(){` x16,000; now ~0.2 s.
   {
