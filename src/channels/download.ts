@@ -1,9 +1,13 @@
 /**
- * The one size-capped download for attachments (Telegram and Discord media):
- * a GET with a time limit whose body is refused past `maxBytes` — at once when
- * the declared length is over, otherwise as soon as the bytes read pass it, so
- * a missing or wrong Content-Length cannot fill the memory.
+ * The one size-capped download for attachments (Telegram, Discord and Slack
+ * media): a GET with a time limit whose body is refused past `maxBytes` — at
+ * once when the declared length is over, otherwise as soon as the bytes read
+ * pass it, so a missing or wrong Content-Length cannot fill the memory — and
+ * `remoteFileToMedia`, a platform's file by URL as Media (Discord, Slack).
  */
+import { describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
+import type { Media } from '../messages/messages.js';
 import { readCapped } from '../net/read-capped.js';
 
 /** Options of {@link downloadCapped}. */
@@ -73,4 +77,60 @@ export function downloadFailureNote(
 /** `1.5 MB`: sizes as notes write them. */
 export function megabytes(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/** A file a platform offers by URL: its name, reported MIME type and size. */
+export interface RemoteFile {
+  name: string;
+  /** The MIME type the platform reports; may be missing (parameters after `;` are dropped). */
+  mimeType: string | null | undefined;
+  size: number;
+  url: string;
+}
+
+/** How {@link remoteFileToMedia} downloads. */
+export interface RemoteFileOptions {
+  /** Largest file downloaded (MAGPIE_MAX_MEDIA_BYTES). */
+  maxBytes: number;
+  logger: Logger;
+  /** Per-download time limit. @defaultValue 30000 */
+  timeoutMs?: number;
+  /** Request headers (a bot token). */
+  headers?: Record<string, string>;
+  /** Names the platform in the log line of a failed download, e.g. "discord attachment". */
+  label: string;
+}
+
+/**
+ * One platform file as Media: an image or audio clip downloaded (size-capped) into a data:
+ * URL; any other file described by name, type and size. A failed download becomes a note,
+ * never an exception.
+ */
+export async function remoteFileToMedia(file: RemoteFile, options: RemoteFileOptions): Promise<Media> {
+  const mimeType = (file.mimeType ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
+  const kind = mimeType.startsWith('image/') ? 'image' : mimeType.startsWith('audio/') ? 'audio' : 'file';
+  const described = { kind, mimeType, name: file.name, size: file.size } as const;
+  if (kind === 'file') {
+    return { ...described, note: `file "${file.name}" (${mimeType}, ${file.size} bytes) was not opened` };
+  }
+  const what = `${kind} "${file.name}"`;
+  if (file.size > options.maxBytes) {
+    return { ...described, note: `${what} is ${tooLargeNote(file.size, options.maxBytes)}` };
+  }
+  try {
+    const got = await downloadCapped(file.url, {
+      maxBytes: options.maxBytes,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
+    if (!got.ok) return { ...described, note: `${what} ${downloadFailureNote(got, options.maxBytes)}` };
+    return {
+      ...described,
+      size: got.bytes.length,
+      dataUrl: `data:${mimeType};base64,${got.bytes.toString('base64')}`,
+    };
+  } catch (err) {
+    options.logger.warn({ err, name: file.name }, `${options.label} download failed`);
+    return { ...described, note: `${what} could not be downloaded (${describeError(err)})` };
+  }
 }

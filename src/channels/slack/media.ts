@@ -3,10 +3,9 @@
  * token (Slack's `url_private` needs it; the shared size-capped download) into
  * data: URLs; other files are described by name, type and size.
  */
-import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Media } from '../../messages/messages.js';
-import { downloadCapped, downloadFailureNote, tooLargeNote } from '../download.js';
+import { remoteFileToMedia } from '../download.js';
 
 /** What the event says about one file before it is downloaded. */
 export interface FileInfo {
@@ -33,29 +32,16 @@ export async function filesToMedia(files: FileInfo[], options: MediaOptions): Pr
   return media;
 }
 
-async function toMedia(file: FileInfo, options: MediaOptions): Promise<Media> {
-  const mimeType = (file.mimetype ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
-  const kind = mimeType.startsWith('image/') ? 'image' : mimeType.startsWith('audio/') ? 'audio' : 'file';
-  const described = { kind, mimeType, name: file.name, size: file.size } as const;
-  if (kind === 'file')
-    return { ...described, note: `file "${file.name}" (${mimeType}, ${file.size} bytes) was not opened` };
-  const what = `${kind} "${file.name}"`;
-  if (file.size > options.maxBytes)
-    return { ...described, note: `${what} is ${tooLargeNote(file.size, options.maxBytes)}` };
-  try {
-    const got = await downloadCapped(file.url, {
+function toMedia(file: FileInfo, options: MediaOptions): Promise<Media> {
+  return remoteFileToMedia(
+    { name: file.name, mimeType: file.mimetype, size: file.size, url: file.url },
+    {
       maxBytes: options.maxBytes,
-      timeoutMs: options.timeoutMs ?? 30_000,
+      logger: options.logger,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      // Slack's file URLs need the bot token.
       headers: { authorization: `Bearer ${options.token}` },
-    });
-    if (!got.ok) return { ...described, note: `${what} ${downloadFailureNote(got, options.maxBytes)}` };
-    return {
-      ...described,
-      size: got.bytes.length,
-      dataUrl: `data:${mimeType};base64,${got.bytes.toString('base64')}`,
-    };
-  } catch (err) {
-    options.logger.warn({ err, name: file.name }, 'slack file download failed');
-    return { ...described, note: `${what} could not be downloaded (${describeError(err)})` };
-  }
+      label: 'slack file',
+    },
+  );
 }
