@@ -54,6 +54,19 @@ export interface AtOnceCommand extends EntryBase {
 
 export type CommandEntry = InTurnCommand | AtOnceCommand;
 
+/** `/approve` and `/deny`: answered on the way in, settling the chat's approval question. */
+function answerCommand<C extends 'approve' | 'deny'>(command: C, description: string) {
+  const nothing = `There is nothing to ${command} here`;
+  return {
+    command,
+    description,
+    runs: 'at-once',
+    run: async ({ approve, argument, reply }: AtOncePorts) =>
+      reply(approve ? await approve(command, argument) : `${nothing}.`),
+    inTurnReply: `${nothing}: questions are answered in a chat with the daemon.`,
+  } as const;
+}
+
 /** The commands, in the order /help and Telegram's menu show them. */
 export const COMMANDS = [
   {
@@ -69,22 +82,8 @@ export const COMMANDS = [
     run: async ({ cancel, reply }) => reply((await cancel()) ? 'Stopping.' : 'Nothing to stop.'),
     inTurnReply: 'Nothing is running right now.',
   },
-  {
-    command: 'approve',
-    description: 'allow what magpie asked about: /approve CODE, or /approve CODE always',
-    runs: 'at-once',
-    run: async ({ approve, argument, reply }) =>
-      reply(approve ? await approve('approve', argument) : 'There is nothing to approve here.'),
-    inTurnReply: 'There is nothing to approve here: questions are answered in a chat with the daemon.',
-  },
-  {
-    command: 'deny',
-    description: 'refuse what magpie asked about: /deny CODE',
-    runs: 'at-once',
-    run: async ({ approve, argument, reply }) =>
-      reply(approve ? await approve('deny', argument) : 'There is nothing to deny here.'),
-    inTurnReply: 'There is nothing to deny here: questions are answered in a chat with the daemon.',
-  },
+  answerCommand('approve', 'allow what magpie asked about: /approve CODE, or /approve CODE always'),
+  answerCommand('deny', 'refuse what magpie asked about: /deny CODE'),
   {
     command: 'approvals',
     description: 'the "always allow" rules of this chat; /approvals remove N drops one',

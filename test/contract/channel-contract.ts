@@ -11,9 +11,7 @@
  * that would come after the unwanted one (a marker message, another chat's
  * typing), never for a fixed time.
  */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type InboundMessage, sessionKeyOf } from '../../src/messages/messages.js';
 import { waitFor } from '../fakes/wait-for.js';
 import {
   type ChannelCapabilities,
@@ -378,11 +376,6 @@ async function ask(
     );
   }
   return { code, before };
-}
-
-/** The messages whose content is `command`. */
-function pressesOf(messages: InboundMessage[], command: string): InboundMessage[] {
-  return messages.filter((m) => m.content === command);
 }
 
 /**

@@ -21,6 +21,7 @@ import { type FakeOpenAI, type RecordedRequest, startFakeOpenAI } from '../../fa
 import { stopRoleAndFakes } from '../../fakes/role.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
+import { chatTexts, codeIn } from './chat-texts.js';
 
 const owner = { id: 7501, first_name: 'Owner', username: 'owner' };
 
@@ -56,13 +57,7 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
   let workspace: string;
   let chatId = 7600;
   const newChat = () => ({ ...owner, id: chatId++ });
-  const texts = (id: number) => fake.sent(id).map((m) => m.text);
-  const waitForText = (id: number, pattern: RegExp) =>
-    fake
-      .waitFor(() => texts(id).some((t) => pattern.test(t)), 20_000)
-      .catch((err: unknown) => {
-        throw new Error(`${String(err)}; waiting for ${pattern} in ${JSON.stringify(texts(id))}`);
-      });
+  const { texts, waitForText } = chatTexts(() => fake);
 
   beforeAll(async () => {
     fake = await startFakeTelegram({ token: '779:approval-limits' });
@@ -125,7 +120,7 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
       metadata: { cron: 'task-1' },
     });
     await waitForText(chat.id, /magpie wants to run/);
-    const code = /\/approve ([A-Z2-9]{5})/.exec(texts(chat.id).join('\n'))?.[1];
+    const code = codeIn(texts(chat.id).join('\n'));
     fake.pushUpdate(dmUpdate(chat, `/approve ${code}`));
     await waitForText(chat.id, /^done:/);
     expect(existsSync(path.join(workspace, 'scheduled.txt'))).toBe(true);

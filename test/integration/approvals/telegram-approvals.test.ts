@@ -23,6 +23,7 @@ import {
   mentioning,
   startFakeTelegram,
 } from '../../fakes/telegram-server.js';
+import { chatTexts, codeIn } from './chat-texts.js';
 
 const owner = { id: 7001, first_name: 'Owner', username: 'owner' };
 const friend = { id: 7002, first_name: 'Friend', username: 'friend' };
@@ -47,8 +48,6 @@ function responder(req: RecordedRequest) {
   return { content: `echo: ${text.slice(-60)}` };
 }
 
-const codeIn = (text: string) => /\/approve ([A-Z2-9]{5})/.exec(text)?.[1];
-
 describe('approvals through the bus (Telegram)', () => {
   let fake: FakeTelegram;
   let openai: FakeOpenAI;
@@ -59,13 +58,7 @@ describe('approvals through the bus (Telegram)', () => {
 
   /** A fresh DM chat of the owner (each test its own chat). */
   const newChat = () => ({ ...owner, id: chatId++ });
-  const texts = (id: number) => fake.sent(id).map((m) => m.text);
-  const waitForText = (id: number, pattern: RegExp) =>
-    fake
-      .waitFor(() => texts(id).some((t) => pattern.test(t)), 20_000)
-      .catch((err: unknown) => {
-        throw new Error(`${String(err)}; waiting for ${pattern} in ${JSON.stringify(texts(id))}`);
-      });
+  const { texts, waitForText } = chatTexts(() => fake);
   const lines = (file: string) =>
     existsSync(path.join(workspace, file))
       ? readFileSync(path.join(workspace, file), 'utf8').trim().split('\n')
