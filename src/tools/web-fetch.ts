@@ -4,13 +4,11 @@
  * allowed; redirects are followed by hand (at most 5), each target checked;
  * bytes and time are capped; HTML is turned into readable text.
  */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
-import { readCapped } from '../net/read-capped.js';
+import { type Fetched, guardedGetter } from '../net/guarded-get.js';
+import type { NetPolicy, Resolver } from '../net/net-guard.js';
 import { htmlToText } from './html-text.js';
-import { assertFetchableUrl, guardedLookup, type NetPolicy, type Resolver } from './net-guard.js';
 import { looksBinary } from './read-file.js';
 import { CANCELLED_RESULT } from './registry.js';
 import { fail, type Tool, type ToolResult } from './types.js';
@@ -39,73 +37,8 @@ const parameters = z.object({
   max_chars: z.number().int().positive().optional().describe('Most characters of text to return'),
 });
 
-interface Fetched {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-  truncated: boolean;
-}
-
 const TEXT_TYPE =
   /^(text\/|application\/(?:json|xml|xhtml\+xml|javascript|ld\+json|rss\+xml|atom\+xml)|[^;]*\+(?:json|xml))/i;
-
-function decoded(res: IncomingMessage, zlib: typeof import('node:zlib')): Readable {
-  switch ((res.headers['content-encoding'] ?? '').toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return res.pipe(zlib.createGunzip());
-    case 'deflate':
-      return res.pipe(zlib.createInflate());
-    case 'br':
-      return res.pipe(zlib.createBrotliDecompress());
-    default:
-      return res;
-  }
-}
-
-/**
- * One GET, body capped at `maxBytes`; rejects on network errors, a blocked target or abort.
- * node:http(s) and node:zlib are loaded at the first fetch, not when the tool is built.
- */
-async function getOnce(
-  url: URL,
-  lookup: ReturnType<typeof guardedLookup>,
-  maxBytes: number,
-  signal: AbortSignal,
-): Promise<Fetched> {
-  const [{ request: send }, zlib] = await Promise.all([
-    url.protocol === 'https:' ? import('node:https') : import('node:http'),
-    import('node:zlib'),
-  ]);
-  return new Promise((resolve, reject) => {
-    const req = send(url, {
-      method: 'GET',
-      signal,
-      lookup,
-      headers: {
-        'user-agent': 'magpie/0.1 (+web_fetch)',
-        accept: 'text/html,application/xhtml+xml,text/plain,application/json;q=0.9,*/*;q=0.5',
-        'accept-encoding': 'gzip, deflate, br',
-      },
-    });
-    req.once('error', reject);
-    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-    req.once('response', (res) => {
-      const status = res.statusCode ?? 0;
-      if (status >= 300 && status < 400 && res.headers.location) {
-        res.resume();
-        resolve({ status, headers: res.headers, body: Buffer.alloc(0), truncated: false });
-        return;
-      }
-      res.once('error', reject);
-      readCapped(decoded(res, zlib), maxBytes).then(({ bytes, over }) => {
-        if (over) req.destroy();
-        resolve({ status, headers: res.headers, body: bytes, truncated: over });
-      }, reject);
-    });
-    req.end();
-  });
-}
 
 function charsetOf(contentType: string): string {
   return /charset\s*=\s*"?([\w.:-]+)/i.exec(contentType)?.[1] ?? 'utf-8';
@@ -141,20 +74,13 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof p
   const maxChars = options.maxChars ?? 50_000;
   const defaultMaxChars = Math.min(options.defaultMaxChars ?? 20_000, maxChars);
   const maxRedirects = options.maxRedirects ?? 5;
-  const lookup = guardedLookup(policy, options.resolve);
-
-  async function fetchText(start: URL, signal: AbortSignal): Promise<{ url: URL; fetched: Fetched }> {
-    let url = start;
-    for (let hop = 0; ; hop++) {
-      assertFetchableUrl(url, policy);
-      const fetched = await getOnce(url, lookup, maxBytes, signal);
-      const location = fetched.headers.location;
-      if (fetched.status < 300 || fetched.status >= 400 || !location) return { url, fetched };
-      if (hop >= maxRedirects)
-        throw new AppError('TOOL_FAILED', `too many redirects (more than ${maxRedirects})`);
-      url = new URL(location, url);
-    }
-  }
+  const get = guardedGetter({
+    policy,
+    maxBytes,
+    maxRedirects,
+    resolve: options.resolve,
+    userAgent: 'magpie/0.1 (+web_fetch)',
+  });
 
   return {
     name: 'web_fetch',
@@ -174,7 +100,7 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof p
       const signal = AbortSignal.any([ctx.signal, timeout]);
       let result: { url: URL; fetched: Fetched };
       try {
-        result = await fetchText(start, signal);
+        result = await get(start, signal);
       } catch (err) {
         if (ctx.signal.aborted) return { ...CANCELLED_RESULT };
         if (timeout.aborted) return fail(`fetching ${rawUrl} timed out after ${timeoutMs / 1000} s`);

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Resolver } from '../../../src/tools/net-guard.js';
+import type { Resolver } from '../../../src/net/net-guard.js';
 import { ToolRegistry } from '../../../src/tools/registry.js';
 import { createWebFetchTool, type WebFetchOptions, wrapUntrusted } from '../../../src/tools/web-fetch.js';
 import { toolContext } from './helpers.js';

@@ -16,7 +16,7 @@ import {
   METADATA_RANGE,
   type NetPolicy,
   type Resolver,
-} from '../../../src/tools/net-guard.js';
+} from '../../../src/net/net-guard.js';
 
 const open: NetPolicy = { allowPrivate: true };
 const closed: NetPolicy = { allowPrivate: false };
