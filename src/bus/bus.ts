@@ -49,7 +49,7 @@ import {
   turnJobOptions,
 } from './queues.js';
 import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js';
-import { pushReply, ReplyWatcher } from './reply-lists.js';
+import { pushReply, ReplyWatcher, readReplies } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
 import { Subscriber } from './subscriber.js';
@@ -345,6 +345,11 @@ export class Bus implements WebEventBus {
       logger: this.logger,
     });
     return this.replyWatcher.watch(address, handler);
+  }
+
+  /** The messages in a reply address's list now (JSON strings, oldest first): what a new watcher should not take again. */
+  async readCliReplies(address: string): Promise<string[]> {
+    return this.guard(() => readReplies(this.redis, this.prefix, address));
   }
 
   /** Keeps a web chat message for pages that reconnect and publishes it (web-events.ts); resolves to its id. */

@@ -52,6 +52,11 @@ export async function pushReply(
   return Number(results[2]?.[1] ?? 0);
 }
 
+/** The messages in an address's reply list, oldest first (JSON strings). */
+export function readReplies(redis: Redis, prefix: string, address: string): Promise<string[]> {
+  return redis.lrange(keys.cliReplies(prefix, address), 0, -1);
+}
+
 /** Every message to a CLI reply address (see {@link ReplyWatcher.watch}). */
 export interface ReplyWatcherOptions {
   /** A connection of its own, put in subscriber mode (it must wait for Redis: `maxRetriesPerRequest: null`). */

@@ -7,6 +7,7 @@
 
 import type { ChannelSettingsMap } from '../config/channel-slices.js';
 import type { Check } from '../ops/doctor.js';
+import { apiChannel } from './api/descriptor.js';
 import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
@@ -24,6 +25,7 @@ export const CHANNELS = [
   slackChannel,
   webChannel,
   emailChannel,
+  apiChannel,
 ] as const;
 
 /** A registered channel with its settings. */

@@ -255,7 +255,7 @@ export class TurnWorker {
           id: replyId(turn.id),
           content: shownReply(result.value, live),
           kind: 'reply',
-          metadata: routingMetadata(turn.batch),
+          metadata: { ...routingMetadata(turn.batch), usage: usageOf(result.value.metrics) },
           ...completes,
         });
       }
@@ -530,6 +530,19 @@ function chatOf(head: InboundMessage): { channel: string; chatId: string; thread
   const origin = isInternalChannel(head.channel) ? originOf(head) : undefined;
   if (origin) return { channel: origin.channel, chatId: origin.chatId, threadId: origin.threadId };
   return { channel: head.channel, chatId: head.chatId, threadId: head.threadId };
+}
+
+/** The turn's token counts, carried on its reply (the API reports them to its client). */
+function usageOf(metrics: TurnResult['metrics']): {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+} {
+  return {
+    promptTokens: metrics.promptTokens,
+    completionTokens: metrics.completionTokens,
+    cachedTokens: metrics.cachedTokens ?? 0,
+  };
 }
 
 /**
