@@ -24,6 +24,8 @@ export interface ApiChannelOptions {
   logger: Logger;
   settings: ApiSettings;
   maxMediaBytes: number;
+  /** Image URLs on private addresses are read too (MAGPIE_WEB_ALLOW_PRIVATE, as for web_fetch). @defaultValue false */
+  allowPrivateImages?: boolean;
   /** The agents a request may name. @defaultValue ['main'] */
   agents?: readonly string[];
 }
@@ -65,6 +67,7 @@ export class ApiChannel implements Channel {
       maxMediaBytes: this.#o.maxMediaBytes,
       timeoutMs: settings.timeoutMs,
       maxConcurrent: settings.maxConcurrent,
+      allowPrivateImages: this.#o.allowPrivateImages ?? false,
     });
     this.#server = await new Promise<Server>((resolve, reject) => {
       const server = app.listen(settings.port ?? 0, settings.host, (err?: Error) => {

@@ -40,6 +40,7 @@ export const apiChannel = defineChannel({
       logger: deps.logger,
       settings,
       maxMediaBytes: deps.config.media.maxBytes,
+      allowPrivateImages: deps.config.tools.webAllowPrivate,
     });
   },
 });

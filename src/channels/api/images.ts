@@ -2,12 +2,13 @@
  * The images of an API request as Media for vision models: a `data:` URL is
  * decoded and checked; an http(s) URL is fetched with the public-only GET
  * (net/guarded-get.ts: no private, loopback or metadata addresses, redirects
- * checked), so a caller cannot make the gateway read its own network. Both
+ * checked), so a caller cannot make the gateway read its own network
+ * (unless MAGPIE_WEB_ALLOW_PRIVATE allows it, as for web_fetch). Both
  * are capped at MAGPIE_MAX_MEDIA_BYTES and must be images.
  */
 import { describeError } from '../../errors/index.js';
 import type { Media } from '../../messages/messages.js';
-import { type GuardedGet, guardedGetter } from '../../net/guarded-get.js';
+import { guardedGetter } from '../../net/guarded-get.js';
 
 /** The most images one request may carry. */
 export const MAX_IMAGES = 8;
@@ -21,8 +22,8 @@ export interface ImageReadOptions {
   timeoutMs?: number;
   /** The request was abandoned. */
   signal?: AbortSignal;
-  /** The GET (tests give one whose resolver answers for their host). @defaultValue public addresses only */
-  get?: GuardedGet;
+  /** Private, loopback and link-local addresses too (never cloud metadata). @defaultValue false */
+  allowPrivate?: boolean;
 }
 
 /** The images, or why the request is refused (one line for a 400). */
@@ -83,14 +84,12 @@ async function fromWeb(
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     return { problem: 'only data:, http: and https: URLs are read' };
-  const get =
-    options.get ??
-    guardedGetter({
-      policy: { allowPrivate: false, allowAddresses: [] },
-      maxBytes: options.maxBytes,
-      userAgent: 'magpie/0.1 (+api image)',
-      accept: 'image/*',
-    });
+  const get = guardedGetter({
+    policy: { allowPrivate: options.allowPrivate ?? false, allowAddresses: [] },
+    maxBytes: options.maxBytes,
+    userAgent: 'magpie/0.1 (+api image)',
+    accept: 'image/*',
+  });
   try {
     const { fetched } = await get(url, signal);
     if (fetched.status !== 200) return { problem: `${url.host} answered ${fetched.status}` };

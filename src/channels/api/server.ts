@@ -16,7 +16,6 @@ import { routeCommand } from '../../commands/router.js';
 import type { ApiKey } from '../../config/api-keys.js';
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
-import type { GuardedGet } from '../../net/guarded-get.js';
 import { type ExchangeBus, type ExchangeEnd, type ExchangeUsage, runExchange } from './exchange.js';
 import { readImages } from './images.js';
 import { findKey } from './keys.js';
@@ -37,9 +36,14 @@ export interface ApiServerOptions {
   timeoutMs: number;
   /** Requests one key may have running (or waiting for its session) at once. */
   maxConcurrent: number;
-  /** How image URLs are read. @defaultValue public addresses only */
-  getImage?: GuardedGet;
+  /** Image URLs on private addresses are read too (MAGPIE_WEB_ALLOW_PRIVATE). */
+  allowPrivateImages: boolean;
 }
+
+/** How long a stream may show nothing before its headers go out anyway. */
+const STREAM_BEGIN_MS = 3_000;
+/** How often a begun stream that shows nothing hears a comment. */
+const KEEP_ALIVE_MS = 15_000;
 
 /** An error in OpenAI's shape. */
 export function openAiError(
@@ -173,7 +177,7 @@ async function completions(
   const images = await readImages(request.imageUrls, {
     maxBytes: o.maxMediaBytes,
     signal: gone.signal,
-    ...(o.getImage ? { get: o.getImage } : {}),
+    allowPrivate: o.allowPrivateImages,
   });
   if ('problem' in images) {
     openAiError(res, 400, { message: images.problem, type: 'invalid_request_error', param: 'messages' });
@@ -209,6 +213,7 @@ async function completions(
       replay: idempotency !== undefined && idempotency !== '',
       ...(request.stream ? { onDelta: (text: string) => answer.delta(text) } : {}),
     });
+  const stopWaiting = answer.waitPatiently();
   let end: ExchangeEnd;
   try {
     // At-once commands do not wait for the session's running request (that is what /stop is for).
@@ -221,6 +226,8 @@ async function completions(
       'server_error',
     );
     return;
+  } finally {
+    stopWaiting();
   }
   answer.end(end, o.timeoutMs);
 }
@@ -242,6 +249,22 @@ class Answer {
 
   delta(text: string): void {
     this.#sse?.delta(text);
+  }
+
+  /**
+   * A stream that has shown nothing after {@link STREAM_BEGIN_MS} begins anyway, then hears a
+   * comment every {@link KEEP_ALIVE_MS}, so clients and proxies do not give up on a slow turn.
+   * Returns the stop.
+   */
+  waitPatiently(): () => void {
+    const sse = this.#sse;
+    if (!sse) return () => {};
+    const begin = setTimeout(() => sse.begin(), STREAM_BEGIN_MS);
+    const alive = setInterval(() => sse.keepAlive(), KEEP_ALIVE_MS);
+    return () => {
+      clearTimeout(begin);
+      clearInterval(alive);
+    };
   }
 
   fail(status: number, message: string, type: string): void {

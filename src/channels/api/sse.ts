@@ -3,8 +3,10 @@
  * `data:` a `chat.completion.chunk` (the first with the assistant's role,
  * then the text as it grows, then the finish reason), a usage chunk with no
  * choices when the client asked for it, and `data: [DONE]`. The headers go
- * out with the first text, so a request refused before any (a budget spent,
- * a failure) still gets its proper status code.
+ * out with the first text (or after a few seconds of a turn that says
+ * nothing yet, then with comments to keep the connection alive), so a
+ * request refused at once (a budget spent, a failure) still gets its proper
+ * status code.
  */
 import type { Response } from 'express';
 
@@ -52,6 +54,16 @@ export class SseAnswer {
     this.#start();
     this.#write({ error: { message, type, param: null, code: null } });
     this.res.end('data: [DONE]\n\n');
+  }
+
+  /** Begins the stream without text (a turn that is slow to say anything): headers and the role chunk. */
+  begin(): void {
+    if (!this.res.writableEnded) this.#start();
+  }
+
+  /** An SSE comment, so proxies and clients see the connection alive while the turn works. */
+  keepAlive(): void {
+    if (this.#started && !this.res.writableEnded) this.res.write(': keep-alive\n\n');
   }
 
   #start(): void {
