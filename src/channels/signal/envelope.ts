@@ -23,7 +23,11 @@ const MentionSchema = z.object({
 const AttachmentSchema = z.object({
   contentType: optionalText,
   filename: optionalText,
-  id: z.string().min(1).max(500),
+  // signal-cli names the file in its data folder by this id: a name, never a path.
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/)
+    .refine((id) => !id.includes('..'), 'not a path'),
   size: z.number().int().nonnegative().nullish(),
 });
 

@@ -92,7 +92,19 @@ export class SignalRpc {
         transient: true,
       });
     }
-    const body = res.body ? await readCapped(res.body, this.maxAnswerBytes) : undefined;
+    let body: Awaited<ReturnType<typeof readCapped>> | undefined;
+    try {
+      body = res.body ? await readCapped(res.body, this.maxAnswerBytes) : undefined;
+    } catch (err) {
+      throw new AppError(
+        'DELIVERY_TRANSIENT',
+        `signal-cli's answer to ${method} broke off: ${describeError(err)}`,
+        {
+          cause: err,
+          transient: true,
+        },
+      );
+    }
     if (body?.over) throw new AppError('DELIVERY_PERMANENT', `signal-cli's answer to ${method} is too large`);
     if (!res.ok) {
       const permanent = res.status >= 400 && res.status < 500 && res.status !== 429;
