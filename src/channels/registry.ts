@@ -12,6 +12,7 @@ import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
 import { emailChannel } from './email/descriptor.js';
+import { signalChannel } from './signal/descriptor.js';
 import { slackChannel } from './slack/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
 import { webChannel } from './web/descriptor.js';
@@ -25,6 +26,7 @@ export const CHANNELS = [
   slackChannel,
   webChannel,
   emailChannel,
+  signalChannel,
   apiChannel,
 ] as const;
 

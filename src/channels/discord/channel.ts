@@ -30,6 +30,7 @@ import { LiveRenderer } from '../live/renderer.js';
 import { MemoryLiveRecords } from '../live/surface.js';
 import { pairingText } from '../pairing-text.js';
 import { decidePress, type PressDecision } from '../press.js';
+import { PublishBuffer } from '../publish-buffer.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
@@ -37,7 +38,6 @@ import { pressOf } from './buttons.js';
 import { handleInbound, type InboundAction } from './inbound.js';
 import { DiscordLiveSurface } from './live.js';
 import { attachmentsToMedia } from './media.js';
-import { PublishBuffer } from './publish-buffer.js';
 import { deliverMessage, targetChannelId } from './sender.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
@@ -133,6 +133,7 @@ export class DiscordChannel implements Channel {
       publish: (received) => this.handle(received),
       idOf: (received) => ('press' in received ? `interaction ${received.press.id}` : received.message.id),
       logger: this.logger,
+      label: 'discord',
       capacity: options.bufferCapacity ?? 1000,
       initialDelayMs: options.bufferRetryMs ?? 200,
     });

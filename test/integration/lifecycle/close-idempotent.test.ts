@@ -12,7 +12,7 @@ import { Bus } from '../../../src/bus/bus.js';
 import { CronStore } from '../../../src/bus/cron-store.js';
 import { RedisPairingStore } from '../../../src/bus/pairing-store.js';
 import { Subscriber } from '../../../src/bus/subscriber.js';
-import { PublishBuffer } from '../../../src/channels/discord/publish-buffer.js';
+import { PublishBuffer } from '../../../src/channels/publish-buffer.js';
 import { TelegramChannel } from '../../../src/channels/telegram/index.js';
 import { AppError } from '../../../src/errors/index.js';
 import type { HelperOutcome } from '../../../src/helpers/runner.js';
@@ -126,6 +126,7 @@ describe('idempotent close', () => {
       },
       idOf: (item) => item,
       logger,
+      label: 'discord',
       initialDelayMs: 10,
       maxDelayMs: 20,
     });

@@ -1,12 +1,14 @@
 /**
  * Holds received messages while the bus cannot take them (Redis briefly away) and
- * handles them in arrival order, retrying with backoff until Redis is back.
+ * handles them in arrival order, retrying with backoff until Redis is back
+ * (Discord's gateway events and Signal's event stream: platforms that do not
+ * deliver again what the adapter took).
  * Bounded: when full, the oldest held message is dropped with a warning.
  * A failure marked permanent (an AppError with `transient: false`, e.g.
  * INVALID_MESSAGE) drops that message instead of blocking the ones behind it.
  */
-import { AppError, describeError } from '../../errors/index.js';
-import type { Logger } from '../../log/index.js';
+import { AppError, describeError } from '../errors/index.js';
+import type { Logger } from '../log/index.js';
 
 export interface PublishBufferOptions<T> {
   /** Handles one item (access check, publish…); rejects while Redis is unavailable. */
@@ -14,6 +16,8 @@ export interface PublishBufferOptions<T> {
   /** An id for log lines. */
   idOf: (item: T) => string;
   logger: Logger;
+  /** Names the platform in log lines ("discord", "signal"). */
+  label: string;
   /** Most messages held at once; beyond it the oldest is dropped. @defaultValue 1000 */
   capacity?: number;
   /** First retry delay. @defaultValue 200 */
@@ -28,6 +32,7 @@ export class PublishBuffer<T> {
   private readonly publish: (item: T) => Promise<void>;
   private readonly idOf: (item: T) => string;
   private readonly logger: Logger;
+  private readonly label: string;
   private readonly capacity: number;
   private readonly initialDelayMs: number;
   private readonly maxDelayMs: number;
@@ -41,6 +46,7 @@ export class PublishBuffer<T> {
     this.publish = options.publish;
     this.idOf = options.idOf;
     this.logger = options.logger;
+    this.label = options.label;
     this.capacity = options.capacity ?? 1000;
     this.initialDelayMs = options.initialDelayMs ?? 200;
     this.maxDelayMs = options.maxDelayMs ?? 10_000;
@@ -58,14 +64,17 @@ export class PublishBuffer<T> {
   /** Queues an item; it is handled after every item queued before it. */
   push(message: T): void {
     if (this.closed) {
-      this.logger.warn({ id: this.idOf(message) }, 'discord message received while stopping; not published');
+      this.logger.warn(
+        { id: this.idOf(message) },
+        `${this.label} message received while stopping; not published`,
+      );
       return;
     }
     if (this.queue.length >= this.capacity) {
       const dropped = this.queue.shift();
       this.logger.warn(
         { id: dropped === undefined ? undefined : this.idOf(dropped), capacity: this.capacity },
-        'discord inbound buffer full: dropped the oldest held message',
+        `${this.label} inbound buffer full: dropped the oldest held message`,
       );
     }
     this.queue.push(message);
@@ -90,7 +99,10 @@ export class PublishBuffer<T> {
         await this.draining;
       } finally {
         if (this.queue.length > 0) {
-          this.logger.warn({ count: this.queue.length }, 'discord stopped with messages not yet on the bus');
+          this.logger.warn(
+            { count: this.queue.length },
+            `${this.label} stopped with messages not yet on the bus`,
+          );
           this.queue.length = 0;
         }
       }
@@ -107,19 +119,25 @@ export class PublishBuffer<T> {
         await this.publish(message);
         if (this.queue[0] === message) this.queue.shift();
         if (failing)
-          this.logger.info({ held: this.queue.length }, 'bus is back: publishing held discord messages');
+          this.logger.info(
+            { held: this.queue.length },
+            `bus is back: publishing held ${this.label} messages`,
+          );
         failing = false;
         delay = this.initialDelayMs;
       } catch (err) {
         if (err instanceof AppError && !err.transient) {
           if (this.queue[0] === message) this.queue.shift();
-          this.logger.error({ err, id: this.idOf(message) }, 'discord message failed permanently; dropped');
+          this.logger.error(
+            { err, id: this.idOf(message) },
+            `${this.label} message failed permanently; dropped`,
+          );
           continue;
         }
         if (!failing) {
           this.logger.warn(
             { held: this.queue.length, error: describeError(err) },
-            'bus unavailable: holding discord messages and retrying',
+            `bus unavailable: holding ${this.label} messages and retrying`,
           );
         }
         failing = true;

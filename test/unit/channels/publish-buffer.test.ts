@@ -1,10 +1,10 @@
 /** PublishBuffer: order, retry until the bus is back, bounded capacity, rejected messages, close. */
 import { describe, expect, it } from 'vitest';
-import { PublishBuffer } from '../../../../src/channels/discord/publish-buffer.js';
-import { AppError } from '../../../../src/errors/index.js';
-import { silentLogger } from '../../../../src/log/index.js';
-import type { InboundMessageInput } from '../../../../src/messages/messages.js';
-import { waitFor } from '../../../fakes/wait-for.js';
+import { PublishBuffer } from '../../../src/channels/publish-buffer.js';
+import { AppError } from '../../../src/errors/index.js';
+import { silentLogger } from '../../../src/log/index.js';
+import type { InboundMessageInput } from '../../../src/messages/messages.js';
+import { waitFor } from '../../fakes/wait-for.js';
 
 const idOf = (m: InboundMessageInput) => m.id;
 const msg = (content: string): InboundMessageInput => ({
@@ -31,7 +31,10 @@ function bufferOverFlakyBus(
   options: Partial<ConstructorParameters<typeof PublishBuffer<InboundMessageInput>>[0]> = {},
 ) {
   const { state, publish } = flakyBus();
-  return { state, buffer: new PublishBuffer({ publish, idOf, logger: silentLogger(), ...options }) };
+  return {
+    state,
+    buffer: new PublishBuffer({ publish, idOf, logger: silentLogger(), label: 'test', ...options }),
+  };
 }
 
 describe('PublishBuffer', () => {
@@ -69,7 +72,7 @@ describe('PublishBuffer', () => {
   it('drops a message the bus rejects as invalid instead of retrying it forever', async () => {
     const { state, publish } = flakyBus();
     state.reject.add('bad');
-    const buffer = new PublishBuffer({ publish, idOf, logger: silentLogger() });
+    const buffer = new PublishBuffer({ publish, idOf, logger: silentLogger(), label: 'test' });
     for (const c of ['a', 'bad', 'b']) buffer.push(msg(c));
     await buffer.idle();
     expect(state.published).toEqual(['a', 'b']);
@@ -85,6 +88,7 @@ describe('PublishBuffer', () => {
       },
       idOf,
       logger: silentLogger(),
+      label: 'test',
       initialDelayMs: 5,
     });
     buffer.push(msg('x'));
@@ -106,11 +110,19 @@ describe('PublishBuffer', () => {
 
   it('rejects bad options', () => {
     const { publish } = flakyBus();
-    expect(() => new PublishBuffer({ publish, idOf, logger: silentLogger(), capacity: 0 })).toThrow(
-      RangeError,
-    );
     expect(
-      () => new PublishBuffer({ publish, idOf, logger: silentLogger(), initialDelayMs: 50, maxDelayMs: 10 }),
+      () => new PublishBuffer({ publish, idOf, logger: silentLogger(), label: 'test', capacity: 0 }),
+    ).toThrow(RangeError);
+    expect(
+      () =>
+        new PublishBuffer({
+          publish,
+          idOf,
+          logger: silentLogger(),
+          label: 'test',
+          initialDelayMs: 50,
+          maxDelayMs: 10,
+        }),
     ).toThrow(RangeError);
   });
 });
