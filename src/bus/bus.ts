@@ -31,6 +31,7 @@ import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js'
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
 import { RedisEmailStore } from './email-store.js';
+import { RedisMatrixStore } from './matrix-store.js';
 import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
@@ -297,6 +298,11 @@ export class Bus implements WebEventBus {
   /** The e-mail channel's mailbox cursors, threads and counts of ignored mail. */
   emailStore(): RedisEmailStore {
     return new RedisEmailStore(this.redis, this.prefix);
+  }
+
+  /** The Matrix channel's sync position, kept device and encrypted rooms told. */
+  matrixStore(): RedisMatrixStore {
+    return new RedisMatrixStore(this.redis, this.prefix);
   }
 
   /** Per-turn figures and running turns of one worker, for status and the dashboard. */

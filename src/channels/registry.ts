@@ -11,6 +11,7 @@ import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
 import { emailChannel } from './email/descriptor.js';
+import { matrixChannel } from './matrix/descriptor.js';
 import { slackChannel } from './slack/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
 import { webChannel } from './web/descriptor.js';
@@ -24,6 +25,7 @@ export const CHANNELS = [
   slackChannel,
   webChannel,
   emailChannel,
+  matrixChannel,
 ] as const;
 
 /** A registered channel with its settings. */
