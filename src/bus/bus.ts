@@ -31,13 +31,13 @@ import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js'
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
 import { RedisEmailStore } from './email-store.js';
-import { RedisMatrixStore } from './matrix-store.js';
 import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
 import { resolveRedisUrl } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
 import { Markers } from './markers.js';
+import { RedisMatrixStore } from './matrix-store.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
 import { RedisOpsReader } from './ops-reader.js';
 import { RedisPairingStore } from './pairing-store.js';

@@ -28,7 +28,11 @@ export class RedisMatrixStore {
 
   /** The access token and device id a password login gave (a hash), if one was kept. */
   async device(account: string): Promise<{ accessToken: string; deviceId: string } | undefined> {
-    const [accessToken, deviceId] = await this.#redis.hmget(this.#key('device', account), 'accessToken', 'deviceId');
+    const [accessToken, deviceId] = await this.#redis.hmget(
+      this.#key('device', account),
+      'accessToken',
+      'deviceId',
+    );
     return accessToken && deviceId ? { accessToken, deviceId } : undefined;
   }
 

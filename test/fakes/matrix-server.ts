@@ -205,9 +205,7 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
   };
   const hasNews = (userId: string, since: number) =>
     log.some(
-      (e) =>
-        e.pos > since &&
-        (e.inviteFor === userId || rooms.get(e.roomId)?.members.get(userId) === 'join'),
+      (e) => e.pos > since && (e.inviteFor === userId || rooms.get(e.roomId)?.members.get(userId) === 'join'),
     );
 
   const http = createServer((req, res) => {
@@ -224,7 +222,12 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
     const body = await readBody(req);
     if (path === '/_matrix/client/versions') return json(res, 200, { versions: ['v1.11', 'v1.12'] });
     if (path === '/_matrix/client/v3/login' && method === 'POST') {
-      const b = parseJson(body) as { identifier?: { user?: string }; user?: string; password?: string; device_id?: string };
+      const b = parseJson(body) as {
+        identifier?: { user?: string };
+        user?: string;
+        password?: string;
+        device_id?: string;
+      };
       const user = b.identifier?.user ?? b.user ?? '';
       const userId = user.startsWith('@') ? user : `@${user}:${server}`;
       const account = accounts.get(userId);
@@ -234,16 +237,23 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       const token = `syt_${randomUUID()}`;
       tokens.set(token, { userId, deviceId });
       logins.push({ userId, deviceId });
-      return json(res, 200, { user_id: userId, access_token: token, device_id: deviceId, home_server: server });
+      return json(res, 200, {
+        user_id: userId,
+        access_token: token,
+        device_id: deviceId,
+        home_server: server,
+      });
     }
     const who = authed(req, url);
-    if (path === '/_matrix/client/v3/account/whoami') return json(res, 200, { user_id: who.userId, device_id: who.deviceId });
+    if (path === '/_matrix/client/v3/account/whoami')
+      return json(res, 200, { user_id: who.userId, device_id: who.deviceId });
     if (path === '/_matrix/client/v3/sync') {
       const sinceText = url.searchParams.get('since') ?? undefined;
       const timeout = Number(url.searchParams.get('timeout') ?? '0');
       syncs.push({ userId: who.userId, ...(sinceText ? { since: sinceText } : {}), timeout });
       const since = sinceText === undefined ? undefined : Number(sinceText.replace(/^s/, ''));
-      if (since !== undefined && !Number.isFinite(since)) throw new MatrixError(400, 'M_INVALID_PARAM', 'bad since');
+      if (since !== undefined && !Number.isFinite(since))
+        throw new MatrixError(400, 'M_INVALID_PARAM', 'bad since');
       if (since !== undefined && timeout > 0 && !hasNews(who.userId, since)) {
         await new Promise<void>((resolve) => {
           const done = () => {
@@ -252,10 +262,13 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
             waiters.delete(done);
             resolve();
           };
-          const timer = setTimeout(() => {
-            waiters.delete(done);
-            resolve();
-          }, Math.min(timeout, 30_000));
+          const timer = setTimeout(
+            () => {
+              waiters.delete(done);
+              resolve();
+            },
+            Math.min(timeout, 30_000),
+          );
           waiters.add(done);
           req.on('close', () => {
             clearTimeout(timer);
@@ -281,12 +294,16 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       const key = `${req.headers.authorization}:${roomId}:${m[2]}:${m[4]}`;
       const done = txns.get(key);
       if (done) return json(res, 200, { event_id: done });
-      if (room(roomId).members.get(who.userId) !== 'join') throw new MatrixError(403, 'M_FORBIDDEN', 'not in the room');
+      if (room(roomId).members.get(who.userId) !== 'join')
+        throw new MatrixError(403, 'M_FORBIDDEN', 'not in the room');
       const content = parseJson(body) as Record<string, unknown>;
       const event =
         m[2] === 'send'
           ? newEvent(roomId, who.userId, decodeURIComponent(m[3]!), content)
-          : { ...newEvent(roomId, who.userId, 'm.room.redaction', content), redacts: decodeURIComponent(m[3]!) };
+          : {
+              ...newEvent(roomId, who.userId, 'm.room.redaction', content),
+              redacts: decodeURIComponent(m[3]!),
+            };
       txns.set(key, event.event_id);
       append(roomId, event);
       return json(res, 200, { event_id: event.event_id });
@@ -294,7 +311,8 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
     m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/typing\/([^/]+)$/.exec(path);
     if (m && method === 'PUT') {
       const roomId = decodeURIComponent(m[1]!);
-      if ((parseJson(body) as { typing?: boolean }).typing) typingCount.set(roomId, (typingCount.get(roomId) ?? 0) + 1);
+      if ((parseJson(body) as { typing?: boolean }).typing)
+        typingCount.set(roomId, (typingCount.get(roomId) ?? 0) + 1);
       notify();
       return json(res, 200, {});
     }
@@ -303,7 +321,8 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       const r = room(decodeURIComponent(m[1]!));
       if (r.members.get(who.userId) !== 'join') throw new MatrixError(403, 'M_FORBIDDEN', 'not in the room');
       if (m[2] === 'state') return json(res, 200, r.state);
-      if (m[2] === 'members') return json(res, 200, { chunk: r.state.filter((e) => e.type === 'm.room.member') });
+      if (m[2] === 'members')
+        return json(res, 200, { chunk: r.state.filter((e) => e.type === 'm.room.member') });
       const joined: Record<string, unknown> = {};
       for (const [id, value] of r.members)
         if (value === 'join') joined[id] = { display_name: accounts.get(id)?.displayName ?? null };
@@ -333,9 +352,12 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
   /** The caller's account; unauthenticated answers 401 as the spec has it. */
   function authed(req: IncomingMessage, url: URL): { userId: string; deviceId: string } {
     const header = req.headers.authorization ?? '';
-    const token = header.startsWith('Bearer ') ? header.slice(7) : (url.searchParams.get('access_token') ?? '');
+    const token = header.startsWith('Bearer ')
+      ? header.slice(7)
+      : (url.searchParams.get('access_token') ?? '');
     const who = tokens.get(token);
-    if (!who) throw new MatrixError(401, token ? 'M_UNKNOWN_TOKEN' : 'M_MISSING_TOKEN', 'Unrecognised access token');
+    if (!who)
+      throw new MatrixError(401, token ? 'M_UNKNOWN_TOKEN' : 'M_MISSING_TOKEN', 'Unrecognised access token');
     return who;
   }
 
@@ -394,7 +416,9 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
     shown(roomId, sender) {
       const all = api.events(roomId);
       const redacted = new Set(
-        all.filter((e) => e.type === 'm.room.redaction').map((e) => (e as unknown as { redacts: string }).redacts),
+        all
+          .filter((e) => e.type === 'm.room.redaction')
+          .map((e) => (e as unknown as { redacts: string }).redacts),
       );
       const edits = new Map<string, FakeMatrixEvent[]>();
       for (const e of all) {
@@ -404,7 +428,9 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       }
       return all
         .filter((e) => e.type === 'm.room.message' && e.sender === sender && !redacted.has(e.event_id))
-        .filter((e) => (e.content['m.relates_to'] as { rel_type?: string } | undefined)?.rel_type !== 'm.replace')
+        .filter(
+          (e) => (e.content['m.relates_to'] as { rel_type?: string } | undefined)?.rel_type !== 'm.replace',
+        )
         .map((e) => {
           const history = edits.get(e.event_id) ?? [];
           const latest = history.at(-1);
@@ -413,7 +439,9 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
           return {
             eventId: e.event_id,
             body: String(content['body'] ?? ''),
-            ...(typeof content['formatted_body'] === 'string' ? { formattedBody: content['formatted_body'] } : {}),
+            ...(typeof content['formatted_body'] === 'string'
+              ? { formattedBody: content['formatted_body'] }
+              : {}),
             ...(typeof content['format'] === 'string' ? { format: content['format'] } : {}),
             ...(rel?.rel_type === 'm.thread' && rel.event_id ? { thread: rel.event_id } : {}),
             edits: history.length,

@@ -27,7 +27,7 @@ import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { type Connected, connect } from './client.js';
 import { plainContent } from './format.js';
-import { decideEvent, type RawEvent } from './inbound.js';
+import { decideEvent, matrixSender, type RawEvent } from './inbound.js';
 import { MatrixLiveSurface } from './live.js';
 import { refsToMedia } from './media.js';
 import { deliverMessage, inThread, type MatrixTarget, sendContent } from './sender.js';
@@ -47,7 +47,7 @@ export interface MatrixChannelOptions {
   pollTimeoutMs?: number;
   /** The pause before a sync is tried again. @defaultValue 2000 */
   retryMs?: number;
-  /** Time between typing notifications (each lasts 30 s). @defaultValue 20000 */
+  /** Time between typing notifications (each lasts 15 s, so one missed tick leaves no gap). @defaultValue 10000 */
   typingIntervalMs?: number;
 }
 
@@ -78,17 +78,23 @@ export class MatrixChannel implements Channel {
 
   constructor(deps: ChannelDeps, store: MatrixStore, options: MatrixChannelOptions = {}) {
     const settings = deps.config.channels.matrix;
-    if (!settings.homeserverUrl) throw new ConfigError('MATRIX_HOMESERVER_URL is not set: put the homeserver URL in .env');
+    if (!settings.homeserverUrl)
+      throw new ConfigError('MATRIX_HOMESERVER_URL is not set: put the homeserver URL in .env');
     this.deps = deps;
     this.store = store;
     this.options = options;
     this.logger = deps.logger.child({ channel: 'matrix' });
-    this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 20_000 });
-    this.access = new AccessControl({ channel: 'matrix', allowFrom: settings.allowFrom, pairing: deps.pairing });
+    this.typing = new TypingLoop({ logger: this.logger, intervalMs: options.typingIntervalMs ?? 10_000 });
+    this.access = new AccessControl({
+      channel: 'matrix',
+      allowFrom: settings.allowFrom,
+      pairing: deps.pairing,
+    });
   }
 
   private get client(): MatrixClient {
-    if (!this.connected) throw new AppError('DELIVERY_TRANSIENT', 'the Matrix channel is not started', { transient: true });
+    if (!this.connected)
+      throw new AppError('DELIVERY_TRANSIENT', 'the Matrix channel is not started', { transient: true });
     return this.connected.client;
   }
 
@@ -115,7 +121,9 @@ export class MatrixChannel implements Channel {
         channel: this.name,
         surface: new MatrixLiveSurface({
           client,
-          ...(this.options.editIntervalMs !== undefined ? { editIntervalMs: this.options.editIntervalMs } : {}),
+          ...(this.options.editIntervalMs !== undefined
+            ? { editIntervalMs: this.options.editIntervalMs }
+            : {}),
         }),
         records: this.deps.bus.liveRecords ?? new MemoryLiveRecords(),
         logger: this.logger,
@@ -136,7 +144,11 @@ export class MatrixChannel implements Channel {
 
   /** Stops the sync (nothing more is taken), then typing; every step runs. Idempotent. */
   stop(): Promise<void> {
-    this.stopping ??= runAll([() => this.sync?.stop(), () => this.typing.stopAll(), () => this.connected?.client.stopClient()]);
+    this.stopping ??= runAll([
+      () => this.sync?.stop(),
+      () => this.typing.stopAll(),
+      () => this.connected?.client.stopClient(),
+    ]);
     return this.stopping;
   }
 
@@ -159,7 +171,7 @@ export class MatrixChannel implements Channel {
   startActivity(chatId: string): void {
     const client = this.connected?.client;
     if (!client) return;
-    this.typing.start(chatId, () => client.sendTyping(chatId, true, 30_000));
+    this.typing.start(chatId, () => client.sendTyping(chatId, true, 15_000));
   }
 
   stopActivity(chatId: string): void {
@@ -185,12 +197,17 @@ export class MatrixChannel implements Channel {
   /** Joins when the inviter is allowed (the allow list or an approved pairing); others are ignored. */
   private async onInvite(roomId: string, state: unknown[]): Promise<void> {
     const me = this.connected?.userId;
-    const invite = state.filter(isObject).find(
-      (e) => e['type'] === 'm.room.member' && e['state_key'] === me && (e['content'] as RawEvent | undefined)?.['membership'] === 'invite',
-    );
+    const invite = state
+      .filter(isObject)
+      .find(
+        (e) =>
+          e['type'] === 'm.room.member' &&
+          e['state_key'] === me &&
+          (e['content'] as RawEvent | undefined)?.['membership'] === 'invite',
+      );
     const inviter = invite?.['sender'];
     if (typeof inviter !== 'string') return;
-    if (!(await this.access.isAllowed({ id: inviter }))) {
+    if (!(await this.access.isAllowed(matrixSender(inviter)))) {
       this.logger.info({ room: roomId, inviter }, 'matrix invitation from someone not allowed: ignored');
       return;
     }
@@ -230,7 +247,8 @@ export class MatrixChannel implements Channel {
 
   private async onEvent(roomId: string, event: RawEvent): Promise<void> {
     const me = this.connected!.userId;
-    if (event['sender'] === me && typeof event['event_id'] === 'string') this.own.set(event['event_id'], true);
+    if (event['sender'] === me && typeof event['event_id'] === 'string')
+      this.own.set(event['event_id'], true);
     const names = this.rooms.get(roomId)?.names;
     const action = await decideEvent(roomId, event, {
       botUserId: me,
@@ -245,11 +263,15 @@ export class MatrixChannel implements Channel {
         this.logger.trace({ event: event['event_id'], reason: action.reason }, 'matrix event ignored');
         return;
       case 'encrypted':
-        if (await this.store.firstEncryptedNotice(roomId)) await this.reply({ chatId: roomId }, ENCRYPTED_NOTICE);
+        if (await this.store.firstEncryptedNotice(roomId))
+          await this.reply({ chatId: roomId }, ENCRYPTED_NOTICE);
         return;
       case 'pairing':
         this.logger.info({ senderId: event['sender'] }, 'unknown matrix sender: pairing code sent');
-        await this.reply({ chatId: roomId, ...(action.threadId ? { threadId: action.threadId } : {}) }, pairingText(action.code));
+        await this.reply(
+          { chatId: roomId, ...(action.threadId ? { threadId: action.threadId } : {}) },
+          pairingText(action.code),
+        );
         return;
       case 'publish': {
         const target = { chatId: roomId, ...(action.threadId ? { threadId: action.threadId } : {}) };
@@ -258,7 +280,8 @@ export class MatrixChannel implements Channel {
         await intake(action.message, {
           publish: async (inbound) => {
             media ??= await refsToMedia(action.media, {
-              downloadUrl: (mxc) => this.client.mxcUrlToHttp(mxc, undefined, undefined, undefined, false, true, true),
+              downloadUrl: (mxc) =>
+                this.client.mxcUrlToHttp(mxc, undefined, undefined, undefined, false, true, true),
               accessToken,
               maxBytes: this.deps.config.media.maxBytes,
               logger: this.logger,
@@ -275,7 +298,12 @@ export class MatrixChannel implements Channel {
   /** A short direct answer (pairing, an at-once command's, the encryption notice); failures are logged. */
   private async reply(target: MatrixTarget, text: string): Promise<void> {
     try {
-      const id = await sendContent(this.client, target, inThread(plainContent(text), target), `reply:${crypto.randomUUID()}`);
+      const id = await sendContent(
+        this.client,
+        target,
+        inThread(plainContent(text), target),
+        `reply:${crypto.randomUUID()}`,
+      );
       this.own.set(id, true);
     } catch (err) {
       this.logger.warn({ room: target.chatId }, `matrix reply failed: ${describeError(err)}`);

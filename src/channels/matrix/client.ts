@@ -85,9 +85,12 @@ async function withToken(baseUrl: string, accessToken: string, logger: SdkLogger
 export function toStartError(err: unknown, what: string): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof MatrixError && (err.httpStatus === 401 || err.httpStatus === 403)) {
-    return new ConfigError(`the Matrix homeserver refused ${what} (${err.errcode ?? err.httpStatus}): check them in .env`, {
-      cause: err,
-    });
+    return new ConfigError(
+      `the Matrix homeserver refused ${what} (${err.errcode ?? err.httpStatus}): check them in .env`,
+      {
+        cause: err,
+      },
+    );
   }
   return new AppError('INTERNAL', `cannot reach the Matrix homeserver: ${describeError(err)}`, {
     cause: err,

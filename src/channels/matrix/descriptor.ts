@@ -40,8 +40,8 @@ export const matrixChannel = defineChannel({
     flags: ['matrix-homeserver', 'matrix-token', 'matrix-allow-from'],
     summary: 'a Matrix bot account (README: create it, get its access token, invite it)',
     help: [
-      '--matrix-homeserver URL     the bot account\'s homeserver (https://matrix.example.org)',
-      '--matrix-token TOKEN        the bot account\'s access token (or MATRIX_USER_ID + MATRIX_PASSWORD in .env)',
+      "--matrix-homeserver URL     the bot account's homeserver (https://matrix.example.org)",
+      "--matrix-token TOKEN        the bot account's access token (or MATRIX_USER_ID + MATRIX_PASSWORD in .env)",
       '--matrix-allow-from IDS     Matrix user ids allowed to talk to it (@you:example.org, comma-separated)',
     ],
     run: async (ctx) => (await import('./onboard.js')).matrixStep(ctx),

@@ -16,13 +16,16 @@ export function matrixCheck(settings: {
   password: string | undefined;
 }): Check {
   const root = (settings.homeserverUrl ?? '').replace(/\/+$/, '');
-  if (!settings.homeserverUrl) return { name: 'matrix', run: async () => skipped('MATRIX_HOMESERVER_URL not set (channel off)') };
+  if (!settings.homeserverUrl)
+    return { name: 'matrix', run: async () => skipped('MATRIX_HOMESERVER_URL not set (channel off)') };
   if (!settings.accessToken) {
     return {
       name: 'matrix',
       async run(signal) {
         if (!settings.userId || !settings.password)
-          return skipped('neither MATRIX_ACCESS_TOKEN nor MATRIX_USER_ID + MATRIX_PASSWORD set (channel off)');
+          return skipped(
+            'neither MATRIX_ACCESS_TOKEN nor MATRIX_USER_ID + MATRIX_PASSWORD set (channel off)',
+          );
         const res = await fetch(`${root}/_matrix/client/versions`, { signal }).catch(() => undefined);
         if (!res?.ok) return failed(`cannot reach ${root}`, 'check MATRIX_HOMESERVER_URL and the network');
         return pass(`homeserver answers; ${settings.userId} logs in with its password when magpie starts`);
@@ -35,7 +38,10 @@ export function matrixCheck(settings: {
     tokenVariable: 'MATRIX_ACCESS_TOKEN',
     root,
     rootVariable: 'MATRIX_HOMESERVER_URL',
-    request: (r, token) => ({ url: `${r}/_matrix/client/v3/account/whoami`, headers: { authorization: `Bearer ${token}` } }),
+    request: (r, token) => ({
+      url: `${r}/_matrix/client/v3/account/whoami`,
+      headers: { authorization: `Bearer ${token}` },
+    }),
     botName: (res, body) => {
       const user = (body as { user_id?: unknown }).user_id;
       return res.ok && typeof user === 'string' ? user : undefined;

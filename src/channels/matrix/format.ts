@@ -34,7 +34,12 @@ export function toMatrixHtml(markdown: string): string {
 }
 
 /** An `m.room.message` text content: HTML with the Markdown as its plain body. */
-export function htmlContent(markdown: string): { msgtype: 'm.text'; body: string; format: string; formatted_body: string } {
+export function htmlContent(markdown: string): {
+  msgtype: 'm.text';
+  body: string;
+  format: string;
+  formatted_body: string;
+} {
   return {
     msgtype: 'm.text',
     body: markdown,

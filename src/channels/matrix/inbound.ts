@@ -50,7 +50,11 @@ const MEDIA_TYPES = new Set(['m.image', 'm.audio', 'm.file', 'm.video']);
 const MXC = /^mxc:\/\/[A-Za-z0-9.:[\]-]+\/[A-Za-z0-9_-]+$/;
 
 /** Decides what to do with `event` in `roomId` (nothing is downloaded here). */
-export async function decideEvent(roomId: string, event: RawEvent, ctx: InboundContext): Promise<InboundAction> {
+export async function decideEvent(
+  roomId: string,
+  event: RawEvent,
+  ctx: InboundContext,
+): Promise<InboundAction> {
   const { event_id: eventId, sender, type } = event;
   const content = objectOr(event['content']);
   if (typeof eventId !== 'string' || typeof sender !== 'string' || typeof type !== 'string' || !content)
@@ -60,12 +64,16 @@ export async function decideEvent(roomId: string, event: RawEvent, ctx: InboundC
   if (type !== 'm.room.message') return { kind: 'ignore', reason: `event ${type}` };
   const msgtype = content['msgtype'];
   const body = content['body'];
-  if (typeof msgtype !== 'string' || typeof body !== 'string') return { kind: 'ignore', reason: 'malformed message' };
-  if (!TEXT_TYPES.has(msgtype) && !MEDIA_TYPES.has(msgtype)) return { kind: 'ignore', reason: `msgtype ${msgtype}` };
+  if (typeof msgtype !== 'string' || typeof body !== 'string')
+    return { kind: 'ignore', reason: 'malformed message' };
+  if (!TEXT_TYPES.has(msgtype) && !MEDIA_TYPES.has(msgtype))
+    return { kind: 'ignore', reason: `msgtype ${msgtype}` };
   const relation = objectOr(content['m.relates_to']);
   if (relation?.['rel_type'] === 'm.replace') return { kind: 'ignore', reason: 'an edit' };
   const threadId =
-    relation?.['rel_type'] === 'm.thread' && typeof relation['event_id'] === 'string' ? relation['event_id'] : undefined;
+    relation?.['rel_type'] === 'm.thread' && typeof relation['event_id'] === 'string'
+      ? relation['event_id']
+      : undefined;
   const replyTo = objectOr(relation?.['m.in_reply_to'])?.['event_id'];
   const isGroup = ctx.memberCount > 2;
   const text = TEXT_TYPES.has(msgtype) ? withoutReplyFallback(body, typeof replyTo === 'string') : '';
@@ -78,16 +86,18 @@ export async function decideEvent(roomId: string, event: RawEvent, ctx: InboundC
     if (!addressed) return { kind: 'ignore', reason: 'not addressed to the bot' };
   }
   const displayName = ctx.displayName(sender);
-  const who: Sender = { id: sender, ...(displayName ? { displayName } : {}) };
+  const who: Sender = { ...matrixSender(sender), ...(displayName ? { displayName } : {}) };
   let allowed: boolean;
   try {
     allowed = await ctx.access.isAllowed(who);
     if (!allowed && !isGroup) {
       const pairing = await ctx.access.requestPairing(who, roomId);
-      if (pairing.status === 'send') return { kind: 'pairing', roomId, ...(threadId ? { threadId } : {}), code: pairing.code };
+      if (pairing.status === 'send')
+        return { kind: 'pairing', roomId, ...(threadId ? { threadId } : {}), code: pairing.code };
       return {
         kind: 'ignore',
-        reason: pairing.status === 'full' ? 'too many pending pairing requests' : 'pairing code sent recently',
+        reason:
+          pairing.status === 'full' ? 'too many pending pairing requests' : 'pairing code sent recently',
       };
     }
   } catch (err) {
@@ -123,6 +133,14 @@ export async function decideEvent(roomId: string, event: RawEvent, ctx: InboundC
   };
 }
 
+/**
+ * A Matrix user as AccessControl reads it: an allow-list entry starting with `@` is a username
+ * there, and every Matrix id starts with `@`, so the whole id is also the username.
+ */
+export function matrixSender(userId: string): Sender {
+  return { id: userId, username: userId };
+}
+
 /** `m.mentions.user_ids`, the intentional mentions of newer clients. */
 function mentionsOf(content: Record<string, unknown>): unknown[] {
   const ids = objectOr(content['m.mentions'])?.['user_ids'];
@@ -141,7 +159,10 @@ function withoutReplyFallback(body: string, isReply: boolean): string {
 function withoutMention(text: string, userId: string, name: string | undefined): string {
   let out = text.split(userId).join(' ');
   if (name) out = out.replace(new RegExp(`^\\s*${escapeRegExp(name)}\\s*:?`, 'i'), ' ');
-  return out.replace(/^\s*:\s*/, '').replace(/[ \t]{2,}/g, ' ').trim();
+  return out
+    .replace(/^\s*:\s*/, '')
+    .replace(/[ \t]{2,}/g, ' ')
+    .trim();
 }
 
 function namePattern(name: string): RegExp {
@@ -164,5 +185,7 @@ function mediaOf(_msgtype: string, body: string, content: Record<string, unknown
 }
 
 function objectOr(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }

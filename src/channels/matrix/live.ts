@@ -7,10 +7,10 @@
  * retried post shows once.
  */
 import type { MatrixClient } from 'matrix-js-sdk';
+import { splitReply } from '../chunk.js';
 import type { LiveSurface, LiveTarget } from '../live/surface.js';
 import { htmlContent, plainContent } from './format.js';
 import { inThread, MATRIX_TEXT_LIMIT, sendContent, toDeliveryError, txnId } from './sender.js';
-import { splitReply } from '../chunk.js';
 
 export interface MatrixLiveSurfaceOptions {
   client: MatrixClient;

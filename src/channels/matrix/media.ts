@@ -33,7 +33,12 @@ export async function refsToMedia(refs: MediaRef[], options: MediaOptions): Prom
   for (const ref of refs) {
     const url = options.downloadUrl(ref.mxc);
     if (!url) {
-      media.push({ kind: 'file', mimeType: 'application/octet-stream', name: ref.name, note: 'the file has no address' });
+      media.push({
+        kind: 'file',
+        mimeType: 'application/octet-stream',
+        name: ref.name,
+        note: 'the file has no address',
+      });
       continue;
     }
     media.push(

@@ -23,18 +23,25 @@ export async function matrixStep(ctx: StepContext): Promise<void> {
     });
   }
   if (!url) return;
-  if (!/^https?:\/\//.test(url)) throw new ConfigError(`"${url}" is not a homeserver URL (https://matrix.example.org)`);
+  if (!/^https?:\/\//.test(url))
+    throw new ConfigError(`"${url}" is not a homeserver URL (https://matrix.example.org)`);
   const currentToken = existingValue(ctx, 'MATRIX_ACCESS_TOKEN');
   let token = ctx.flags['matrix-token']?.trim();
   if (token === undefined && prompter) {
-    token = await prompter.ask("the bot account's access token (Element: Settings → Help & About → Access Token) (hidden)", {
-      hidden: true,
-      default: currentToken,
-      defaultLabel: currentToken ? `Enter keeps ${maskSecret(currentToken)}` : 'Enter to skip',
-    });
+    token = await prompter.ask(
+      "the bot account's access token (Element: Settings → Help & About → Access Token) (hidden)",
+      {
+        hidden: true,
+        default: currentToken,
+        defaultLabel: currentToken ? `Enter keeps ${maskSecret(currentToken)}` : 'Enter to skip',
+      },
+    );
   }
   if (!token) {
-    progress(ctx, '  MATRIX_ACCESS_TOKEN is empty: set it (or MATRIX_USER_ID + MATRIX_PASSWORD) in .env to turn Matrix on');
+    progress(
+      ctx,
+      '  MATRIX_ACCESS_TOKEN is empty: set it (or MATRIX_USER_ID + MATRIX_PASSWORD) in .env to turn Matrix on',
+    );
     ctx.updates['MATRIX_HOMESERVER_URL'] = url;
     return;
   }
@@ -45,7 +52,9 @@ export async function matrixStep(ctx: StepContext): Promise<void> {
   const current = existingValue(ctx, 'MATRIX_ALLOW_FROM');
   let ids = ctx.flags['matrix-allow-from'];
   if (ids === undefined && prompter && !current)
-    ids = await prompter.ask('your own Matrix id, so the bot answers you (@you:example.org)', { defaultLabel: 'Enter to skip' });
+    ids = await prompter.ask('your own Matrix id, so the bot answers you (@you:example.org)', {
+      defaultLabel: 'Enter to skip',
+    });
   if (ids) ctx.updates['MATRIX_ALLOW_FROM'] = mergeIds(current, ids.split(',').map(checkMatrixUserId));
 }
 
@@ -61,7 +70,9 @@ export async function whoami(url: string, token: string, signal?: AbortSignal): 
   const body = (await res.json().catch(() => ({}))) as { user_id?: unknown; errcode?: unknown };
   if (res.ok && typeof body.user_id === 'string') return body.user_id;
   if (res.status === 401 || res.status === 403)
-    throw new ConfigError(`the Matrix homeserver refused the access token (${String(body.errcode ?? res.status)})`);
+    throw new ConfigError(
+      `the Matrix homeserver refused the access token (${String(body.errcode ?? res.status)})`,
+    );
   throw unavailable(`Matrix's whoami answered ${res.status}: try again later`);
 }
 

@@ -56,7 +56,12 @@ export async function sendContent(
   key: string,
 ): Promise<string> {
   try {
-    const res = await client.sendEvent(target.chatId, 'm.room.message' as never, content as never, txnId(key));
+    const res = await client.sendEvent(
+      target.chatId,
+      'm.room.message' as never,
+      content as never,
+      txnId(key),
+    );
     return res.event_id;
   } catch (err) {
     throw toDeliveryError(err, target.chatId);
@@ -72,7 +77,12 @@ export async function deliverMessage(
 ): Promise<number> {
   const parts = splitReply(message.content, MATRIX_TEXT_LIMIT);
   for (let index = alreadySent; index < parts.length; index++) {
-    await sendContent(client, message, inThread(htmlContent(parts[index]!), message), `${message.id}:${index}`);
+    await sendContent(
+      client,
+      message,
+      inThread(htmlContent(parts[index]!), message),
+      `${message.id}:${index}`,
+    );
     onPartSent(index);
   }
   return parts.length;
@@ -85,11 +95,15 @@ export function toDeliveryError(err: unknown, room: string): AppError {
     const status = err.httpStatus ?? 0;
     if (status === 429 || err.errcode === 'M_LIMIT_EXCEEDED') {
       const retryAfterMs = Math.max(0, Number(err.data['retry_after_ms'] ?? 1000));
-      return new AppError('DELIVERY_TRANSIENT', `matrix rate-limited room ${room} (retry in ${retryAfterMs} ms)`, {
-        cause: err,
-        transient: true,
-        retryAfterMs,
-      });
+      return new AppError(
+        'DELIVERY_TRANSIENT',
+        `matrix rate-limited room ${room} (retry in ${retryAfterMs} ms)`,
+        {
+          cause: err,
+          transient: true,
+          retryAfterMs,
+        },
+      );
     }
     const permanent = status >= 400 && status < 500;
     return new AppError(

@@ -105,7 +105,8 @@ export class SyncLoop {
       abortSignal: this.#abort.signal,
       priority: 'auto',
     });
-    if (typeof res?.next_batch !== 'string') throw new TypeError('the homeserver answered a sync without next_batch');
+    if (typeof res?.next_batch !== 'string')
+      throw new TypeError('the homeserver answered a sync without next_batch');
     return res;
   }
 }
