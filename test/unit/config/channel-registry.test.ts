@@ -20,7 +20,7 @@ describe('the channel registry', () => {
   it('names each channel once', () => {
     const listed = CHANNELS.map((d) => d.name);
     expect(new Set(listed).size).toBe(listed.length);
-    expect(listed).toEqual(['cli', 'telegram', 'discord', 'slack', 'web', 'email']);
+    expect(listed).toEqual(['cli', 'telegram', 'discord', 'slack', 'web', 'email', 'matrix']);
   });
 
   it.each(CHANNELS.map((d) => [d.name, d] as const))(
