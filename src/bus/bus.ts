@@ -37,6 +37,7 @@ import { RedisLiveRecords } from './live-records.js';
 import { resolveRedisUrl } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
 import { Markers } from './markers.js';
+import { RedisMatrixStore } from './matrix-store.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
 import { RedisOpsReader } from './ops-reader.js';
 import { RedisPairingStore } from './pairing-store.js';
@@ -297,6 +298,11 @@ export class Bus implements WebEventBus {
   /** The e-mail channel's mailbox cursors, threads and counts of ignored mail. */
   emailStore(): RedisEmailStore {
     return new RedisEmailStore(this.redis, this.prefix);
+  }
+
+  /** The Matrix channel's sync position, kept device and encrypted rooms told. */
+  matrixStore(): RedisMatrixStore {
+    return new RedisMatrixStore(this.redis, this.prefix);
   }
 
   /** Per-turn figures and running turns of one worker, for status and the dashboard. */

@@ -40,6 +40,9 @@ export const keys = {
   emailThread: (prefix: string, thread: string) => `${prefix}:email-thread:${thread}`,
   /** Mail the e-mail channel ignored, counted by reason (a hash). */
   emailIgnored: (prefix: string) => `${prefix}:email-ignored`,
+  /** The Matrix channel's state per account or room: `sync` (next_batch), `device` (a hash), `encrypted-notice` (matrix-store.ts). */
+  matrix: (prefix: string, kind: 'sync' | 'device' | 'encrypted-notice', id: string) =>
+    `${prefix}:matrix-${kind}:${id}`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,
 };

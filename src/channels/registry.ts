@@ -12,6 +12,7 @@ import { cliChannel } from './cli/descriptor.js';
 import type { ChannelDescriptor, ChannelEnableContext } from './descriptor.js';
 import { discordChannel } from './discord/descriptor.js';
 import { emailChannel } from './email/descriptor.js';
+import { matrixChannel } from './matrix/descriptor.js';
 import { signalChannel } from './signal/descriptor.js';
 import { slackChannel } from './slack/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
@@ -27,6 +28,7 @@ export const CHANNELS = [
   webChannel,
   emailChannel,
   signalChannel,
+  matrixChannel,
   apiChannel,
 ] as const;
 

@@ -279,8 +279,8 @@ MAGPIE_WORKSPACE=./workspace
     );
     telegram.pushUpdate(dmUpdate({ id: 4242_4242, username: 'alice' }, 'hi bot'));
     await proc.waitFor(/message from @alice/);
-    // Discord, Slack, e-mail and Signal skipped, no web search, the default workspace, then yes to writing.
-    proc.child.stdin?.end(['', '', '', '', '', '', ''].join('\n').concat('\n'));
+    // Discord, Slack, e-mail, Signal and Matrix skipped, no web search, the default workspace, then yes to writing.
+    proc.child.stdin?.end(['', '', '', '', '', '', '', ''].join('\n').concat('\n'));
     const code = await proc.exited;
     const out = proc.stdout() + proc.stderr();
     expect(code, out).toBe(0);
@@ -301,7 +301,7 @@ MAGPIE_WORKSPACE=./workspace
   it('interactive: Enter keeps what .env already holds (the key shown masked, never in full)', async () => {
     const before = `OPENAI_BASE_URL=${openai.baseURL}\nOPENAI_API_KEY=${API_KEY}\nMAGPIE_MODEL=other-model\n`;
     const dir = folder(before);
-    const { code, out } = await onboard(dir, [], '\n'.repeat(12));
+    const { code, out } = await onboard(dir, [], '\n'.repeat(16));
     expect(code, out).toBe(0);
     expect(out).toContain('Endpoint [6]:');
     expect(out).toContain(`Base URL (ending in /v1 for most servers) [${openai.baseURL}]:`);
@@ -314,7 +314,7 @@ MAGPIE_WORKSPACE=./workspace
 
   it('interactive: answering no at the end writes nothing (exit 130)', async () => {
     const dir = folder(EXISTING_ENV);
-    const answers = ['6', openai.baseURL, API_KEY, '1', '', '', '', '', '', '', '', 'n'];
+    const answers = ['6', openai.baseURL, API_KEY, '1', '', '', '', '', '', '', '', '', 'n'];
     const { code, out } = await onboard(dir, [], `${answers.join('\n')}\n`);
     expect(code, out).toBe(130);
     expectUntouched(dir);

@@ -20,7 +20,17 @@ describe('the channel registry', () => {
   it('names each channel once', () => {
     const listed = CHANNELS.map((d) => d.name);
     expect(new Set(listed).size).toBe(listed.length);
-    expect(listed).toEqual(['cli', 'telegram', 'discord', 'slack', 'web', 'email', 'signal', 'api']);
+    expect(listed).toEqual([
+      'cli',
+      'telegram',
+      'discord',
+      'slack',
+      'web',
+      'email',
+      'signal',
+      'matrix',
+      'api',
+    ]);
   });
 
   it.each(CHANNELS.map((d) => [d.name, d] as const))(
