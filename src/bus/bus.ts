@@ -28,6 +28,7 @@ import { type ActivityEvent, publishActivity, subscribeActivity } from './activi
 import { RedisApprovals } from './approvals.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
+import { RedisBudgetStore } from './budget-store.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
 import { RedisEmailStore } from './email-store.js';
@@ -282,6 +283,11 @@ export class Bus implements WebEventBus {
   /** Models' cool-downs after failures, shared by every worker. */
   cooldownStore(): RedisCooldownStore {
     return new RedisCooldownStore(this.redis, this.prefix);
+  }
+
+  /** Spending limits' counters, reservations and spend per day, shared by every worker. */
+  budgetStore(): RedisBudgetStore {
+    return new RedisBudgetStore(this.redis, this.prefix);
   }
 
   /** Each chat's `/model` choice. */
