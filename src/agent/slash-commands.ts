@@ -13,9 +13,9 @@ import { COMMANDS, type InTurnCommandName } from '../commands/list.js';
 import type { Route } from '../commands/router.js';
 import { describeCounts, type TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage } from '../providers/types.js';
-import type { UsageView } from './ports.js';
 import type { SessionStore } from '../sessions/types.js';
 import { type ModelCommandContext, resolveChoice, runModelCommand } from './model-command.js';
+import type { UsageView } from './ports.js';
 import { estimateTokens } from './summarize.js';
 import { usageOfEntries } from './token-usage.js';
 

@@ -81,7 +81,8 @@ export function describeLimits(limits: UsageSummary['limits']): string {
   if (limits.daily !== undefined) parts.push(`${limits.daily.toFixed(2)} a day`);
   if (limits.monthly !== undefined) parts.push(`${limits.monthly.toFixed(2)} a month`);
   if (limits.chatDaily !== undefined) parts.push(`${limits.chatDaily.toFixed(2)} a day per chat`);
-  if (limits.dailyTokens !== undefined) parts.push(`${limits.dailyTokens.toLocaleString('en-US')} tokens a day`);
+  if (limits.dailyTokens !== undefined)
+    parts.push(`${limits.dailyTokens.toLocaleString('en-US')} tokens a day`);
   parts.push(`${limits.maxCallsPerMinute} model calls a minute per chat`);
   return `Limits: ${parts.join(', ')}.`;
 }

@@ -26,9 +26,9 @@ import {
 import { shortHash } from '../messages/short-hash.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { RedisApprovals } from './approvals.js';
+import { RedisBudgetStore } from './budget-store.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
-import { RedisBudgetStore } from './budget-store.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
 import { RedisEmailStore } from './email-store.js';

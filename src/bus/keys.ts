@@ -93,7 +93,8 @@ export const opsKeys = {
   /** Hash of a month's limit counters. */
   budgetMonth: (prefix: string, month: string) => `${prefix}:budget:month:${month}`,
   /** A chat's model calls in one minute (a counter with a TTL). */
-  budgetRate: (prefix: string, session: string, minute: string) => `${prefix}:budget:rate:${session}:${minute}`,
+  budgetRate: (prefix: string, session: string, minute: string) =>
+    `${prefix}:budget:rate:${session}:${minute}`,
   /** Hash of a day's settled spend (`<scope>|<kind>` fields): see budget-store.ts. */
   spendDay: (prefix: string, date: string) => `${prefix}:spend:day:${date}`,
   /** The pattern matching every worker heartbeat key. */

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
+import { type BudgetConfig, modelPricesSchema, moneyLimitSchema, tokenLimitSchema } from './budget.js';
 import {
   type AnyChannelSlice,
   type ChannelSettingsMap,
@@ -31,7 +32,6 @@ import {
   redisUrl,
   timeZone,
 } from './env-values.js';
-import { type BudgetConfig, modelPricesSchema, moneyLimitSchema, tokenLimitSchema } from './budget.js';
 import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
 import {
   APPROVAL_ENV,

@@ -9,8 +9,8 @@
 
 import type { AgentLoop } from '../agent/loop.js';
 import type { TurnOutcome } from '../agent/types.js';
-import type { UnattendedBudget } from '../budget/ports.js';
 import type { TurnApprovals } from '../approvals/ports.js';
+import type { UnattendedBudget } from '../budget/ports.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { HelperOrigin, HelperRecord } from '../messages/helper-job.js';

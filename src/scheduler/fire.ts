@@ -5,9 +5,9 @@
  * time of the occurrence, so a redone job never fires twice.
  */
 
+import type { UnattendedBudget } from '../budget/ports.js';
 import type { CronTask } from '../bus/cron-store.js';
 import { schedulerKeys } from '../bus/keys.js';
-import type { UnattendedBudget } from '../budget/ports.js';
 import type { Logger } from '../log/index.js';
 import type { SchedulerBus } from './ports.js';
 

@@ -5,9 +5,9 @@
  */
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
+import type { UnattendedBudget } from '../budget/ports.js';
 import { type CronStore, CronTaskSchema, fireTimeOf, JOB_NAMES } from '../bus/cron-store.js';
 import { type ScheduledJob, ScheduledWorker } from '../bus/scheduled-worker.js';
-import type { UnattendedBudget } from '../budget/ports.js';
 import type { Config } from '../config/index.js';
 import { AppError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
@@ -75,7 +75,12 @@ export async function startScheduler(options: StartSchedulerOptions): Promise<Ru
 
 async function processJob(
   job: ScheduledJob,
-  deps: { bus: SchedulerBus; heartbeat: HeartbeatRunner; logger: Logger; budget: UnattendedBudget | undefined },
+  deps: {
+    bus: SchedulerBus;
+    heartbeat: HeartbeatRunner;
+    logger: Logger;
+    budget: UnattendedBudget | undefined;
+  },
 ): Promise<string> {
   const jobId = job.id;
   if (job.name === JOB_NAMES.heartbeat) return deps.heartbeat.run(jobId);
