@@ -183,6 +183,17 @@ function workerBudget(bus: Bus, state: StateStore, options: WorkerOptions): Budg
   });
 }
 
+/** `/metrics`' budget gauges, read from the workers' counters. */
+function budgetGauges(bus: Bus, config: Config, logger: Logger) {
+  const budget = new Budget({
+    config: config.budget,
+    store: bus.budgetStore(),
+    timezone: config.timezone,
+    logger,
+  });
+  return { spent: () => budget.spentNow(), limits: budget.limitValues() };
+}
+
 /**
  * Starts the MCP servers of mcp.json in parallel before the first turn; without the
  * file nothing of MCP loads. Their images are kept when any model sees; the
@@ -316,6 +327,7 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     token: access.token,
     timezone: options.config.timezone,
     ...(options.config.prices ? { prices: options.config.prices } : {}),
+    budget: budgetGauges(bus, options.config, options.logger),
     chat: createWebChatRouter({ bus, sessions, logger: options.logger }),
   });
   options.logger.info(

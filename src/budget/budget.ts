@@ -134,6 +134,28 @@ export class Budget implements UnattendedBudget {
     return undefined;
   }
 
+  /** What counts against the limits now (money in the prices' currency), for `/metrics` and status. */
+  async spentNow(): Promise<Record<string, number>> {
+    const c = await this.store.counters('*', this.period());
+    return { daily: c.dayCostNano / NANO, monthly: c.monthCostNano / NANO, daily_tokens: c.dayTokens };
+  }
+
+  /** The limits set, by name (money in the prices' currency). */
+  limitValues(): Record<string, number> {
+    const { daily, monthly, chatDaily, dailyTokens, maxCallsPerMinute } = this.config;
+    const set = {
+      daily,
+      monthly,
+      chat_daily: chatDaily,
+      daily_tokens: dailyTokens,
+      per_minute: maxCallsPerMinute,
+    };
+    return Object.fromEntries(Object.entries(set).filter(([, v]) => v !== undefined)) as Record<
+      string,
+      number
+    >;
+  }
+
   /** Counts a skipped unattended turn in today's spend record. */
   async skipped(kind: string): Promise<void> {
     await this.store.skipped(kind, this.period().date);

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { periodOf } from '../../../src/budget/budget.js';
 import type { Config } from '../../../src/config/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { createMetrics } from '../../../src/ops/metrics.js';
 import { fireTask } from '../../../src/scheduler/fire.js';
 import { HeartbeatRunner } from '../../../src/scheduler/heartbeat.js';
 import { zonedWallTimeToUtc } from '../../../src/time/schedule.js';
@@ -133,6 +134,14 @@ describe('spending limits', () => {
     expect(day.byModel['gpt-4o-mini']).toMatchObject({ cost: 0.39, promptTokens: 300_000 });
     expect(day.refused).toEqual({ daily: 2 });
 
+    const metrics = createMetrics(w.bus.opsReader, {
+      budget: { spent: () => w.budget.spentNow(), limits: w.budget.limitValues() },
+    });
+    const scraped = await metrics.render();
+    expect(scraped).toContain('magpie_budget_spent{limit="daily"} 0.39');
+    expect(scraped).toContain('magpie_budget_limit{limit="daily"} 0.3');
+    expect(scraped).toContain('magpie_budget_limit{limit="per_minute"} 30');
+
     // Past midnight in Berlin (still the same day in UTC) the chat is answered again.
     clock.ms = AFTER_MIDNIGHT;
     expect(await ask('six')).toBe('answer');
@@ -167,7 +176,7 @@ describe('limits beyond one chat', () => {
       () => ({ content: 'answer', delayMs: 100, usage: { prompt_tokens: 10_000, completion_tokens: 5_000 } }),
     );
     const clock = new TestClock(Date.now());
-    const workers = [];
+    const workers: Array<Awaited<ReturnType<typeof startBudgetWorker>>> = [];
     for (let i = 0; i < 3; i++) {
       const w = await startBudgetWorker(config, clock, 4);
       closers.push(() => w.close());
