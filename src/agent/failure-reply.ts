@@ -35,6 +35,8 @@ export function failureReply(err: unknown): string {
       return 'Sorry, my model sent an answer I could not read; please try again.';
     case 'PROVIDER_EMPTY_RESPONSE':
       return 'Sorry, my model sent an empty answer several times; please try again or rephrase.';
+    case 'BUDGET_EXCEEDED':
+      return err.message;
     case 'CONTEXT_LENGTH_EXCEEDED':
       return 'Sorry, this conversation no longer fits my model even after summarising; send /new to start afresh.';
     default:

@@ -8,7 +8,7 @@
  */
 
 import { NOT_APPROVED } from '../approvals/question.js';
-import { CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
+import { BudgetError, CancelledError, emptyResponseError, hasCode } from '../errors/index.js';
 import type { InboundMessage } from '../messages/messages.js';
 import type { ChatMessage, ChatResponse, LLMProvider, ToolCall, ToolDefinition } from '../providers/types.js';
 import type { ToolImage } from '../tools/types.js';
@@ -119,6 +119,8 @@ async function iterate(run: TurnRun, deps: IterationDeps, state: IterationState)
   const response = await callModel(run, deps, state, fitted.messages);
   if (response === 'retry') return { next: 'retry' };
   if (response === 'cancelled') return { next: 'end', result: { ...CANCELLED } };
+  if (response instanceof BudgetError)
+    return { next: 'end', result: { content: response.message, outcome: 'budget' } };
   return answerOrRunTools(run, deps, state, response);
 }
 
@@ -158,14 +160,15 @@ async function fitToWindow(
 
 /**
  * One call to the model, metered. `cancelled` when the turn was stopped meanwhile; `retry`
- * when a context-length error was answered by a compaction; other errors are thrown.
+ * when a context-length error was answered by a compaction; the BudgetError when a limit
+ * refused the call before it was made (the turn ends with its line); other errors are thrown.
  */
 async function callModel(
   run: TurnRun,
   deps: IterationDeps,
   state: IterationState,
   messages: ChatMessage[],
-): Promise<ChatResponse | 'cancelled' | 'retry'> {
+): Promise<ChatResponse | BudgetError | 'cancelled' | 'retry'> {
   let response: ChatResponse;
   try {
     response = await deps.provider.chat({
@@ -179,6 +182,10 @@ async function callModel(
       ...(run.options.onDelta ? { onDelta: run.options.onDelta } : {}),
     });
   } catch (err) {
+    if (err instanceof BudgetError) {
+      run.log.warn({ limit: err.limit }, 'turn stopped at a spending limit before the model call');
+      return err;
+    }
     run.meter.llmCall(undefined);
     if (err instanceof CancelledError || run.signal.aborted) return 'cancelled';
     if (await compactedAfter(err, run, deps, state)) return 'retry';

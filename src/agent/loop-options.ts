@@ -9,7 +9,7 @@ import type { TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
-import type { ModelChoiceStore, OutboundSink, StateStore } from './ports.js';
+import type { ModelChoiceStore, OutboundSink, StateStore, UsageView } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
 import type { LoopTools } from './tool-batch.js';
 import type { ToolCallLimits } from './tool-call-limits.js';
@@ -89,4 +89,6 @@ export interface AgentLoopOptions {
   prices?: TokenPrices;
   /** The chats' "always allow" rules, for /approvals. @defaultValue none: /approvals says approvals are off */
   approvalRules?: ApprovalRules;
+  /** /usage's figures (the budget in the daemon). @defaultValue none: /usage says usage is not kept */
+  usage?: UsageView;
 }

@@ -162,6 +162,7 @@ export class AgentLoop implements AgentRunner {
       models: this.#models.commandContext(),
       ...(command.argument ? { argument: command.argument } : {}),
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
+      ...(this.#o.usage ? { usage: this.#o.usage } : {}),
       ...(this.#o.approvalRules
         ? { approvalRules: this.#o.approvalRules, chatKey: `${first.channel}:${first.chatId}` }
         : {}),
@@ -306,8 +307,9 @@ export class AgentLoop implements AgentRunner {
       ...(meter.reported ? { usage: meter.counts() } : {}),
       ...(meter.model ? { model: meter.model } : {}),
     };
-    // A silent turn (the message tool answered the chat) may end with nothing more to say.
-    if (text !== '') await run.record(final);
+    // A silent turn (the message tool answered the chat) may end with nothing more to say. A
+    // limit's line is the chat's notice, not the model's words: the session does not keep it.
+    if (text !== '' && outcome !== 'budget') await run.record(final);
     const metrics = meter.finish(outcome);
     logTurn(log, metrics);
     // Starts a background summary once the session has outgrown the budget; never blocks the reply.

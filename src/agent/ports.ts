@@ -22,3 +22,8 @@ export interface ModelChoiceStore {
   /** Picks `model` (an id) for the chat; undefined goes back to the default. */
   set(sessionKey: string, model: string | undefined): Promise<void>;
 }
+
+/** What /usage shows: the chat's and everything's spend and the limits (src/budget in the daemon). */
+export interface UsageView {
+  usageText(sessionKey: string): Promise<string>;
+}

@@ -15,6 +15,7 @@ import { describeCounts, type TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import { type ModelCommandContext, resolveChoice, runModelCommand } from './model-command.js';
+import type { UsageView } from './ports.js';
 import { estimateTokens } from './summarize.js';
 import { usageOfEntries } from './token-usage.js';
 
@@ -33,6 +34,8 @@ export interface SlashCommandContext {
   approvalRules?: ApprovalRules;
   /** The chat the command came from (`<channel>:<chatId>`), whose rules /approvals shows. */
   chatKey?: string;
+  /** /usage's text for a session (the budget's spend records); absent: usage is not kept here. */
+  usage?: UsageView;
 }
 
 /** The in-turn commands' handlers: each returns the reply text. */
@@ -44,6 +47,10 @@ const HANDLERS: { [N in InTurnCommandName]: (ctx: SlashCommandContext) => Promis
   status: (ctx) => statusText(ctx),
   model: (ctx) => runModelCommand(ctx.argument, modelContext(ctx)),
   approvals: (ctx) => approvalsCommand(ctx),
+  usage: async (ctx) =>
+    ctx.usage
+      ? ctx.usage.usageText(ctx.sessionKey)
+      : 'Usage is kept by the magpie daemon (magpie start); this session runs without it. /status shows its tokens.',
   help: async () => ['Commands:', ...COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n'),
 };
 

@@ -14,6 +14,9 @@ import { AgentLoop } from '../agent/loop.js';
 import type { ModelChoiceStore, OutboundSink, StateStore } from '../agent/ports.js';
 import type { ApprovalRules, TurnApprovals } from '../approvals/ports.js';
 import { unattendedApprovals } from '../approvals/unattended.js';
+import type { Budget } from '../budget/budget.js';
+import { BudgetedProvider } from '../budget/budgeted-provider.js';
+import { usageText } from '../budget/report.js';
 import type { Config } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -80,6 +83,8 @@ export interface BuildAgentOptions {
   execSandbox?: SandboxStatus;
   /** The chats' "always allow" rules (Redis in the daemon, a file for `magpie agent`), for /approvals. */
   approvalRules?: ApprovalRules;
+  /** Spending limits and usage (Redis in the daemon): every model call is held to them. @defaultValue none */
+  budget?: Budget;
 }
 
 /**
@@ -92,11 +97,14 @@ export interface BuildAgentOptions {
  */
 export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts> {
   const { config, logger } = options;
-  const [workspace, provider, execSandbox] = await Promise.all([
+  const [workspace, models, execSandbox] = await Promise.all([
     existingWorkspace(config.workspace),
     options.provider ?? modelProvider(config, logger, options.cooldowns),
     options.execSandbox ?? resolveExecSandbox(config, logger),
   ]);
+  // Outermost, so turns, summaries, flushes and helpers are all held to the limits.
+  const { budget } = options;
+  const provider = budget ? new BudgetedProvider({ provider: models, budget, logger }) : models;
   const secrets = secretValues(config);
   const sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
   const memory = new MemoryStore({ workspace, timezone: config.timezone });
@@ -129,6 +137,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     logger,
     ...(options.helperTracker ? { tracker: options.helperTracker } : {}),
     maxDepth: options.maxHelperDepth ?? DEFAULT_MAX_DEPTH,
+    ...(budget ? { budget } : {}),
     // A helper cannot wait for a person: what would ask is denied, and the main turn can ask instead.
     ...definedApprovals(
       unattendedApprovals({
@@ -160,6 +169,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(options.approvalRules ? { approvalRules: options.approvalRules } : {}),
     ...(config.prices ? { prices: config.prices } : {}),
     ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
+    ...(budget ? { usage: { usageText: (session: string) => usageText(budget, session) } } : {}),
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
 }

@@ -8,6 +8,7 @@
 import { visionCapable } from '../agent/model-vision.js';
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
+import { Budget } from '../budget/budget.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
@@ -127,7 +128,8 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   // One store of scheduled tasks for the cron tool and the heartbeat's schedule, closed after the turns using it.
   const cronStore = bus.cronStore();
   parts.push({ name: 'cron store', close: () => cronStore.close() });
-  const built = await buildWorkerAgent(bus, options, { state, helperQueue, cronStore, mcp });
+  const budget = workerBudget(bus, state, options);
+  const built = await buildWorkerAgent(bus, options, { state, helperQueue, cronStore, mcp, budget });
   const agent: AgentRunner = built.agent;
   const { worker, beat } = await startTurnWorker(bus, agent, options);
   // Spawned helpers run as jobs of their own queue, beside the chats (and are redone if this process dies).
@@ -142,7 +144,9 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   await helperWorker.start();
   parts.push({ name: 'helper queue', close: () => helperQueue.close() });
   // Heartbeat and cron: BullMQ job schedulers, so one fires per tick however many workers run.
-  const schedule = await scheduler.startScheduler({ config, bus, agent, state, logger, store: cronStore });
+  const schedule = await scheduler.startScheduler({
+    ...{ config, bus, agent, state, logger, store: cronStore, budget },
+  });
   // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
   parts.push({ name: 'worker heartbeat', close: () => beat.close() });
   parts.push({ name: 'agent', close: () => built.agent.idle() });
@@ -150,6 +154,44 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   parts.push({ name: 'helper worker', close: () => helperWorker.close() });
   parts.push({ name: 'scheduler', close: () => schedule.close() });
   return parts;
+}
+
+/**
+ * The spending limits every model call of this worker is held to, counted in
+ * Redis with the other workers'; the 80 % notice goes to the owner's last chat.
+ */
+function workerBudget(bus: Bus, state: StateStore, options: WorkerOptions): Budget {
+  const { config, logger } = options;
+  return new Budget({
+    config: config.budget,
+    store: bus.budgetStore(),
+    timezone: config.timezone,
+    logger,
+    notify: async (content, id) => {
+      const target = await state.getLastChannel();
+      if (!target) return;
+      await bus.publishOutbound({
+        id,
+        channel: target.channel,
+        chatId: target.chatId,
+        ...(target.threadId ? { threadId: target.threadId } : {}),
+        content,
+        kind: 'message',
+        metadata: { budget: id },
+      });
+    },
+  });
+}
+
+/** `/metrics`' budget gauges, read from the workers' counters. */
+function budgetGauges(bus: Bus, config: Config, logger: Logger) {
+  const budget = new Budget({
+    config: config.budget,
+    store: bus.budgetStore(),
+    timezone: config.timezone,
+    logger,
+  });
+  return { spent: () => budget.spentNow(), limits: budget.limitValues() };
 }
 
 /**
@@ -176,6 +218,7 @@ async function buildWorkerAgent(
     helperQueue: HelperQueue;
     cronStore: CronStore;
     mcp: Awaited<ReturnType<typeof startMcp>>;
+    budget: Budget;
   },
 ): Promise<AgentParts> {
   const { config, logger } = options;
@@ -194,6 +237,7 @@ async function buildWorkerAgent(
       cooldowns: bus.cooldownStore(),
       modelChoices: bus.modelChoiceStore(),
       approvalRules: bus.approvals,
+      budget: parts.budget,
       ...(mcp ? { mcp } : {}),
       ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });
@@ -283,6 +327,7 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     token: access.token,
     timezone: options.config.timezone,
     ...(options.config.prices ? { prices: options.config.prices } : {}),
+    budget: budgetGauges(bus, options.config, options.logger),
     chat: createWebChatRouter({ bus, sessions, logger: options.logger }),
   });
   options.logger.info(

@@ -26,6 +26,7 @@ import {
 import { shortHash } from '../messages/short-hash.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { RedisApprovals } from './approvals.js';
+import { RedisBudgetStore } from './budget-store.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
 import { RedisCooldownStore } from './cooldown-store.js';
@@ -283,6 +284,11 @@ export class Bus implements WebEventBus {
   /** Models' cool-downs after failures, shared by every worker. */
   cooldownStore(): RedisCooldownStore {
     return new RedisCooldownStore(this.redis, this.prefix);
+  }
+
+  /** Spending limits' counters, reservations and spend per day, shared by every worker. */
+  budgetStore(): RedisBudgetStore {
+    return new RedisBudgetStore(this.redis, this.prefix);
   }
 
   /** Each chat's `/model` choice. */

@@ -91,6 +91,15 @@ export const opsKeys = {
   usageDay: (prefix: string, date: string) => `${prefix}:usage:day:${date}`,
   /** Hash of each session's token use since its first turn (`<session>|<kind>` fields). */
   usageSessions: (prefix: string) => `${prefix}:usage:sessions`,
+  /** Hash of a day's limit counters (reservations in flight included): see budget-store.ts. */
+  budgetDay: (prefix: string, date: string) => `${prefix}:budget:day:${date}`,
+  /** Hash of a month's limit counters. */
+  budgetMonth: (prefix: string, month: string) => `${prefix}:budget:month:${month}`,
+  /** A chat's model calls in one minute (a counter with a TTL). */
+  budgetRate: (prefix: string, session: string, minute: string) =>
+    `${prefix}:budget:rate:${session}:${minute}`,
+  /** Hash of a day's settled spend (`<scope>|<kind>` fields): see budget-store.ts. */
+  spendDay: (prefix: string, date: string) => `${prefix}:spend:day:${date}`,
   /** The pattern matching every worker heartbeat key. */
   workerPattern: (prefix: string) => `${prefix}:workers:*`,
 };

@@ -60,6 +60,10 @@ const COMMANDS: Record<string, { help: string; load: (deps: CliDeps) => Promise<
     help: 'queues, workers, running turns, sessions, schedules (--json)',
     load: () => import('./commands/status.js'),
   },
+  usage: {
+    help: 'tokens and cost per day, chat and model, and the spending limits (--json, --days N)',
+    load: () => import('./commands/usage.js'),
+  },
   doctor: {
     help: 'check configuration, workspace, Redis, the LLM endpoint, channel tokens, MCP servers and web search',
     load: () => import('./commands/doctor.js'),

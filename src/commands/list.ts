@@ -91,6 +91,11 @@ export const COMMANDS = [
   },
   { command: 'status', description: 'model, conversation length and tokens used', runs: 'in-turn' },
   {
+    command: 'usage',
+    description: "today's and this month's tokens and cost, this chat's and everything's, and the limits",
+    runs: 'in-turn',
+  },
+  {
     command: 'model',
     description: 'list the models; /model NAME switches this chat, /model default goes back',
     runs: 'in-turn',

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
+import { type BudgetConfig, modelPricesSchema, moneyLimitSchema, tokenLimitSchema } from './budget.js';
 import {
   type AnyChannelSlice,
   type ChannelSettingsMap,
@@ -78,6 +79,12 @@ const CORE_ENV_HEAD = {
   MAGPIE_PRICE_INPUT: priceSchema,
   MAGPIE_PRICE_CACHED_INPUT: priceSchema,
   MAGPIE_PRICE_OUTPUT: priceSchema,
+  MAGPIE_PRICES: modelPricesSchema,
+  MAGPIE_BUDGET_DAILY: moneyLimitSchema,
+  MAGPIE_BUDGET_MONTHLY: moneyLimitSchema,
+  MAGPIE_BUDGET_CHAT_DAILY: moneyLimitSchema,
+  MAGPIE_BUDGET_DAILY_TOKENS: tokenLimitSchema,
+  MAGPIE_MAX_CALLS_PER_MINUTE: positiveInt(30),
   MAGPIE_EXEC_TIMEOUT: duration('60s'),
   MAGPIE_TOOL_TIMEOUT: duration('120s'),
   ...APPROVAL_ENV,
@@ -183,6 +190,8 @@ export interface Config {
   };
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated when set. */
   prices: PriceConfig | undefined;
+  /** Spending limits, the per-minute guard and per-model prices (see config/budget.ts). */
+  budget: BudgetConfig;
   /** Absolute path of the workspace folder. */
   workspace: string;
   /**
@@ -332,6 +341,15 @@ function buildConfig(
   return {
     llm: llmConfig(e, env, needs),
     prices: pricesFrom(e),
+    budget: {
+      daily: e.MAGPIE_BUDGET_DAILY,
+      monthly: e.MAGPIE_BUDGET_MONTHLY,
+      chatDaily: e.MAGPIE_BUDGET_CHAT_DAILY,
+      dailyTokens: e.MAGPIE_BUDGET_DAILY_TOKENS,
+      maxCallsPerMinute: e.MAGPIE_MAX_CALLS_PER_MINUTE,
+      prices: e.MAGPIE_PRICES,
+      fallbackPrices: pricesFrom(e),
+    },
     workspace,
     stateDir,
     agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },

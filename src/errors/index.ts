@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'PROVIDER_MODEL_UNAVAILABLE'
   | 'MODELS_UNAVAILABLE'
   | 'CONTEXT_LENGTH_EXCEEDED'
+  | 'BUDGET_EXCEEDED'
   | 'CANCELLED'
   | 'REDIS_UNAVAILABLE'
   | 'REDIS_NOT_INSTALLED'
@@ -111,6 +112,19 @@ export function emptyResponseError(detail: string): ProviderError {
     transient: true,
     exitCode: ExitCode.failure,
   });
+}
+
+/**
+ * A model call was refused before it was made: it would pass a spending limit
+ * or the per-minute guard. The message is the line the chat reads. Permanent.
+ */
+export class BudgetError extends AppError {
+  /** The limit that refused it (`daily`, `monthly`, `chat_daily`, `daily_tokens`, `per_minute`). */
+  readonly limit: string;
+  constructor(limit: string, message: string) {
+    super('BUDGET_EXCEEDED', message);
+    this.limit = limit;
+  }
 }
 
 /** The turn was cancelled by the user (/stop, Ctrl-C) or by shutdown. */

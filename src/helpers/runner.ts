@@ -10,6 +10,7 @@
 import type { AgentLoop } from '../agent/loop.js';
 import type { TurnOutcome } from '../agent/types.js';
 import type { TurnApprovals } from '../approvals/ports.js';
+import type { UnattendedBudget } from '../budget/ports.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { HelperOrigin, HelperRecord } from '../messages/helper-job.js';
@@ -31,6 +32,8 @@ export interface HelperRunnerOptions {
   maxDepth?: number;
   /** What a helper's risky calls meet (they cannot wait for a person: denied). @defaultValue none asks */
   approvals?: TurnApprovals;
+  /** Asked before a helper starts: at a spending limit it is skipped (logged, counted). @defaultValue none */
+  budget?: UnattendedBudget;
 }
 
 export interface HelperRun {
@@ -91,6 +94,12 @@ export class HelperRunner {
       return { text: `delegation depth limit (${this.maxDepth}) reached`, outcome: 'skipped' };
     }
     const log = this.#o.logger.child({ helper: run.id, depth: run.depth });
+    const blocked = await this.#o.budget?.blocked(helperSessionKey(run.id));
+    if (blocked !== undefined) {
+      log.warn('helper skipped: a spending limit is reached');
+      await this.#o.budget?.skipped('helper');
+      return { text: blocked, outcome: 'skipped' };
+    }
     const record: HelperRecord = {
       id: run.id,
       ...(run.label ? { label: run.label } : {}),

@@ -44,5 +44,7 @@ export type TurnOutcome =
   | 'skipped'
   | 'loop'
   | 'context_full'
+  /** A model call was refused at a spending limit or the per-minute guard; the chat got one line. */
+  | 'budget'
   /** Parked: a tool call waits for a person's approval; the turn resumes when it is answered. */
   | 'waiting';

@@ -25,7 +25,7 @@ import {
   sessionsPage,
   transcriptPage,
 } from './dashboard-pages.js';
-import { createMetrics } from './metrics.js';
+import { type BudgetGauges, createMetrics } from './metrics.js';
 import type { OpsReader } from './ports.js';
 import { collectStatus } from './status.js';
 
@@ -45,6 +45,8 @@ export interface DashboardOptions {
   queueRefreshMs?: number;
   /** IANA time zone of "today" in the token figures (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
   timezone?: string;
+  /** Spend against the limits, for `/metrics`'s budget gauges. @defaultValue none */
+  budget?: BudgetGauges;
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
   prices?: TokenPrices;
   /**
@@ -65,7 +67,10 @@ export interface Dashboard {
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const { reader, prefix, logger } = options;
   const sessions = new JsonlSessionStore({ dir: path.join(options.workspace, 'sessions'), logger });
-  const metrics = createMetrics(reader, options.prices ? { prices: options.prices } : {});
+  const metrics = createMetrics(reader, {
+    ...(options.prices ? { prices: options.prices } : {}),
+    ...(options.budget ? { budget: options.budget } : {}),
+  });
   const usageOptions = {
     ...(options.timezone ? { timezone: options.timezone } : {}),
     ...(options.prices ? { prices: options.prices } : {}),

@@ -5,6 +5,7 @@
  * time limit; a failure names the setting to fix (OPENAI_BASE_URL or the entry
  * in MAGPIE_FALLBACK_MODELS, OPENAI_API_KEY or the entry's #VAR).
  */
+import { hasMoneyLimit, priceOf } from '../config/budget.js';
 import type { Config, ModelEndpointConfig } from '../config/index.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import { OpenAIProvider } from '../providers/openai/provider.js';
@@ -17,9 +18,29 @@ import { type Check, failed, pass, skipped } from './doctor.js';
  */
 export function modelChecks(config: Config, live: boolean): Check[] {
   const models = config.llm.models;
-  const reach = models.map((m, i) => listCheck(m, i === 0 ? 'llm endpoint' : `fallback ${m.id}`));
+  const reach = [
+    ...models.map((m, i) => listCheck(m, i === 0 ? 'llm endpoint' : `fallback ${m.id}`)),
+    ...(hasMoneyLimit(config.budget) ? [pricesCheck(config)] : []),
+  ];
   if (!live) return reach;
   return [...reach, ...models.map((m, i) => liveCheck(m, i === 0 ? 'llm live' : `fallback ${m.id} live`))];
+}
+
+/** With a money limit set, every model that may answer needs a price, or its calls count tokens only. */
+function pricesCheck(config: Config): Check {
+  return {
+    name: 'budget prices',
+    async run() {
+      const unpriced = config.llm.models
+        .filter((m) => !priceOf(config.budget, m.id, m.model))
+        .map((m) => m.id);
+      if (unpriced.length === 0) return pass('every model that may answer has a price for the money limits');
+      return failed(
+        `a money limit (MAGPIE_BUDGET_*) is set but ${unpriced.join(', ')} has no price: its calls count tokens only`,
+        `add ${unpriced.map((id) => `${id}=INPUT/CACHED/OUTPUT`).join(', ')} to MAGPIE_PRICES (per million tokens)`,
+      );
+    },
+  };
 }
 
 function listCheck(m: ModelEndpointConfig, name: string): Check {

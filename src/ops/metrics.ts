@@ -20,6 +20,16 @@ export interface MagpieMetrics {
 export interface MetricsOptions {
   /** Prices per million tokens (MAGPIE_PRICE_*): adds `magpie_llm_cost_total`. @defaultValue none */
   prices?: TokenPrices;
+  /** The spending limits: adds `magpie_budget_spent` and `magpie_budget_limit`. @defaultValue none */
+  budget?: BudgetGauges;
+}
+
+/** What the budget gauges read (src/budget's Budget gives it). */
+export interface BudgetGauges {
+  /** What counts against each limit now (`daily`, `monthly` in money, `daily_tokens`), in-flight calls included. */
+  spent(): Promise<Record<string, number>>;
+  /** The limits set, by the same names (money in the prices' currency). */
+  limits: Readonly<Record<string, number>>;
 }
 
 /** Token kinds of `magpie_llm_tokens_total` and the totals field each reads. */
@@ -47,6 +57,7 @@ export function createMetrics(reader: OpsReader, options: MetricsOptions = {}): 
   registerToolMetrics(registry, read);
   registerLiveMetrics(registry, reader);
   registerApprovalMetrics(registry, read);
+  if (options.budget) registerBudgetMetrics(registry, options.budget);
   return {
     registry,
     contentType: registry.contentType,
@@ -267,4 +278,28 @@ function latencyHistogram(totals: () => Record<string, string>) {
     },
     reset() {},
   };
+}
+
+/** Spend against each limit now, and the limits. */
+function registerBudgetMetrics(registry: Registry, budget: BudgetGauges) {
+  new Gauge({
+    name: 'magpie_budget_spent',
+    help: 'Spent in the current period by limit: daily and monthly cost (prices’ currency), daily_tokens',
+    labelNames: ['limit'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [limit, value] of Object.entries(await budget.spent())) this.set({ limit }, value);
+    },
+  });
+  new Gauge({
+    name: 'magpie_budget_limit',
+    help: 'Spending limits set (MAGPIE_BUDGET_*, MAGPIE_MAX_CALLS_PER_MINUTE as per_minute)',
+    labelNames: ['limit'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [limit, value] of Object.entries(budget.limits)) this.set({ limit }, value);
+    },
+  });
 }

@@ -5,6 +5,7 @@
  * time of the occurrence, so a redone job never fires twice.
  */
 
+import type { UnattendedBudget } from '../budget/ports.js';
 import type { CronTask } from '../bus/cron-store.js';
 import { schedulerKeys } from '../bus/keys.js';
 import type { Logger } from '../log/index.js';
@@ -32,8 +33,8 @@ export function scheduledTaskContent(task: CronTask): string {
 export async function fireTask(
   task: CronTask,
   fireTime: number,
-  deps: { bus: SchedulerBus; logger: Logger },
-): Promise<'sent' | 'already-fired'> {
+  deps: { bus: SchedulerBus; logger: Logger; budget?: UnattendedBudget | undefined },
+): Promise<'sent' | 'already-fired' | 'skipped-budget'> {
   const id = occurrenceId(task, fireTime);
   const target = {
     channel: task.channel,
@@ -56,6 +57,12 @@ export async function fireTask(
     });
     log.info('scheduled reminder sent');
     return 'sent';
+  }
+  // At a spending limit the occurrence is skipped, not queued to fire with the others after the reset.
+  if (await deps.budget?.blocked(task.sessionKey)) {
+    log.warn('scheduled agent turn skipped: a spending limit is reached');
+    await deps.budget?.skipped('cron');
+    return 'skipped-budget';
   }
   const marker = schedulerKeys.fired(deps.bus.prefix, id);
   if (!(await deps.bus.markers.claim(marker, FIRED_MARKER_TTL_SECONDS))) {

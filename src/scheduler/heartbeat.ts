@@ -13,6 +13,7 @@
 
 import type { StateStore } from '../agent/ports.js';
 import { unattendedApprovals } from '../approvals/unattended.js';
+import type { UnattendedBudget } from '../budget/ports.js';
 import { schedulerKeys } from '../bus/keys.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
@@ -23,12 +24,16 @@ import { readHeartbeatTasks } from './heartbeat-file.js';
 import { HEARTBEAT_OK, isHeartbeatOk } from './heartbeat-ok.js';
 import type { HeartbeatAgent, SchedulerBus } from './ports.js';
 
+/** The session heartbeat turns run in (the agent's heartbeatRequest). */
+const HEARTBEAT_SESSION = 'heartbeat';
+
 /** What one tick did (logged, and returned for tests). */
 export type HeartbeatOutcome =
   | 'skipped-inactive'
   | 'skipped-missing'
   | 'skipped-empty'
   | 'skipped-overlap'
+  | 'skipped-budget'
   | 'ok'
   | 'empty-reply'
   | 'no-chat'
@@ -42,6 +47,8 @@ export interface HeartbeatRunnerOptions {
   logger: Logger;
   /** The clock. @defaultValue Date.now */
   now?: () => number;
+  /** Asked before each tick: at a spending limit the tick is skipped (logged, counted). @defaultValue none */
+  budget?: UnattendedBudget;
   /** Lifetime of the heartbeat lock; renewed every third of it while a tick runs. @defaultValue 60000 */
   lockTtlMs?: number;
   /** Longest wait for the last chat's running turn to end before delivering anyway. @defaultValue 300000 */
@@ -109,6 +116,11 @@ export class HeartbeatRunner {
       );
       return found.status === 'missing' ? 'skipped-missing' : 'skipped-empty';
     }
+    if (await this.options.budget?.blocked(HEARTBEAT_SESSION)) {
+      log.warn('heartbeat skipped: a spending limit is reached');
+      await this.options.budget?.skipped('heartbeat');
+      return 'skipped-budget';
+    }
     const lock = await this.options.bus.markers.lock(this.lockKey, this.lockTtlMs);
     if (!lock) {
       log.info('heartbeat skipped: the previous heartbeat is still running');
@@ -162,6 +174,11 @@ export class HeartbeatRunner {
     const result = await this.options.agent.processHeartbeat(prompt, approvals ? { approvals } : {});
     if (denied.length > 0 && this.options.config.approval.unattended === 'ask')
       await this.tellDenied(jobId, denied, log);
+    if (result.metrics.outcome === 'budget') {
+      log.warn('heartbeat stopped at a spending limit; nothing is delivered');
+      await this.options.budget?.skipped('heartbeat');
+      return 'skipped-budget';
+    }
     const reply = result.reply?.trim() ?? '';
     if (reply === '') {
       log.info('heartbeat done: no reply');

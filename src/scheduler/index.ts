@@ -5,6 +5,7 @@
  */
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
+import type { UnattendedBudget } from '../budget/ports.js';
 import { type CronStore, CronTaskSchema, fireTimeOf, JOB_NAMES } from '../bus/cron-store.js';
 import { type ScheduledJob, ScheduledWorker } from '../bus/scheduled-worker.js';
 import type { Config } from '../config/index.js';
@@ -37,6 +38,8 @@ export interface StartSchedulerOptions {
   /** The scheduled queue's store (borrowed: the caller closes it); the heartbeat's schedule is kept there. */
   store: Pick<CronStore, 'scheduleHeartbeat'>;
   tuning?: SchedulerTuning;
+  /** Heartbeat ticks and scheduled agent turns are skipped at a spending limit. @defaultValue none */
+  budget?: UnattendedBudget;
 }
 
 /** The running scheduler of one process. */
@@ -60,7 +63,7 @@ export async function startScheduler(options: StartSchedulerOptions): Promise<Ru
   const worker = new ScheduledWorker({
     connection: bus.createWorkerConnection(),
     prefix: bus.prefix,
-    processor: (job) => processJob(job, { bus, heartbeat, logger }),
+    processor: (job) => processJob(job, { bus, heartbeat, logger, budget: options.budget }),
     logger,
     concurrency: tuning.concurrency,
     lockDurationMs: tuning.lockDurationMs,
@@ -72,7 +75,12 @@ export async function startScheduler(options: StartSchedulerOptions): Promise<Ru
 
 async function processJob(
   job: ScheduledJob,
-  deps: { bus: SchedulerBus; heartbeat: HeartbeatRunner; logger: Logger },
+  deps: {
+    bus: SchedulerBus;
+    heartbeat: HeartbeatRunner;
+    logger: Logger;
+    budget: UnattendedBudget | undefined;
+  },
 ): Promise<string> {
   const jobId = job.id;
   if (job.name === JOB_NAMES.heartbeat) return deps.heartbeat.run(jobId);

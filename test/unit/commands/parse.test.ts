@@ -99,6 +99,7 @@ describe('COMMANDS', () => {
       'deny',
       'approvals',
       'status',
+      'usage',
       'model',
       'help',
     ]);
