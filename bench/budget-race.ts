@@ -85,7 +85,7 @@ try {
       MAGPIE_PRICES: 'gpt-4o-mini=1/1/1',
       MAGPIE_BUDGET_DAILY: String(limit),
     });
-    const workers = [];
+    const workers: Array<{ bus: Bus; store: CountingStore; budget: Budget; worker: TurnWorker }> = [];
     for (let i = 0; i < 3; i++) {
       const bus = await Bus.connect({ config, logger, patient: true });
       const store = new CountingStore(bus.redis, bus.prefix);

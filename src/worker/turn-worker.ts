@@ -255,7 +255,12 @@ export class TurnWorker {
           id: replyId(turn.id),
           content: shownReply(result.value, live),
           kind: 'reply',
-          metadata: { ...routingMetadata(turn.batch), usage: usageOf(result.value.metrics) },
+          metadata: {
+            ...routingMetadata(turn.batch),
+            usage: usageOf(result.value.metrics),
+            // A limit reached: the API answers 429 with the line.
+            ...(result.value.metrics.outcome === 'budget' ? { budget: true } : {}),
+          },
           ...completes,
         });
       }

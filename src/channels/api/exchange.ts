@@ -39,6 +39,9 @@ export interface ExchangeUsage {
   cachedTokens: number;
 }
 
+/** Where a delta comes from: the model writing, or a whole message. */
+export type DeltaSource = 'live' | 'message';
+
 /** How the exchange ended. */
 export type ExchangeEnd =
   /** The turn answered (or an at-once command did). */
@@ -59,8 +62,11 @@ export type ExchangeBus = Pick<
 export interface ExchangeOptions {
   bus: ExchangeBus;
   message: InboundMessageInput & { metadata: { replyAddress: string } };
-  /** Fresh text to show a streaming client (deltas, in order). Absent: only the end counts. */
-  onDelta?: (text: string) => void;
+  /**
+   * Fresh text to show a streaming client (deltas, in order), and whether it is the model writing
+   * (`live`) or a whole message (a notice, a mid-turn message, the reply). Absent: only the end counts.
+   */
+  onDelta?: (text: string, source: DeltaSource) => void;
   /** The request's time limit: past it the exchange ends (`timeout`) and the turn is stopped. */
   timeoutMs: number;
   /** The client went away: the turn is stopped like `/stop`. */
@@ -178,7 +184,7 @@ class Collected {
   /** The messages the turn sent, each whole (mid-turn ones, an at-once answer, the reply). */
   readonly messages: string[] = [];
 
-  constructor(private readonly onDelta: ((text: string) => void) | undefined) {}
+  constructor(private readonly onDelta: ((text: string, source: DeltaSource) => void) | undefined) {}
 
   text(): string {
     return this.#parts.join('');
@@ -189,16 +195,16 @@ class Collected {
     if (content.trim() === '') return;
     this.messages.push(content);
     this.#iteration = '';
-    this.#emit(this.#parts.length > 0 ? `\n\n${content}` : content);
+    this.#emit(this.#parts.length > 0 ? `\n\n${content}` : content, 'message');
   }
 
   /** A live snapshot of the current iteration's text. */
   live(text: string): void {
     if (text === '') return;
     if (text.startsWith(this.#iteration)) {
-      this.#emit(text.slice(this.#iteration.length));
+      this.#emit(text.slice(this.#iteration.length), 'live');
     } else {
-      this.#emit(this.#parts.length > 0 ? `\n\n${text}` : text);
+      this.#emit(this.#parts.length > 0 ? `\n\n${text}` : text, 'live');
     }
     this.#iteration = text;
   }
@@ -207,15 +213,15 @@ class Collected {
   final(content: string): void {
     if (this.#iteration !== '' && content.startsWith(this.#iteration)) {
       this.messages.push(content);
-      this.#emit(content.slice(this.#iteration.length));
+      this.#emit(content.slice(this.#iteration.length), 'message');
     } else this.message(content);
     this.#iteration = '';
   }
 
-  #emit(text: string): void {
+  #emit(text: string, source: DeltaSource): void {
     if (text === '') return;
     this.#parts.push(text);
-    this.onDelta?.(text);
+    this.onDelta?.(text, source);
   }
 }
 

@@ -16,7 +16,13 @@ import { routeCommand } from '../../commands/router.js';
 import type { ApiKey } from '../../config/api-keys.js';
 import { describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
-import { type ExchangeBus, type ExchangeEnd, type ExchangeUsage, runExchange } from './exchange.js';
+import {
+  type DeltaSource,
+  type ExchangeBus,
+  type ExchangeEnd,
+  type ExchangeUsage,
+  runExchange,
+} from './exchange.js';
 import { readImages } from './images.js';
 import { findKey } from './keys.js';
 import { type ChatRequest, readChatRequest } from './request.js';
@@ -211,7 +217,9 @@ async function completions(
       timeoutMs: o.timeoutMs,
       signal: gone.signal,
       replay: idempotency !== undefined && idempotency !== '',
-      ...(request.stream ? { onDelta: (text: string) => answer.delta(text) } : {}),
+      ...(request.stream
+        ? { onDelta: (text: string, source: DeltaSource) => answer.delta(text, source) }
+        : {}),
     });
   const stopWaiting = answer.waitPatiently();
   let end: ExchangeEnd;
@@ -247,8 +255,9 @@ class Answer {
       : undefined;
   }
 
-  delta(text: string): void {
-    this.#sse?.delta(text);
+  /** Text for a streaming client: the model's words begin the stream; a whole message waits for them (or the end). */
+  delta(text: string, source: DeltaSource): void {
+    this.#sse?.delta(text, source === 'message');
   }
 
   /**

@@ -18,6 +18,8 @@ export interface SseIdentity {
 
 export class SseAnswer {
   #started = false;
+  /** Text held until the stream begins (whole messages before the model's first words). */
+  readonly #held: string[] = [];
 
   constructor(
     private readonly res: Response,
@@ -29,11 +31,18 @@ export class SseAnswer {
     return this.#started;
   }
 
-  /** Sends `text` as the next piece of the answer. */
-  delta(text: string): void {
+  /**
+   * Sends `text` as the next piece of the answer; with `hold`, keeps it until the stream begins
+   * (so a turn refused at once, after a notice, still gets its status code).
+   */
+  delta(text: string, hold = false): void {
     if (text === '' || this.res.writableEnded) return;
+    if (hold && !this.#started) {
+      this.#held.push(text);
+      return;
+    }
     this.#start();
-    this.#chunk([{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }]);
+    this.#content(text);
   }
 
   /**
@@ -77,6 +86,11 @@ export class SseAnswer {
     this.#chunk([
       { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
     ]);
+    for (const text of this.#held.splice(0)) this.#content(text);
+  }
+
+  #content(text: string): void {
+    this.#chunk([{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }]);
   }
 
   #chunk(

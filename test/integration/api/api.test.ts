@@ -398,6 +398,41 @@ describe('the OpenAI-compatible API', () => {
   });
 });
 
+describe('the API with a budget spent', () => {
+  it('answers 429 with the budget line, streaming or not, and the model is not called', async () => {
+    const openai = await startFakeOpenAI();
+    const workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-api-budget-'));
+    const port = await closedPort();
+    let budgetRole: RunningRole | undefined;
+    try {
+      const config = roleConfig(
+        { workspace, openai },
+        { MAGPIE_API_PORT: String(port), MAGPIE_API_KEYS: `${KEY}:phone`, MAGPIE_BUDGET_DAILY_TOKENS: '100' },
+      );
+      budgetRole = await startRole({ role: 'start', config, logger: silentLogger() });
+      const budgeted = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: KEY, maxRetries: 0 });
+      const refused = await budgeted.chat.completions
+        .create({ model: 'main', messages: [{ role: 'user', content: 'spend please' }] })
+        .then(
+          () => undefined,
+          (e: unknown) => e as { status: number; code: string; message: string },
+        );
+      expect(refused).toMatchObject({ status: 429, code: 'insufficient_quota' });
+      expect(refused?.message).toMatch(/limit of 100 tokens is spent/);
+      await expect(
+        budgeted.chat.completions.create({
+          model: 'main',
+          messages: [{ role: 'user', content: 'stream please' }],
+          stream: true,
+        }),
+      ).rejects.toMatchObject({ status: 429 });
+      expect(openai.requests).toHaveLength(0);
+    } finally {
+      await stopRoleAndFakes(budgetRole, [openai], workspace);
+    }
+  });
+});
+
 describe('the API misconfigured', () => {
   it('a port without keys stops start-up with one line, exit 2', async () => {
     const openai = await startFakeOpenAI();
