@@ -30,6 +30,7 @@ import type { LLMProvider } from '../providers/types.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import type { SessionStore } from '../sessions/types.js';
 import { SkillsLoader } from '../skills/loader.js';
+import type { AgentAsker } from '../tools/ask-agent.js';
 import { buildTools } from '../tools/catalog.js';
 import type { CronTaskStore } from '../tools/cron.js';
 import { ToolRegistry } from '../tools/registry.js';
@@ -75,6 +76,8 @@ export interface BuildAgentOptions {
   helperQueue?: HelperQueue;
   /** Records running helpers for `magpie status`. @defaultValue the log only */
   helperTracker?: HelperTracker;
+  /** The other agents this one may ask (agents.json `canAsk`). Without it there is no `ask_agent` tool. */
+  askAgent?: AgentAsker;
   /** Delegation depth limit of helpers. @defaultValue 2 */
   maxHelperDepth?: number;
   /** The MCP servers' tools (startMcp); none without an mcp.json. */
@@ -226,10 +229,18 @@ async function agentTools(
       helpers: built.helpers,
       ...(options.helperQueue ? { helperQueue: options.helperQueue } : {}),
       ...(options.cronStore ? { cronStore: options.cronStore } : {}),
+      ...(options.askAgent ? { askAgent: options.askAgent } : {}),
       config,
     }),
-    { secrets, defaultTimeLimitMs: config.tools.timeoutMs },
+    { secrets, defaultTimeLimitMs: config.tools.timeoutMs, allows: toolAllows(config) },
   );
+}
+
+/** agents.json's `tools.allow`/`deny` as a test of a tool's name (MCP tools too); unset: every tool. */
+function toolAllows(config: Config): (name: string) => boolean {
+  const allow = config.toolFilter?.allow;
+  const deny = config.toolFilter?.deny ?? [];
+  return (name) => (allow === undefined || allow.includes(name)) && !deny.includes(name);
 }
 
 /**

@@ -8,6 +8,9 @@
 import { visionCapable } from '../agent/model-vision.js';
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
+import { agentConfig } from '../agents/agent-config.js';
+import { agentFor } from '../agents/routes.js';
+import { type AgentsFile, loadAgents, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
@@ -16,11 +19,12 @@ import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
 import type { ChannelStartDeps } from '../channels/descriptor.js';
 import { enabledChannels } from '../channels/registry.js';
 import type { Channel } from '../channels/types.js';
-import { type Config, streamsTo } from '../config/index.js';
+import { type Config, environment, streamsTo } from '../config/index.js';
 import { OutboundDelivery } from '../delivery/outbound-delivery.js';
-import { describeError } from '../errors/index.js';
+import { ConfigError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { startMcp } from '../mcp/start.js';
+import { type AgentAsker, ASK_CHAT_PREFIX, ASK_TIME_LIMIT_MS } from '../tools/ask-agent.js';
 import type { SandboxStatus } from '../tools/sandbox.js';
 import type { HelperQueue } from '../tools/spawn.js';
 import { TurnWorker } from '../worker/turn-worker.js';
@@ -41,6 +45,8 @@ export interface RoleOptions {
   shutdownTimeoutMs?: number;
   /** magpie's environment with the flags on top, for `${VAR}` in mcp.json. @defaultValue process.env */
   env?: NodeJS.ProcessEnv;
+  /** A worker serving one agent of agents.json only (`magpie worker --agent ID`). @defaultValue every agent */
+  agent?: string;
 }
 
 /** A running role; `stop()` shuts it down in order (same promise every time). */
@@ -76,14 +82,60 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
     await local?.stop();
   };
   try {
-    if (role !== 'worker') buses.push(await Bus.connect({ config, logger, url: local?.url }));
-    if (role !== 'gateway') buses.push(await Bus.connect({ config, logger, url: local?.url, patient: true }));
+    // agents.json: the assistants this bus serves (main alone without the file); a bad file ends here (exit 2).
+    const agents = agentsOf(options);
+    const connect = async (agentConfig: Config, patient: boolean) => {
+      const bus = await Bus.connect({
+        config: agentConfig,
+        logger,
+        url: local?.url,
+        ...(patient ? { patient } : {}),
+      });
+      buses.push(bus);
+      return bus;
+    };
+    const gatewayBus = role !== 'worker' ? await connect(config, false) : undefined;
+    const workerBus = role !== 'gateway' ? await connect(config, true) : undefined;
     // A process whose workspace is not the bus's refuses here, before it takes any message.
-    await checkWorkspaceIdentity({ bus: buses[0] as Bus, workspace: config.workspace, logger });
+    await checkWorkspaceIdentity({
+      bus: (gatewayBus ?? workerBus) as Bus,
+      workspace: config.workspace,
+      logger,
+    });
     // Gateway first, so closing (in reverse) stops the worker's intake and turns before delivery drains.
-    if (role !== 'worker') parts.push(...(await startGateway(buses[0] as Bus, options)));
-    if (role !== 'gateway')
-      parts.push(...(await startWorker(buses[buses.length - 1] as Bus, { ...options, execSandbox })));
+    if (gatewayBus) {
+      const agentBuses = new Map<string, Bus>([[MAIN_AGENT, gatewayBus]]);
+      for (const [id, agentConfig] of agents.configs)
+        if (id !== MAIN_AGENT) agentBuses.set(id, await connect(agentConfig, false));
+      parts.push(...(await startGateway(gatewayBus, options, agents, agentBuses)));
+    }
+    // ask_agent's way to the others: each agent's bus, connected when first asked.
+    const asked = new Map<string, Promise<Bus>>();
+    const agentBus = (id: string): Promise<Bus> => {
+      const agentConfig = agents.configs.get(id);
+      if (!agentConfig) return Promise.reject(new Error(`no agent "${id}"`));
+      let bus = asked.get(id);
+      if (!bus) {
+        bus = connect(agentConfig, true);
+        asked.set(id, bus);
+      }
+      return bus;
+    };
+    if (workerBus) {
+      for (const [id, agentConfig] of agents.configs) {
+        if (options.agent !== undefined && options.agent !== id) continue;
+        const bus = id === MAIN_AGENT ? workerBus : await connect(agentConfig, true);
+        if (id !== MAIN_AGENT)
+          await checkWorkspaceIdentity({ bus, workspace: agentConfig.workspace, logger });
+        const sandbox =
+          id === MAIN_AGENT
+            ? execSandbox
+            : await (await import('./build-agent.js')).resolveExecSandbox(agentConfig, logger);
+        parts.push(
+          ...(await startWorker(bus, { ...options, config: agentConfig, execSandbox: sandbox, agentBus })),
+        );
+      }
+    }
     if (role !== 'worker' && config.dashboard.port)
       parts.push(await startDashboardPart(buses[0] as Bus, options));
   } catch (err) {
@@ -108,7 +160,11 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
 }
 
 /** What the worker's steps share: its bus and the options of the role. */
-type WorkerOptions = RoleOptions & { execSandbox?: SandboxStatus };
+type WorkerOptions = RoleOptions & {
+  execSandbox?: SandboxStatus;
+  /** The bus of another agent, for ask_agent (connected once, closed with the role). */
+  agentBus?: (agent: string) => Promise<Bus>;
+};
 
 /**
  * The worker's parts, in start order (closed in reverse): MCP servers, the cron
@@ -238,6 +294,9 @@ async function buildWorkerAgent(
       modelChoices: bus.modelChoiceStore(),
       approvalRules: bus.approvals,
       budget: parts.budget,
+      ...(options.agentBus && config.agent.canAsk.length > 0
+        ? { askAgent: agentAsker(config, options.agentBus) }
+        : {}),
       ...(mcp ? { mcp } : {}),
       ...(options.execSandbox ? { execSandbox: options.execSandbox } : {}),
     });
@@ -277,8 +336,79 @@ async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOpti
   return { worker, beat };
 }
 
-async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
+/**
+ * ask_agent's port: the question goes to the other agent's bus as a CLI message in the session
+ * `cli:ask-<asker>` and the answer comes back through its reply list (channels/cli/client.ts).
+ * The question is wrapped so it is never read as a chat command (an asker must not answer the
+ * other agent's approval questions with `/approve`).
+ */
+function agentAsker(config: Config, agentBus: (agent: string) => Promise<Bus>): AgentAsker {
+  const self = config.agent.id;
+  const chatId = `${ASK_CHAT_PREFIX}${self}`;
+  return {
+    self,
+    agents: config.agent.canAsk,
+    async ask(agent, question, signal) {
+      const bus = await agentBus(agent);
+      // The gateway's CLI channel keeps every agent's replies under main's prefix.
+      const replies = await agentBus(MAIN_AGENT);
+      const stop = () => void bus.cancel(`cli:${chatId}`).catch(() => false);
+      signal.addEventListener('abort', stop, { once: true });
+      try {
+        const { sendAndWait } = await import('../channels/cli/client.js');
+        const reply = await sendAndWait(replies, {
+          content: `The assistant "${self}" asks you:\n\n${question}`,
+          chatId,
+          timeoutMs: ASK_TIME_LIMIT_MS,
+          publishTo: bus,
+        });
+        if (reply.kind === 'error') throw new Error(reply.content);
+        return reply.content;
+      } finally {
+        signal.removeEventListener('abort', stop);
+      }
+    },
+  };
+}
+
+/** The agents of agents.json with their configurations (main's is `.env`'s), checked before anything starts. */
+function agentsOf(options: RoleOptions): { file: AgentsFile; configs: Map<string, Config> } {
+  const { config } = options;
+  const file = loadAgents({
+    file: config.agentsFile,
+    workspace: config.workspace,
+    stateDir: config.stateDir,
+  });
+  if (options.agent !== undefined && !file.agents.some((a) => a.id === options.agent))
+    throw new ConfigError(
+      `--agent ${options.agent}: no such agent (${file.file ? `agents in ${file.file}` : 'without agents.json there is only'}: ${file.agents.map((a) => a.id).join(', ')})`,
+    );
+  const env = options.env ?? environment();
+  const configs = new Map<string, Config>();
+  for (const spec of file.agents)
+    configs.set(spec.id, spec.id === MAIN_AGENT && !file.file ? config : agentConfig(config, spec, env));
+  return { file, configs };
+}
+
+/**
+ * The channels, each with its outbound delivery from every agent's bus. With
+ * several agents, the gateway's bus sends each inbound message to its agent's
+ * bus (agents.json's routes) and `/stop` and answers to all.
+ */
+async function startGateway(
+  bus: Bus,
+  options: RoleOptions,
+  agents: { file: AgentsFile },
+  agentBuses: ReadonlyMap<string, Bus>,
+): Promise<Part[]> {
   const { config, logger } = options;
+  if (agentBuses.size > 1) {
+    const all = [...agentBuses.values()];
+    bus.routeInbound({
+      busFor: (message) => agentBuses.get(agentFor(message, agents.file)) ?? bus,
+      all: () => all,
+    });
+  }
   const deps: ChannelStartDeps = { config, bus, logger, pairing: bus.pairingStore() };
   // Every registered channel its settings enable (src/channels/registry.ts), in registry order.
   const channels: Channel[] = [];
@@ -288,15 +418,18 @@ async function startGateway(bus: Bus, options: RoleOptions): Promise<Part[]> {
   const parts: Part[] = [];
   for (const channel of channels) {
     const live = streamsTo(config, channel.name);
-    const delivery = await OutboundDelivery.start({ bus, channel, logger, live });
+    // Every agent's answers to this channel: one delivery per agent's outbound queue.
+    const deliveries: OutboundDelivery[] = [];
+    for (const agentBus of agentBuses.values())
+      deliveries.push(await OutboundDelivery.start({ bus: agentBus, channel, logger, live }));
     await channel.start();
-    // Closed in reverse: the channel stops after its queue has drained and its consumer closed.
+    // Closed in reverse: the channel stops after its queues have drained and their consumers closed.
     parts.push({ name: `${channel.name} channel`, close: () => channel.stop() });
     parts.push({
       name: `${channel.name} delivery`,
       close: async () => {
-        await delivery.drained(10_000);
-        await delivery.close();
+        for (const delivery of deliveries) await delivery.drained(10_000);
+        for (const delivery of deliveries) await delivery.close();
       },
     });
   }

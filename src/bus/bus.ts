@@ -130,6 +130,18 @@ export class Bus implements WebEventBus {
   }
 
   /** Connects to Redis (failing fast with REDIS_UNAVAILABLE, exit 3). */
+  /** Where a gateway's inbound goes when several agents share it; absent: here. */
+  #router: InboundRouter | undefined;
+
+  /**
+   * Sends every inbound message to its agent's bus, and `/stop` and approval answers to
+   * every agent's (src/agents: the gateway of several agents). The buses `router` returns
+   * must have no router of their own.
+   */
+  routeInbound(router: InboundRouter): void {
+    this.#router = router;
+  }
+
   static async connect(options: BusConnectOptions): Promise<Bus> {
     const url = options.url ?? (await resolveRedisUrl(options.config));
     const redis = await connectProducer(url, options.patient ?? false);
@@ -153,6 +165,9 @@ export class Bus implements WebEventBus {
    */
   async publishInbound(input: InboundMessageInput): Promise<void> {
     const message = parseInbound(input);
+    // Several agents: the message goes to its agent's bus (which has no router of its own).
+    const target = this.#router?.busFor(message);
+    if (target && target !== this) return target.publishInbound(message);
     const sessionKey = sessionKeyOf(message);
     await this.guard(async () => {
       const added = await this.mailbox(sessionKey).push(message);
@@ -181,6 +196,18 @@ export class Bus implements WebEventBus {
    * cancelled (the parked turn then ends "Stopped."); true when there was either. Queued messages stay.
    */
   async cancel(sessionKey: string): Promise<boolean> {
+    const router = this.#router;
+    if (router) {
+      // The session may be any agent's: each bus stops its own (a key no agent runs stops nothing).
+      const stopped = await Promise.all(
+        router.all().map((b) => (b === this ? this.#cancelHere(sessionKey) : b.cancel(sessionKey))),
+      );
+      return stopped.some(Boolean);
+    }
+    return this.#cancelHere(sessionKey);
+  }
+
+  async #cancelHere(sessionKey: string): Promise<boolean> {
     return this.guard(async () => {
       const running = await publishCancel(this.redis, this.prefix, sessionKey);
       const pending = await this.approvals.get(sessionKey);
@@ -203,6 +230,21 @@ export class Bus implements WebEventBus {
    * (bus/approvals.ts) and, when it did, wakes a worker to go on with the turn.
    */
   async answerApproval(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome> {
+    const router = this.#router;
+    if (router) {
+      // The question is one agent's: the first bus that knows it answers.
+      for (const b of router.all()) {
+        const outcome = await (b === this
+          ? this.#answerHere(sessionKey, answer)
+          : b.answerApproval(sessionKey, answer));
+        if (outcome.kind !== 'none') return outcome;
+      }
+      return { kind: 'none' };
+    }
+    return this.#answerHere(sessionKey, answer);
+  }
+
+  async #answerHere(sessionKey: string, answer: ApprovalAnswer): Promise<AnswerOutcome> {
     return this.guard(async () => {
       const outcome = await this.approvals.answer(sessionKey, answer);
       if (outcome.kind === 'decided') await this.enqueueTurn(sessionKey);
@@ -467,6 +509,14 @@ export class Bus implements WebEventBus {
       throw redisUnavailable(this.url, err);
     }
   }
+}
+
+/** Which bus takes a gateway's inbound message when several agents share the gateway. */
+export interface InboundRouter {
+  /** The bus of the message's agent (this bus for the default agent). */
+  busFor(message: InboundMessage): Bus;
+  /** Every agent's bus, this one included. */
+  all(): readonly Bus[];
 }
 
 /**

@@ -18,6 +18,7 @@ const ROLE_FLAGS = {
   'lock-duration': { type: 'string' },
   'stalled-interval': { type: 'string' },
   'shutdown-timeout': { type: 'string' },
+  agent: { type: 'string' },
   ...WORKSPACE_FLAG,
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -29,6 +30,7 @@ export const ROLE_OPTIONS_HELP = `options:
   --stalled-interval D   how often crashed turns are looked for (default 15s)
   --shutdown-timeout D   how long SIGINT/SIGTERM waits for running turns (default 60s)
   --workspace DIR        overrides MAGPIE_WORKSPACE
+  --agent ID             (worker) take the turns of this agent of agents.json only (default: every agent)
   -h, --help             this help`;
 
 type RoleValues = ReturnType<typeof parseCommandArgs<typeof ROLE_FLAGS>>['values'];
@@ -57,12 +59,15 @@ export async function runRoleCommand(
   reportShed(shed, logger);
   const flagMs = (name: 'lock-duration' | 'stalled-interval' | 'shutdown-timeout') =>
     durationFlag(role, values, name);
+  if (values.agent !== undefined && role !== 'worker')
+    throw new ConfigError(`magpie ${role}: --agent is for magpie worker (a gateway and start serve every agent)`);
   return runRole({
     role,
     config,
     logger,
     concurrency: concurrencyFlag(role, values),
     env: commandEnv(values),
+    ...(values.agent !== undefined ? { agent: values.agent } : {}),
     shutdownTimeoutMs: flagMs('shutdown-timeout'),
     tuning: { lockDurationMs: flagMs('lock-duration'), stalledIntervalMs: flagMs('stalled-interval') },
   });

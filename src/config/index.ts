@@ -122,6 +122,10 @@ const CORE_ENV_TAIL = {
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? './mcp.json' : v.trim())),
   MAGPIE_MCP_TIMEOUT: duration('60s'),
+  MAGPIE_AGENTS_CONFIG: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? './agents.json' : v.trim())),
   MAGPIE_WEB_SEARCH: optionalText.refine(
     (v) => v === undefined || (SEARCH_BACKENDS as readonly string[]).includes(v) || v === 'off',
     { message: `must be one of ${SEARCH_BACKENDS.join(', ')} or off` },
@@ -199,7 +203,19 @@ export interface Config {
    * outside the workspace, never visible to the tools.
    */
   stateDir: string;
-  agent: { maxIterations: number };
+  agent: {
+    maxIterations: number;
+    /** Which assistant this is (agents.json; `main` without it). */
+    id: string;
+    /** Its display name, when agents.json gives one. */
+    name?: string;
+    /** The agents its ask_agent tool may ask (agents.json `canAsk`). */
+    canAsk: readonly string[];
+  };
+  /** agents.json (MAGPIE_AGENTS_CONFIG), absolute; it may not exist (then one agent, `main`). */
+  agentsFile: string;
+  /** The tools this agent may use (agents.json `tools.allow`/`deny`); unset: all. */
+  toolFilter?: { allow?: readonly string[]; deny?: readonly string[] };
   tools: {
     execTimeoutMs: number;
     /** Time limit of a tool call for tools without their own (exec: its timeout plus a grace; subagent: 30 min). */
@@ -352,7 +368,8 @@ function buildConfig(
     },
     workspace,
     stateDir,
-    agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS },
+    agent: { maxIterations: e.MAGPIE_MAX_ITERATIONS, id: 'main', canAsk: [] },
+    agentsFile: path.resolve(e.MAGPIE_AGENTS_CONFIG),
     tools: {
       execTimeoutMs: e.MAGPIE_EXEC_TIMEOUT,
       timeoutMs: e.MAGPIE_TOOL_TIMEOUT,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, describeError } from '../errors/index.js';
 import { type Expansion, expandRecord, expandVariables, newExpansion } from './expand.js';
-import { describeJsonError, stripJsonComments } from './jsonc.js';
+import { describeJsonError, stripJsonComments } from '../config/jsonc.js';
 
 /** What every server spec has. */
 interface ServerSpecBase {

@@ -6,6 +6,7 @@
  */
 import type { Config } from '../config/index.js';
 import { createAppendFileTool } from './append-file.js';
+import { type AgentAsker, createAskAgentTool } from './ask-agent.js';
 import type { CronTaskStore } from './cron.js';
 import { createEditFileTool } from './edit-file.js';
 import { createExecTool } from './exec.js';
@@ -69,6 +70,8 @@ export interface ToolDeps {
   cronStore?: CronTaskStore;
   /** The config, for the cron tool's time zone and limits. */
   config?: Config;
+  /** The other agents this one may ask (agents.json `canAsk`); without it there is no `ask_agent`. */
+  askAgent?: AgentAsker;
 }
 
 /** The deps a tool may need beyond the workspace: the tool is built only when all of them are given. */
@@ -155,6 +158,12 @@ export const TOOL_CATALOG: readonly ToolDescriptor[] = [
     // Loaded only when there is a store: the cron tool's module reaches the bus's (bullmq) code.
     create: async (d) =>
       (await import('./cron.js')).createCronTool({ store: need(d.cronStore), config: need(d.config) }),
+  },
+  {
+    name: 'ask_agent',
+    readOnly: true,
+    needs: ['askAgent'],
+    create: (d) => createAskAgentTool(need(d.askAgent)),
   },
 ];
 

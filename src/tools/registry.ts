@@ -38,6 +38,8 @@ export interface ToolRegistryOptions {
    * @defaultValue {@link DEFAULT_TOOL_TIME_LIMIT_MS} (2 minutes)
    */
   defaultTimeLimitMs?: number;
+  /** Which tools this agent may have (agents.json `tools.allow`/`deny`); a refused one is not registered. @defaultValue all */
+  allows?: (name: string) => boolean;
 }
 
 /** What a call answers when its time limit is reached. */
@@ -85,6 +87,7 @@ export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly secrets: string[];
   private readonly defaultTimeLimitMs: number;
+  private readonly allows: (name: string) => boolean;
   /** Each tool's definition, made once: a tool's schema does not change, and zod's JSON Schema output is costly per turn. */
   private readonly defs = new WeakMap<Tool, ToolDefinition>();
 
@@ -98,14 +101,16 @@ export class ToolRegistry {
       );
     }
     this.defaultTimeLimitMs = limit;
+    this.allows = options.allows ?? (() => true);
     this.secrets = [...(options.secrets ?? [])].filter(
       (s): s is string => typeof s === 'string' && s.length >= 4,
     );
     for (const tool of tools) this.register(tool);
   }
 
-  /** Adds a tool. @throws AppError INTERNAL when the name is taken. */
+  /** Adds a tool (unless `allows` refuses its name: then nothing). @throws AppError INTERNAL when the name is taken. */
   register(tool: Tool): this {
+    if (!this.allows(tool.name)) return this;
     if (this.tools.has(tool.name)) {
       throw new AppError('INTERNAL', `a tool named ${tool.name} is already registered`);
     }

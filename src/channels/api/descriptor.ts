@@ -35,7 +35,12 @@ export const apiChannel = defineChannel({
   enabled: (s) => s.port !== undefined,
   async create(deps, settings) {
     const { ApiChannel } = await import('./channel.js');
+    const { loadAgents } = await import('../../agents/spec.js');
+    const { config } = deps;
+    // GET /v1/models lists the agents; a request's `model` picks one (agents.json).
+    const agents = loadAgents({ file: config.agentsFile, workspace: config.workspace, stateDir: config.stateDir });
     return new ApiChannel({
+      agents: agents.agents.map((a) => a.id),
       bus: deps.bus,
       logger: deps.logger,
       settings,

@@ -206,7 +206,8 @@ async function completions(
     content: request.text,
     media: images.media,
     platformMessageId: address,
-    metadata: { replyAddress: address },
+    // The model named the agent: the gateway's router sends the message to it.
+    metadata: { replyAddress: address, agent: request.model },
   };
   const sessionKey = session ? `api:${key.name}/${session}` : `api:${key.name}`;
   const answer = new Answer(res, request, `chatcmpl-${address}`);
@@ -225,7 +226,7 @@ async function completions(
   let end: ExchangeEnd;
   try {
     // At-once commands do not wait for the session's running request (that is what /stop is for).
-    end = routeCommand(request.text).runs === 'at-once' ? await run() : await sessions.run(sessionKey, run);
+    end = routeCommand(request.text).runs === 'at-once' ? await run() : await sessions.run(`${request.model}\0${sessionKey}`, run);
   } catch (err) {
     o.logger.warn({ err: describeError(err), key: key.name }, 'api request not queued');
     answer.fail(

@@ -36,6 +36,12 @@ export interface SendOptions {
    * reply. Absent: snapshots are not listened for. @defaultValue none
    */
   onLive?: (update: LiveUpdate) => void;
+  /**
+   * Where the message is queued when not on `bus`: another agent's bus (ask_agent). The answer
+   * still comes back through `bus`, the gateway's prefix, where the CLI channel keeps replies.
+   * @defaultValue `bus`
+   */
+  publishTo?: Pick<Bus, 'publishInbound'>;
 }
 
 /**
@@ -104,7 +110,7 @@ async function publishAndWait(
         }),
       );
     }
-    await bus.publishInbound(message);
+    await (options.publishTo ?? bus).publishInbound(message);
     wait.arm();
     return await wait.reply;
   } finally {
