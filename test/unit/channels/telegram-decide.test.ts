@@ -36,7 +36,7 @@ function context(): DecideContext {
     allowFrom: ['111'],
     pairing: new RedisPairingStore(redis, `test-${randomUUID()}`),
   });
-  return { bot, access, maxMediaBytes: 1024 * 1024 };
+  return { channel: 'telegram', bot, access, maxMediaBytes: 1024 * 1024 };
 }
 
 let nextId = 1;
