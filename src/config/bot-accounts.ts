@@ -34,8 +34,10 @@ export function parseBotAccounts(text: string): { accounts: BotAccount[] } | { p
     const name = entry.slice(0, eq).trim();
     const token = entry.slice(eq + 1).trim();
     // The name is not shown when it is wrong: a token written first would be printed.
-    if (!NAME.test(name)) return { problem: `${where}: the name must be 1 to 20 lower-case letters or digits` };
-    if (token === '' || /\s/.test(token)) return { problem: `${where} ("${name}") has no token, or one with spaces` };
+    if (!NAME.test(name))
+      return { problem: `${where}: the name must be 1 to 20 lower-case letters or digits` };
+    if (token === '' || /\s/.test(token))
+      return { problem: `${where} ("${name}") has no token, or one with spaces` };
     if (accounts.some((a) => a.name === name)) return { problem: `the name "${name}" is given twice` };
     const same = accounts.find((a) => a.token === token);
     if (same) return { problem: `"${name}" has the same token as "${same.name}"` };

@@ -35,13 +35,25 @@ export async function startTokenRouter(targets: Readonly<Record<string, string>>
     const target = token === undefined ? undefined : targets[token];
     if (!target) {
       res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ok: false, error_code: 401, description: 'Unauthorized', message: '401: Unauthorized', code: 0 }));
+      res.end(
+        JSON.stringify({
+          ok: false,
+          error_code: 401,
+          description: 'Unauthorized',
+          message: '401: Unauthorized',
+          code: 0,
+        }),
+      );
       return;
     }
-    const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = request(
+      new URL(req.url ?? '/', target),
+      { method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     // A client that leaves (an aborted long poll) ends the upstream request too.
     res.on('close', () => upstream.destroy());

@@ -168,10 +168,7 @@ export class DiscordChannel implements Channel {
       );
     });
     try {
-      await Promise.race([
-        this.client.login(this.token).then(() => ready),
-        timeout,
-      ]);
+      await Promise.race([this.client.login(this.token).then(() => ready), timeout]);
     } catch (err) {
       await this.client
         .destroy()

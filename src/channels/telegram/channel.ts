@@ -132,7 +132,9 @@ export class TelegramChannel implements Channel {
       me = await this.telegram.getMe();
     } catch (err) {
       if (err instanceof TelegramError && (err.code === 401 || err.code === 404)) {
-        throw new ConfigError(`${this.tokenSource} was refused by Telegram (401 Unauthorized): check the token`);
+        throw new ConfigError(
+          `${this.tokenSource} was refused by Telegram (401 Unauthorized): check the token`,
+        );
       }
       throw new AppError('DELIVERY_TRANSIENT', `Telegram is unreachable: ${describeError(err)}`, {
         cause: err,

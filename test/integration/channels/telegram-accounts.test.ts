@@ -46,7 +46,10 @@ const owner = { id: 5001, first_name: 'Owner', username: 'owner' };
 /** Every text a fake bot sent or edited into a chat (previews included). */
 function everythingSent(fake: FakeTelegram, chatId: number): string[] {
   return fake.calls
-    .filter((c) => ['sendMessage', 'editMessageText'].includes(c.method) && String(c.params.chat_id) === String(chatId))
+    .filter(
+      (c) =>
+        ['sendMessage', 'editMessageText'].includes(c.method) && String(c.params.chat_id) === String(chatId),
+    )
     .map((c) => String(c.params.text));
 }
 

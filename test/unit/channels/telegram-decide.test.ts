@@ -183,6 +183,33 @@ describe('decideUpdate', () => {
     });
   });
 
+  it('names a named bot account’s messages and presses by its instance (channel, id, and so the session)', async () => {
+    const ctx = { ...context(), channel: 'telegram-family' };
+    const message = await decideUpdate(update({ text: 'hi' }), ctx);
+    expect(message).toMatchObject({ kind: 'publish', message: { channel: 'telegram-family' } });
+    if (message.kind !== 'publish') throw new Error('expected publish');
+    expect(message.message.id).toMatch(/^telegram-family:111:\d+$/);
+    const press = await decideUpdate(
+      {
+        update_id: nextId++,
+        callback_query: {
+          id: 'q-family',
+          from: owner,
+          data: '/approve K7QF2',
+          message: { message_id: 556, chat: { id: 111, type: 'private' } },
+        },
+      },
+      ctx,
+    );
+    expect(press).toMatchObject({
+      kind: 'press',
+      decision: {
+        kind: 'publish',
+        message: { id: 'telegram-family:111:cbq:q-family', channel: 'telegram-family' },
+      },
+    });
+  });
+
   describe('a button press (callback_query)', () => {
     const query = (from: TgUser, message?: Partial<TgMessage>, data = '/approve K7QF2'): TgUpdate => ({
       update_id: nextId++,
