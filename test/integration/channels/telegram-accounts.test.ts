@@ -67,7 +67,12 @@ beforeAll(async () => {
     [TOKENS.work]: work.apiRoot,
   });
   openai = await startFakeOpenAI({
-    responder: (req) => ({ content: `echo: ${lastUserText(req).slice(-40)}` }),
+    responder: (req) => {
+      const text = lastUserText(req);
+      if (text.includes('slowly'))
+        return { content: 'a slow answer, written in pieces', pieces: 4, pieceDelayMs: 700 };
+      return { content: `echo: ${text.slice(-40)}` };
+    },
   });
   workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-telegram-accounts-'));
   prefix = `test-${randomUUID()}`;
@@ -158,6 +163,18 @@ describe('several Telegram bots in one gateway', () => {
     expect(work.sent(stranger.id)[0]!.text).toMatch(/pairing approve [A-Z0-9]+/);
     expect(everythingSent(work, stranger.id).join('\n')).not.toContain('echo:');
     expect(everythingSent(main, stranger.id)).toEqual([]);
+  });
+
+  it('shows a live reply through the bot that received the message, and only there', async () => {
+    const chat = { ...owner, id: 5002 };
+    work.pushUpdate(dmUpdate(chat, 'answer slowly'));
+    await work.waitFor(() => work.shown(chat.id).includes('a slow answer, written in pieces'), 20_000);
+    // A preview was posted and then edited into the whole answer.
+    expect(work.edits.filter((e) => e.chat_id === '5002' && e.outcome === 'edited').length).toBeGreaterThan(
+      0,
+    );
+    expect(work.shown(chat.id)).toEqual(['a slow answer, written in pieces']);
+    for (const other of [main, family]) expect(everythingSent(other, chat.id)).toEqual([]);
   });
 
   it('keeps every bot’s token out of the logs', () => {
