@@ -413,7 +413,8 @@ async function startGateway(
   // Every registered channel its settings enable (src/channels/registry.ts), in registry order.
   const channels: Channel[] = [];
   for (const { descriptor, settings } of enabledChannels(config)) {
-    channels.push(await descriptor.create(deps, settings));
+    // A channel with named bot accounts gives one instance per bot (telegram, telegram-family…).
+    channels.push(...[await descriptor.create(deps, settings)].flat());
   }
   const parts: Part[] = [];
   for (const channel of channels) {

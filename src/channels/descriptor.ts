@@ -64,10 +64,14 @@ export interface ChannelDescriptor<
   readonly secretVariables: readonly (keyof Shape & string)[];
   /** Whether the gateway runs it (e.g. its token is set). */
   enabled(settings: Settings, config: ChannelEnableContext): boolean;
-  /** Builds the adapter; loads its module (and SDK) only now. */
-  create(deps: ChannelStartDeps, settings: Settings): Promise<Channel>;
-  /** Its `magpie doctor` check (e.g. the platform accepts the token), skipped when it is off. */
-  doctor?(settings: Settings): Check;
+  /**
+   * Builds the adapter; loads its module (and SDK) only now. A channel with
+   * several bots (named accounts) returns one instance each, every one named
+   * `<channel>-<account>` beside the default `<channel>`.
+   */
+  create(deps: ChannelStartDeps, settings: Settings): Promise<Channel | Channel[]>;
+  /** Its `magpie doctor` check (e.g. the platform accepts the token), skipped when it is off; one per bot when it has several. */
+  doctor?(settings: Settings): Check | Check[];
   /** Its `magpie onboard` step, when it has one. */
   readonly onboard?: ChannelOnboarding;
 }

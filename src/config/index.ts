@@ -556,7 +556,11 @@ export type {
   UnattendedMode,
 } from './sandbox-settings.js';
 
-/** Whether answers to `channel` are shown while they are written (MAGPIE_STREAM, `<CHANNEL>_STREAM`). */
+/**
+ * Whether answers to `channel` are shown while they are written (MAGPIE_STREAM, `<CHANNEL>_STREAM`).
+ * A named bot account (`telegram-family`) follows its channel's switch (`telegram`).
+ */
 export function streamsTo(config: Pick<Config, 'stream'>, channel: string): boolean {
-  return config.stream.channels[channel] ?? config.stream.enabled;
+  const base = channel.split('-', 1)[0]!;
+  return config.stream.channels[channel] ?? config.stream.channels[base] ?? config.stream.enabled;
 }

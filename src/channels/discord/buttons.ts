@@ -4,7 +4,7 @@
  * `custom_id`; and a button interaction read as a Press (channels/press.ts
  * decides what it becomes) in the chat a message there would be in: a DM
  * or server channel is `discord:<channelId>`, a thread
- * `discord:<parentChannelId>/<threadId>`.
+ * `discord:<parentChannelId>/<threadId>` (a named bot's: `discord-<account>:…`).
  */
 import { type ButtonInteraction, ButtonStyle, ComponentType } from 'discord.js';
 import type { OutboundAction } from '../../messages/messages.js';
@@ -38,16 +38,19 @@ export function buttonsBody(actions: readonly OutboundAction[] | undefined): {
   return actions && actions.length > 0 ? { components: actionRows(actions) } : {};
 }
 
-/** The press a button interaction is: its `custom_id`, by the user who clicked, in the button's chat. */
-export function pressOf(interaction: ButtonInteraction): Press {
+/**
+ * The press a button interaction is: its `custom_id`, by the user who clicked, in the button's
+ * chat of `channelName` (`discord`, or `discord-<account>`: the bot whose button it is).
+ */
+export function pressOf(interaction: ButtonInteraction, channelName: string): Press {
   const channelId = interaction.channelId ?? interaction.message.channelId;
   const channel = interaction.channel;
   const parentId = channel?.isThread() ? channel.parentId : null;
   const user = interaction.user;
   const nick = interaction.inCachedGuild() ? interaction.member.displayName : undefined;
   return {
-    id: `discord:${channelId}:int:${interaction.id}`,
-    channel: 'discord',
+    id: `${channelName}:${channelId}:int:${interaction.id}`,
+    channel: channelName,
     data: interaction.customId,
     presser: {
       id: user.id,

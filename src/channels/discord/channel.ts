@@ -6,6 +6,10 @@
  * interaction, through the same buffer) is acknowledged — by taking the
  * buttons off that message when it is taken — and goes to the intake as its
  * command, typed by the presser.
+ *
+ * One instance is one bot: the default one is `discord` (DISCORD_BOT_TOKEN),
+ * each named account `discord-<name>` (DISCORD_ACCOUNTS), with its own client
+ * and gateway connection, queue, sessions, pairing and live replies.
  */
 import {
   type ButtonInteraction,
@@ -18,6 +22,7 @@ import {
   Partials,
   Routes,
 } from 'discord.js';
+import type { BotInstance } from '../../config/bot-accounts.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
@@ -42,6 +47,11 @@ import { deliverMessage, targetChannelId } from './sender.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface DiscordChannelOptions {
+  /**
+   * The bot this instance runs: its channel name, token and where the token is set.
+   * @defaultValue `discord` with DISCORD_BOT_TOKEN
+   */
+  bot?: BotInstance;
   /** Time between typing calls. @defaultValue 8000 */
   typingIntervalMs?: number;
   /** start() gives up when the gateway is not ready by then. @defaultValue 60000 */
@@ -77,8 +87,12 @@ type Received = ReceivedMessage | ReceivedPress;
 
 /** A Channel over discord.js 14. Built by the descriptor (`discordChannel.create`). */
 export class DiscordChannel implements Channel {
-  readonly name = 'discord';
+  /** `discord`, or `discord-<account>`: its queue, its sessions' prefix, its pairing list. */
+  readonly name: string;
   private readonly deps: ChannelDeps;
+  private readonly token: string;
+  /** Where its token is set, for messages about it. */
+  private readonly tokenSource: string;
   private readonly logger: Logger;
   private readonly client: Client;
   private readonly access: AccessControl;
@@ -93,10 +107,13 @@ export class DiscordChannel implements Channel {
   private stopping: Promise<void> | undefined;
 
   constructor(deps: ChannelDeps, options: DiscordChannelOptions = {}) {
-    const token = deps.config.channels.discord.token;
+    const token = options.bot?.token ?? deps.config.channels.discord.token;
     if (!token) throw new ConfigError('DISCORD_BOT_TOKEN is not set: put the bot token in .env');
+    this.name = options.bot?.name ?? 'discord';
+    this.token = token;
+    this.tokenSource = options.bot?.source ?? 'DISCORD_BOT_TOKEN';
     this.deps = deps;
-    this.logger = deps.logger.child({ channel: 'discord' });
+    this.logger = deps.logger.child({ channel: this.name });
     this.readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
     const clientOptions: ClientOptions = {
       intents: [
@@ -124,7 +141,7 @@ export class DiscordChannel implements Channel {
         })
       : undefined;
     this.access = new AccessControl({
-      channel: 'discord',
+      channel: this.name,
       allowFrom: deps.config.channels.discord.allowFrom,
       pairing: deps.pairing,
     });
@@ -133,7 +150,7 @@ export class DiscordChannel implements Channel {
       publish: (received) => this.handle(received),
       idOf: (received) => ('press' in received ? `interaction ${received.press.id}` : received.message.id),
       logger: this.logger,
-      label: 'discord',
+      label: this.name,
       capacity: options.bufferCapacity ?? 1000,
       initialDelayMs: options.bufferRetryMs ?? 200,
     });
@@ -151,15 +168,12 @@ export class DiscordChannel implements Channel {
       );
     });
     try {
-      await Promise.race([
-        this.client.login(this.deps.config.channels.discord.token).then(() => ready),
-        timeout,
-      ]);
+      await Promise.race([this.client.login(this.token).then(() => ready), timeout]);
     } catch (err) {
       await this.client
         .destroy()
         .catch((e: unknown) => this.logger.debug({ err: e }, 'discord destroy failed'));
-      throw toStartError(err);
+      throw toStartError(err, this.tokenSource);
     } finally {
       clearTimeout(timer);
     }
@@ -247,6 +261,7 @@ export class DiscordChannel implements Channel {
     if ('press' in received) return this.handlePress(received);
     const { message } = received;
     received.action ??= await handleInbound(message, {
+      channel: this.name,
       botUserId: this.botUserId || (this.client.user?.id ?? ''),
       access: this.access,
     });
@@ -281,7 +296,7 @@ export class DiscordChannel implements Channel {
    */
   private async handlePress(received: ReceivedPress): Promise<void> {
     const { press } = received;
-    received.decision ??= await decidePress(pressOf(press), this.access);
+    received.decision ??= await decidePress(pressOf(press, this.name), this.access);
     const decision = received.decision;
     const log = this.logger.child({ interactionId: press.id, channelId: press.channelId });
     if (decision.kind === 'ignore') {
@@ -330,11 +345,11 @@ export class DiscordChannel implements Channel {
 }
 
 /** One clear error for a failed login. */
-function toStartError(err: unknown): AppError {
+function toStartError(err: unknown, tokenSource: string): AppError {
   if (err instanceof AppError) return err;
   const code = (err as { code?: unknown }).code;
   if (code === 'TokenInvalid') {
-    return new ConfigError('DISCORD_BOT_TOKEN was refused by Discord: check the token in .env', {
+    return new ConfigError(`${tokenSource} was refused by Discord: check the token in .env`, {
       cause: err,
     });
   }

@@ -6,7 +6,9 @@
  *
  * Sessions: a DM or a server channel is `discord:<channelId>`; a thread is
  * `discord:<parentChannelId>/<threadId>` (chatId = parent, threadId = thread),
- * and replies go to the thread.
+ * and replies go to the thread. A named bot account's messages carry its
+ * instance name instead (`discord-work:<channelId>`), so one person talking
+ * to two bots has two conversations.
  */
 import type { Message } from 'discord.js';
 import { AppError, describeError } from '../../errors/index.js';
@@ -28,6 +30,8 @@ export type InboundAction =
     };
 
 export interface InboundContext {
+  /** The channel instance: `discord`, or `discord-<account>` for a named bot. */
+  channel: string;
   botUserId: string;
   access: AccessControl;
 }
@@ -72,11 +76,12 @@ export async function handleInbound(message: Message, ctx: InboundContext): Prom
     });
   }
   if (!allowed) return { kind: 'ignore', reason: 'unknown sender in a server' };
-  return publishOf(message, sender, isGroup, mention);
+  return publishOf(ctx.channel, message, sender, isGroup, mention);
 }
 
 /** The message to publish (the bot's mention taken out), or ignore when nothing is left. */
 function publishOf(
+  channelName: string,
   message: Message,
   sender: { id: string; username: string; displayName: string },
   isGroup: boolean,
@@ -87,7 +92,7 @@ function publishOf(
   const chatId = inThread ? channel.parentId! : message.channelId;
   const threadId = inThread ? channel.id : undefined;
   const content = message.content.replace(new RegExp(`[ \t]*${mention}[ \t]*`, 'g'), ' ').trim();
-  const route = { channel: 'discord', chatId, ...(threadId ? { threadId } : {}) };
+  const route = { channel: channelName, chatId, ...(threadId ? { threadId } : {}) };
 
   const attachments = [...message.attachments.values()].map((a) => ({
     name: a.name,
@@ -102,7 +107,7 @@ function publishOf(
     channelId: message.channelId,
     attachments,
     message: {
-      id: `discord:${message.channelId}:${message.id}`,
+      id: `${channelName}:${message.channelId}:${message.id}`,
       ...route,
       senderId: sender.id,
       senderName: sender.displayName,

@@ -5,9 +5,14 @@
  * A message's actions are inline buttons under its last part; a press (a
  * callback query) is answered, takes the buttons off that message and goes
  * to the intake as its command, typed by the presser.
+ *
+ * One instance is one bot: the default one is `telegram` (TELEGRAM_BOT_TOKEN),
+ * each named account `telegram-<name>` (TELEGRAM_ACCOUNTS), with its own
+ * client, poller, queue, sessions, pairing and live replies.
  */
 import { Telegram, TelegramError } from 'telegraf';
 import { COMMANDS } from '../../commands/list.js';
+import type { BotInstance } from '../../config/bot-accounts.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
@@ -36,6 +41,11 @@ const NOT_MODIFIED = /message is not modified/i;
 
 /** Tuning knobs, mostly for tests. */
 export interface TelegramChannelOptions {
+  /**
+   * The bot this instance runs: its channel name, token and where the token is set.
+   * @defaultValue `telegram` with TELEGRAM_BOT_TOKEN
+   */
+  bot?: BotInstance;
   /** getUpdates long-poll timeout in seconds. @defaultValue 30 */
   pollTimeoutSeconds?: number;
   /** @defaultValue 4000 */
@@ -51,7 +61,10 @@ export interface TelegramChannelOptions {
 }
 
 export class TelegramChannel implements Channel {
-  readonly name = 'telegram';
+  /** `telegram`, or `telegram-<account>`: its queue, its sessions' prefix, its pairing list. */
+  readonly name: string;
+  /** Where its token is set, for messages about it. */
+  private readonly tokenSource: string;
   private readonly logger: Logger;
   private readonly telegram: Telegram;
   private readonly access: AccessControl;
@@ -70,8 +83,10 @@ export class TelegramChannel implements Channel {
     private readonly deps: ChannelDeps,
     options: TelegramChannelOptions = {},
   ) {
-    const token = deps.config.channels.telegram.token;
+    const token = options.bot?.token ?? deps.config.channels.telegram.token;
     if (!token) throw new ConfigError('TELEGRAM_BOT_TOKEN is not set: put the token from @BotFather in .env');
+    this.name = options.bot?.name ?? 'telegram';
+    this.tokenSource = options.bot?.source ?? 'TELEGRAM_BOT_TOKEN';
     this.logger = deps.logger.child({ channel: this.name });
     const apiRoot = deps.config.channels.telegram.apiRoot;
     this.telegram = new Telegram(token, apiRoot ? { apiRoot } : {});
@@ -118,7 +133,7 @@ export class TelegramChannel implements Channel {
     } catch (err) {
       if (err instanceof TelegramError && (err.code === 401 || err.code === 404)) {
         throw new ConfigError(
-          'TELEGRAM_BOT_TOKEN was refused by Telegram (401 Unauthorized): check the token',
+          `${this.tokenSource} was refused by Telegram (401 Unauthorized): check the token`,
         );
       }
       throw new AppError('DELIVERY_TRANSIENT', `Telegram is unreachable: ${describeError(err)}`, {
@@ -195,7 +210,12 @@ export class TelegramChannel implements Channel {
     const bot = this.bot;
     if (!bot) return;
     const maxBytes = this.deps.config.media.maxBytes;
-    const action = await decideUpdate(update, { bot, access: this.access, maxMediaBytes: maxBytes });
+    const action = await decideUpdate(update, {
+      channel: this.name,
+      bot,
+      access: this.access,
+      maxMediaBytes: maxBytes,
+    });
     const chatId = (update.message ?? update.callback_query?.message)?.chat.id;
     const log = this.logger.child({ chatId, updateId: update.update_id });
     switch (action.kind) {

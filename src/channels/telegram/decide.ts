@@ -14,7 +14,9 @@
  * is for the bot), the same access check, no pairing code.
  *
  * Sessions: a chat is `telegram:<chatId>`; a forum topic is
- * `telegram:<chatId>/<topicId>` and replies go to the topic.
+ * `telegram:<chatId>/<topicId>` and replies go to the topic. A named bot
+ * account's messages carry its instance name instead (`telegram-family:<chatId>`),
+ * so one person talking to two bots has two conversations.
  */
 import type { InboundMessageInput } from '../../messages/messages.js';
 import type { AccessControl, Sender } from '../access.js';
@@ -60,6 +62,8 @@ export type TelegramAction =
     };
 
 export interface DecideContext {
+  /** The channel instance: `telegram`, or `telegram-<account>` for a named bot. */
+  channel: string;
   /** The bot itself (from getMe). */
   bot: BotIdentity;
   /** Who may talk to the bot; asked only about messages that passed the other rules. */
@@ -100,7 +104,12 @@ export async function decideUpdate(update: TgUpdate, ctx: DecideContext): Promis
   const content = cleanText(message, bot);
   const media = planMedia(message, ctx.maxMediaBytes);
   if (content === '' && media.length === 0) return { kind: 'ignore', reason: 'empty message' };
-  return { kind: 'publish', route, message: inboundOf(message, route, content, group), media };
+  return {
+    kind: 'publish',
+    route,
+    message: inboundOf(ctx.channel, message, route, content, group),
+    media,
+  };
 }
 
 /** A button press: the command it carries, as the presser, in the chat of the message holding it. */
@@ -118,8 +127,8 @@ async function decideQuery(query: TgCallbackQuery, ctx: DecideContext): Promise<
   const presser = senderOf(query.from);
   const decision = await decidePress(
     {
-      id: `telegram:${route.chatId}:cbq:${query.id}`,
-      channel: 'telegram',
+      id: `${ctx.channel}:${route.chatId}:cbq:${query.id}`,
+      channel: ctx.channel,
       data: query.data,
       presser: { ...presser, bot: query.from.is_bot },
       ...route,
@@ -144,6 +153,7 @@ function routeOf(message: Pick<TgMessage, 'chat' | 'is_topic_message' | 'message
 }
 
 function inboundOf(
+  channel: string,
   message: TgMessage,
   route: TelegramRoute,
   content: string,
@@ -151,8 +161,8 @@ function inboundOf(
 ): Omit<InboundMessageInput, 'media'> {
   const sender = senderOf(message.from!);
   return {
-    id: `telegram:${route.chatId}:${message.message_id}`,
-    channel: 'telegram',
+    id: `${channel}:${route.chatId}:${message.message_id}`,
+    channel,
     ...route,
     senderId: sender.id,
     ...(sender.displayName ? { senderName: sender.displayName } : {}),

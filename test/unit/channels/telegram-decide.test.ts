@@ -36,7 +36,7 @@ function context(): DecideContext {
     allowFrom: ['111'],
     pairing: new RedisPairingStore(redis, `test-${randomUUID()}`),
   });
-  return { bot, access, maxMediaBytes: 1024 * 1024 };
+  return { channel: 'telegram', bot, access, maxMediaBytes: 1024 * 1024 };
 }
 
 let nextId = 1;
@@ -179,6 +179,33 @@ describe('decideUpdate', () => {
         content: 'what is this?',
         isGroup: true,
         metadata: { chatTitle: 'Friends' },
+      },
+    });
+  });
+
+  it('names a named bot account’s messages and presses by its instance (channel, id, and so the session)', async () => {
+    const ctx = { ...context(), channel: 'telegram-family' };
+    const message = await decideUpdate(update({ text: 'hi' }), ctx);
+    expect(message).toMatchObject({ kind: 'publish', message: { channel: 'telegram-family' } });
+    if (message.kind !== 'publish') throw new Error('expected publish');
+    expect(message.message.id).toMatch(/^telegram-family:111:\d+$/);
+    const press = await decideUpdate(
+      {
+        update_id: nextId++,
+        callback_query: {
+          id: 'q-family',
+          from: owner,
+          data: '/approve K7QF2',
+          message: { message_id: 556, chat: { id: 111, type: 'private' } },
+        },
+      },
+      ctx,
+    );
+    expect(press).toMatchObject({
+      kind: 'press',
+      decision: {
+        kind: 'publish',
+        message: { id: 'telegram-family:111:cbq:q-family', channel: 'telegram-family' },
       },
     });
   });

@@ -51,8 +51,10 @@ describe('the channel registry', () => {
       const env: Record<string, string> = {};
       const secrets: string[] = [];
       for (const variable of d.secretVariables) {
-        env[variable] = `S3cret-${variable}-0123456789abcdef`;
-        secrets.push(env[variable]);
+        const secret = `S3cret-${variable}-0123456789abcdef`;
+        // Named bot accounts hold their tokens in name=token pairs.
+        env[variable] = variable.endsWith('_ACCOUNTS') ? `one=${secret}` : secret;
+        secrets.push(secret);
       }
       for (const variable of Object.keys(d.env).filter((v) => /_(API_ROOT|URL)$/.test(v))) {
         const password = `Pw-${variable}-0123456789`;
