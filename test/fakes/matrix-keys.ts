@@ -33,6 +33,8 @@ export interface FakeMatrixKeys {
   /** The crypto part of a sync for one device after `since` (everything when undefined). */
   syncPart(userId: string, deviceId: string, since: number | undefined): Json;
   hasNews(userId: string, deviceId: string, since: number): boolean;
+  /** The device keys `deviceId` uploaded last (its identity), for tests. */
+  deviceKeys(userId: string, deviceId: string): Json | undefined;
   /** To-device events sent so far, for tests (type and recipient only). */
   readonly sent: { type: string; to: string }[];
 }
@@ -68,6 +70,7 @@ export function fakeMatrixKeys(nextPos: () => number, notify: () => void): FakeM
 
   return {
     sent,
+    deviceKeys: (userId, deviceId) => devices.get(userId)?.get(deviceId)?.keys,
     upload(userId, deviceId, body) {
       const d = device(userId, deviceId);
       if (isObject(body['device_keys'])) {

@@ -71,6 +71,8 @@ interface Room {
 
 export interface FakeMatrix {
   readonly url: string;
+  /** The keys and to-device messages the server holds for end-to-end encryption. */
+  readonly keys: FakeMatrixKeys;
   /** The server name in ids (`@name:<server>`). */
   readonly server: string;
   /** A user; with `password` it can log in, with `token` it is logged in with that access token. */
@@ -245,6 +247,8 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
         home_server: server,
       });
     }
+    if (path.startsWith('/_matrix/client/v1/auth_metadata') || path === '/.well-known/matrix/client')
+      throw new MatrixError(404, 'M_UNRECOGNIZED', 'not served');
     const who = authed(req, url);
     if (path === '/_matrix/client/v3/account/whoami')
       return json(res, 200, { user_id: who.userId, device_id: who.deviceId });
@@ -397,6 +401,7 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
 
   const api: FakeMatrix = {
     url: `http://127.0.0.1:${port}`,
+    keys,
     server,
     syncs,
     logins,

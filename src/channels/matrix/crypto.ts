@@ -154,14 +154,16 @@ export class MatrixCrypto {
   ): Promise<{ type: string; content: Record<string, unknown> }> {
     if (!(await this.#isEncrypted(roomId))) return { type, content };
     return this.#serial(async () => {
-      const users = (await this.#joined(roomId)).map((u) => new UserId(u));
-      await this.#olm.updateTrackedUsers(users);
+      const members = await this.#joined(roomId);
+      // Each call takes its own ids: the WebAssembly takes ownership of the ones it is given.
+      const users = () => members.map((u) => new UserId(u));
+      await this.#olm.updateTrackedUsers(users());
       await this.#flush();
-      const claim = await this.#olm.getMissingSessions(users);
+      const claim = await this.#olm.getMissingSessions(users());
       if (claim) await this.#requests.makeOutgoingRequest(claim);
       const settings = new EncryptionSettings();
       settings.sharingStrategy = CollectStrategy.allDevices();
-      for (const request of await this.#olm.shareRoomKey(new RoomId(roomId), users, settings))
+      for (const request of await this.#olm.shareRoomKey(new RoomId(roomId), users(), settings))
         await this.#requests.makeOutgoingRequest(request);
       const sealed = await this.#olm.encryptRoomEvent(new RoomId(roomId), type, JSON.stringify(content));
       await this.#store.save();
