@@ -91,7 +91,13 @@ export function fakeMatrixKeys(nextPos: () => number, notify: () => void): FakeM
         for (const [deviceId, d] of devices.get(userId) ?? [])
           if (d.keys && (list.length === 0 || list.includes(deviceId))) out[userId]![deviceId] = d.keys;
       }
-      return { device_keys: out, failures: {}, master_keys: {}, self_signing_keys: {}, user_signing_keys: {} };
+      return {
+        device_keys: out,
+        failures: {},
+        master_keys: {},
+        self_signing_keys: {},
+        user_signing_keys: {},
+      };
     },
     claim(body) {
       const out: Record<string, Record<string, Json>> = {};
@@ -136,11 +142,15 @@ export function fakeMatrixKeys(nextPos: () => number, notify: () => void): FakeM
             .map((e) => e.event),
         },
         device_lists: {
-          changed: [...new Set(changes.filter((c) => since !== undefined && after(c.pos)).map((c) => c.userId))],
+          changed: [
+            ...new Set(changes.filter((c) => since !== undefined && after(c.pos)).map((c) => c.userId)),
+          ],
           left: [],
         },
         device_one_time_keys_count: d ? counts(d) : {},
-        device_unused_fallback_key_types: d ? [...new Set([...d.fallback.keys()].map((k) => k.split(':')[0]!))] : [],
+        device_unused_fallback_key_types: d
+          ? [...new Set([...d.fallback.keys()].map((k) => k.split(':')[0]!))]
+          : [],
       };
     },
     hasNews(userId, deviceId, since) {

@@ -16,6 +16,11 @@
  *   `state`; media `upload` and the authenticated
  *   `/_matrix/client/v1/media/download` (the unauthenticated v3 download
  *   answers 404, as servers freezing it do).
+ * - For end-to-end encryption (matrix-keys.ts): `keys/upload`, `keys/query`,
+ *   `keys/claim`, `sendToDevice`, and each sync's `to_device`,
+ *   `device_lists`, one-time key counts and unused fallback key types; plus
+ *   `state/{type}/{key}`, `user/{id}/filter`, `pushrules/` and `capabilities`
+ *   so a second matrix-js-sdk client can `startClient` as the user.
  *
  * Test helpers act as the users (`say`, `invite`, `createRoom`) and read
  * what rooms show (`shown`: the bot's messages with their edits applied and
@@ -285,7 +290,11 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       return json(res, 200, syncBody(who.userId, who.deviceId, since));
     }
     if (path === '/_matrix/client/v3/keys/upload' && method === 'POST')
-      return json(res, 200, keys.upload(who.userId, who.deviceId, parseJson(body) as Record<string, unknown>));
+      return json(
+        res,
+        200,
+        keys.upload(who.userId, who.deviceId, parseJson(body) as Record<string, unknown>),
+      );
     if (path === '/_matrix/client/v3/keys/query' && method === 'POST')
       return json(res, 200, keys.query(parseJson(body) as Record<string, unknown>));
     if (path === '/_matrix/client/v3/keys/claim' && method === 'POST')
@@ -302,7 +311,8 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
     m = /^\/_matrix\/client\/v3\/user\/([^/]+)\/filter$/.exec(path);
     if (m && method === 'POST') return json(res, 200, { filter_id: `f${++ids}` });
     if (path === '/_matrix/client/v3/pushrules/' && method === 'GET') return json(res, 200, { global: {} });
-    if (path === '/_matrix/client/v3/capabilities' && method === 'GET') return json(res, 200, { capabilities: {} });
+    if (path === '/_matrix/client/v3/capabilities' && method === 'GET')
+      return json(res, 200, { capabilities: {} });
     m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/state\/([^/]+)\/?([^/]*)$/.exec(path);
     if (m && method === 'GET') {
       const r = room(decodeURIComponent(m[1]!));

@@ -111,7 +111,8 @@ export class MatrixChannel implements Channel {
     const crypto = this.crypto;
     return {
       client: this.client,
-      seal: async (roomId, type, content) => (crypto ? crypto.seal(roomId, type, content) : { type, content }),
+      seal: async (roomId, type, content) =>
+        crypto ? crypto.seal(roomId, type, content) : { type, content },
     };
   }
 
@@ -169,7 +170,11 @@ export class MatrixChannel implements Channel {
       this.logger.error('the Matrix access token has no device id: encrypted rooms cannot be read');
       return undefined;
     }
-    const file = path.join(this.deps.config.stateDir, 'matrix', `${safeName(userId)}.${safeName(deviceId)}.crypto`);
+    const file = path.join(
+      this.deps.config.stateDir,
+      'matrix',
+      `${safeName(userId)}.${safeName(deviceId)}.crypto`,
+    );
     try {
       return await MatrixCrypto.start({ client, userId, deviceId, file, logger: this.logger });
     } catch (err) {

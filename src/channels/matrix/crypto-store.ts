@@ -47,7 +47,11 @@ interface Store {
   getAllKeys(): Req<unknown[]>;
   getAll(): Req<unknown[]>;
   put(value: unknown, key?: unknown): unknown;
-  createIndex(name: string, keyPath: string | string[], options: { unique: boolean; multiEntry: boolean }): unknown;
+  createIndex(
+    name: string,
+    keyPath: string | string[],
+    options: { unique: boolean; multiEntry: boolean },
+  ): unknown;
 }
 interface Factory {
   open(name: string, version?: number): OpenReq;
@@ -161,7 +165,12 @@ async function snapshot(name: string, suffix: string): Promise<DatabaseSnapshot>
           autoIncrement: store.autoIncrement,
           indexes: [...store.indexNames].map((indexName) => {
             const index = store.index(indexName);
-            return { name: indexName, keyPath: index.keyPath, unique: index.unique, multiEntry: index.multiEntry };
+            return {
+              name: indexName,
+              keyPath: index.keyPath,
+              unique: index.unique,
+              multiEntry: index.multiEntry,
+            };
           }),
           keys: await request(store.getAllKeys()),
           values: await request(store.getAll()),
@@ -184,7 +193,8 @@ async function restore(name: string, kept: DatabaseSnapshot): Promise<void> {
         ...(s.keyPath !== null ? { keyPath: s.keyPath } : {}),
         autoIncrement: s.autoIncrement,
       });
-      for (const i of s.indexes) store.createIndex(i.name, i.keyPath, { unique: i.unique, multiEntry: i.multiEntry });
+      for (const i of s.indexes)
+        store.createIndex(i.name, i.keyPath, { unique: i.unique, multiEntry: i.multiEntry });
     }
   };
   const db = await request(open);

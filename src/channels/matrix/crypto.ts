@@ -39,16 +39,16 @@ import {
   UserId,
 } from '@matrix-org/matrix-sdk-crypto-wasm';
 import type { MatrixClient } from 'matrix-js-sdk';
+import { MatrixError } from 'matrix-js-sdk';
 import { OutgoingRequestProcessor } from 'matrix-js-sdk/lib/rust-crypto/OutgoingRequestProcessor.js';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { toSdkLogger } from './client.js';
 import { CryptoStoreFile } from './crypto-store.js';
 import type { RawEvent } from './inbound.js';
-import { MatrixError } from 'matrix-js-sdk';
 import type { SyncResponse } from './sync.js';
 
-export const MEGOLM = 'm.megolm.v1.aes-sha2';
+const MEGOLM = 'm.megolm.v1.aes-sha2';
 
 export interface MatrixCryptoOptions {
   client: MatrixClient;
@@ -201,12 +201,16 @@ export class MatrixCrypto {
   async #setEncrypted(roomId: string, content: Record<string, unknown>): Promise<void> {
     this.#plain.delete(roomId);
     if (content['algorithm'] !== MEGOLM) {
-      this.#o.logger.warn({ room: roomId, algorithm: content['algorithm'] }, 'matrix room with an unknown encryption');
+      this.#o.logger.warn(
+        { room: roomId, algorithm: content['algorithm'] },
+        'matrix room with an unknown encryption',
+      );
       return;
     }
     const settings = new RoomSettings();
     settings.algorithm = EncryptionAlgorithm.MegolmV1AesSha2;
-    if (typeof content['rotation_period_ms'] === 'number') settings.sessionRotationPeriodMs = content['rotation_period_ms'];
+    if (typeof content['rotation_period_ms'] === 'number')
+      settings.sessionRotationPeriodMs = content['rotation_period_ms'];
     if (typeof content['rotation_period_msgs'] === 'number')
       settings.sessionRotationPeriodMessages = content['rotation_period_msgs'];
     await this.#olm.setRoomSettings(new RoomId(roomId), settings);
@@ -224,10 +228,14 @@ export class MatrixCrypto {
         this.#plain.add(roomId);
         return false;
       }
-      throw new AppError('DELIVERY_TRANSIENT', `cannot tell whether matrix room ${roomId} is encrypted: ${describeError(err)}`, {
-        cause: err,
-        transient: true,
-      });
+      throw new AppError(
+        'DELIVERY_TRANSIENT',
+        `cannot tell whether matrix room ${roomId} is encrypted: ${describeError(err)}`,
+        {
+          cause: err,
+          transient: true,
+        },
+      );
     }
     await this.#serial(() => this.#setEncrypted(roomId, content));
     if (await this.#olm.getRoomSettings(new RoomId(roomId))) return true;

@@ -59,11 +59,6 @@ export interface MatrixOutbox {
   ): Promise<{ type: string; content: Record<string, unknown> }>;
 }
 
-/** An outbox that sends content as it is (no encryption). */
-export function plainOutbox(client: MatrixClient): MatrixOutbox {
-  return { client, seal: async (_roomId, type, content) => ({ type, content }) };
-}
-
 /** Sends an `m.room.message`'s content (sealed first); resolves with its event id. */
 export async function sendContent(
   out: MatrixOutbox,
@@ -94,12 +89,7 @@ export async function deliverMessage(
 ): Promise<number> {
   const parts = splitReply(message.content, MATRIX_TEXT_LIMIT);
   for (let index = alreadySent; index < parts.length; index++) {
-    await sendContent(
-      out,
-      message,
-      inThread(htmlContent(parts[index]!), message),
-      `${message.id}:${index}`,
-    );
+    await sendContent(out, message, inThread(htmlContent(parts[index]!), message), `${message.id}:${index}`);
     onPartSent(index);
   }
   return parts.length;

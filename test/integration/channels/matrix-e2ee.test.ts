@@ -91,6 +91,21 @@ describe('end-to-end encryption', () => {
       fx.bot,
     ]);
     expect(JSON.stringify(events)).not.toMatch(/secret/);
+
+    // A threaded answer keeps its relation in the clear, as the spec asks, so clients can place it.
+    const root = events.find((e) => e.sender === fx.owner && e.type === 'm.room.encrypted')!.event_id;
+    await gw.channel.send({
+      ...(reply(room, 'out-thread', 'in the thread') as object),
+      threadId: root,
+    } as never);
+    const threaded = fx.fake.events(room).at(-1)!;
+    expect(threaded.type).toBe('m.room.encrypted');
+    expect(threaded.content['m.relates_to']).toMatchObject({ rel_type: 'm.thread', event_id: root });
+    await waitFor(
+      () => decryptedFromBot(owner, room).includes('in the thread'),
+      15_000,
+      'the threaded answer',
+    );
   });
 
   it('a restart keeps the same device and its keys: it still reads the room and answers it', async () => {
@@ -107,12 +122,20 @@ describe('end-to-end encryption', () => {
     // only kept keys can read this one.
     await owner.sendTextMessage(room, 'after the restart');
     const second = await fx.gateway();
-    await waitFor(async () => (await second.mailbox(room)).length >= 2, 15_000, 'the message after the restart');
+    await waitFor(
+      async () => (await second.mailbox(room)).length >= 2,
+      15_000,
+      'the message after the restart',
+    );
     expect(await second.mailbox(room)).toEqual(['before the restart', 'after the restart']);
     expect(fx.fake.keys.deviceKeys(fx.bot, 'DEV-magpie')?.['keys']).toEqual(identity);
 
     await second.channel.send(reply(room, 'out-after', 'still here'));
-    await waitFor(() => decryptedFromBot(owner, room).includes('still here'), 15_000, 'the answer after the restart');
+    await waitFor(
+      () => decryptedFromBot(owner, room).includes('still here'),
+      15_000,
+      'the answer after the restart',
+    );
   });
 
   it('keys that cannot be read leave encryption off: the room is told once, in the clear', async () => {
