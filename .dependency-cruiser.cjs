@@ -34,7 +34,7 @@ module.exports = {
     onlyImporter('only-telegram-imports-telegraf', '^src/channels/telegram/', 'telegraf', 'The Telegram adapter is the only telegraf user.'),
     onlyImporter('only-discord-imports-discord-js', '^src/channels/discord/', 'discord\\.js', 'The Discord adapter is the only discord.js user.'),
     onlyImporter('only-slack-imports-slack-sdk', '^src/channels/slack/', '@slack/', 'The Slack adapter is the only user of @slack/bolt (and the Slack SDK under it).'),
-    onlyImporter('only-matrix-imports-matrix-sdk', '^src/channels/matrix/', 'matrix-js-sdk|@matrix-org/', 'The Matrix adapter is the only user of matrix-js-sdk (and its crypto under it).'),
+    onlyImporter('only-matrix-imports-matrix-sdk', '^src/channels/matrix/', 'matrix-js-sdk|@matrix-org/|fake-indexeddb', 'The Matrix adapter is the only user of matrix-js-sdk, its Rust crypto and the IndexedDB that crypto keeps its keys in.'),
     onlyImporter('only-email-imports-mail-libraries', '^src/channels/email/', 'imapflow|nodemailer|mailparser', 'The e-mail adapter is the only user of imapflow, nodemailer and mailparser.'),
     onlyImporter('only-signal-imports-eventsource', '^src/channels/signal/', 'eventsource', 'The Signal adapter is the only user of eventsource (signal-cli\'s event stream).'),
     onlyImporter('only-openai-provider-imports-openai', '^src/providers/openai/', 'openai', 'providers/openai maps the SDK and its errors to the LLMProvider port.'),

@@ -16,6 +16,11 @@
  *   `state`; media `upload` and the authenticated
  *   `/_matrix/client/v1/media/download` (the unauthenticated v3 download
  *   answers 404, as servers freezing it do).
+ * - For end-to-end encryption (matrix-keys.ts): `keys/upload`, `keys/query`,
+ *   `keys/claim`, `sendToDevice`, and each sync's `to_device`,
+ *   `device_lists`, one-time key counts and unused fallback key types; plus
+ *   `state/{type}/{key}`, `user/{id}/filter`, `pushrules/` and `capabilities`
+ *   so a second matrix-js-sdk client can `startClient` as the user.
  *
  * Test helpers act as the users (`say`, `invite`, `createRoom`) and read
  * what rooms show (`shown`: the bot's messages with their edits applied and
@@ -24,6 +29,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type FakeMatrixKeys, fakeMatrixKeys } from './matrix-keys.js';
 
 /** A room event as the server sends it. */
 export interface FakeMatrixEvent {
@@ -70,6 +76,8 @@ interface Room {
 
 export interface FakeMatrix {
   readonly url: string;
+  /** The keys and to-device messages the server holds for end-to-end encryption. */
+  readonly keys: FakeMatrixKeys;
   /** The server name in ids (`@name:<server>`). */
   readonly server: string;
   /** A user; with `password` it can log in, with `token` it is logged in with that access token. */
@@ -130,6 +138,7 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
   const notify = () => {
     for (const w of [...waiters]) w();
   };
+  const keys = fakeMatrixKeys(() => ++pos, notify);
   const append = (roomId: string, event: FakeMatrixEvent, inviteFor?: string) => {
     log.push({ pos: ++pos, roomId, event, ...(inviteFor ? { inviteFor } : {}) });
     notify();
@@ -166,7 +175,7 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
     append(roomId, event, value === 'invite' ? target : undefined);
   };
 
-  const syncBody = (userId: string, since: number | undefined) => {
+  const syncBody = (userId: string, deviceId: string, since: number | undefined) => {
     const join: Record<string, unknown> = {};
     const invite: Record<string, unknown> = {};
     const joined = (roomId: string) => rooms.get(roomId)?.members.get(userId) === 'join';
@@ -198,12 +207,11 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       rooms: { join, invite, leave: {} },
       account_data: { events: [] },
       presence: { events: [] },
-      to_device: { events: [] },
-      device_lists: { changed: [], left: [] },
-      device_one_time_keys_count: {},
+      ...keys.syncPart(userId, deviceId, since),
     };
   };
-  const hasNews = (userId: string, since: number) =>
+  const hasNews = (userId: string, deviceId: string, since: number) =>
+    keys.hasNews(userId, deviceId, since) ||
     log.some(
       (e) => e.pos > since && (e.inviteFor === userId || rooms.get(e.roomId)?.members.get(userId) === 'join'),
     );
@@ -244,6 +252,8 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
         home_server: server,
       });
     }
+    if (path.startsWith('/_matrix/client/v1/auth_metadata') || path === '/.well-known/matrix/client')
+      throw new MatrixError(404, 'M_UNRECOGNIZED', 'not served');
     const who = authed(req, url);
     if (path === '/_matrix/client/v3/account/whoami')
       return json(res, 200, { user_id: who.userId, device_id: who.deviceId });
@@ -254,10 +264,10 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
       const since = sinceText === undefined ? undefined : Number(sinceText.replace(/^s/, ''));
       if (since !== undefined && !Number.isFinite(since))
         throw new MatrixError(400, 'M_INVALID_PARAM', 'bad since');
-      if (since !== undefined && timeout > 0 && !hasNews(who.userId, since)) {
+      if (since !== undefined && timeout > 0 && !hasNews(who.userId, who.deviceId, since)) {
         await new Promise<void>((resolve) => {
           const done = () => {
-            if (!hasNews(who.userId, since) && !closed) return;
+            if (!hasNews(who.userId, who.deviceId, since) && !closed) return;
             clearTimeout(timer);
             waiters.delete(done);
             resolve();
@@ -277,9 +287,43 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
           });
         });
       }
-      return json(res, 200, syncBody(who.userId, since));
+      return json(res, 200, syncBody(who.userId, who.deviceId, since));
     }
-    let m = /^\/_matrix\/client\/v3\/(?:join|rooms)\/([^/]+)(?:\/join)?$/.exec(path);
+    if (path === '/_matrix/client/v3/keys/upload' && method === 'POST')
+      return json(
+        res,
+        200,
+        keys.upload(who.userId, who.deviceId, parseJson(body) as Record<string, unknown>),
+      );
+    if (path === '/_matrix/client/v3/keys/query' && method === 'POST')
+      return json(res, 200, keys.query(parseJson(body) as Record<string, unknown>));
+    if (path === '/_matrix/client/v3/keys/claim' && method === 'POST')
+      return json(res, 200, keys.claim(parseJson(body) as Record<string, unknown>));
+    let m = /^\/_matrix\/client\/v3\/sendToDevice\/([^/]+)\/([^/]+)$/.exec(path);
+    if (m && method === 'PUT') {
+      const key = `${req.headers.authorization}:toDevice:${m[2]}`;
+      if (!txns.has(key)) {
+        txns.set(key, '');
+        keys.sendToDevice(who.userId, decodeURIComponent(m[1]!), parseJson(body) as Record<string, unknown>);
+      }
+      return json(res, 200, {});
+    }
+    m = /^\/_matrix\/client\/v3\/user\/([^/]+)\/filter$/.exec(path);
+    if (m && method === 'POST') return json(res, 200, { filter_id: `f${++ids}` });
+    if (path === '/_matrix/client/v3/pushrules/' && method === 'GET') return json(res, 200, { global: {} });
+    if (path === '/_matrix/client/v3/capabilities' && method === 'GET')
+      return json(res, 200, { capabilities: {} });
+    m = /^\/_matrix\/client\/v3\/rooms\/([^/]+)\/state\/([^/]+)\/?([^/]*)$/.exec(path);
+    if (m && method === 'GET') {
+      const r = room(decodeURIComponent(m[1]!));
+      if (r.members.get(who.userId) !== 'join') throw new MatrixError(403, 'M_FORBIDDEN', 'not in the room');
+      const type = decodeURIComponent(m[2]!);
+      const stateKey = decodeURIComponent(m[3] ?? '');
+      const found = r.state.find((e) => e.type === type && (e.state_key ?? '') === stateKey);
+      if (!found) throw new MatrixError(404, 'M_NOT_FOUND', 'Event not found.');
+      return json(res, 200, found.content);
+    }
+    m = /^\/_matrix\/client\/v3\/(?:join|rooms)\/([^/]+)(?:\/join)?$/.exec(path);
     if (m && method === 'POST') {
       const roomId = decodeURIComponent(m[1]!);
       const r = room(roomId);
@@ -367,6 +411,7 @@ export async function startFakeMatrix(options: { server?: string } = {}): Promis
 
   const api: FakeMatrix = {
     url: `http://127.0.0.1:${port}`,
+    keys,
     server,
     syncs,
     logins,

@@ -6,9 +6,14 @@
  * body (sender.ts), live replies grow by `m.replace` edits (live.ts), and a
  * typing notification shows while a turn runs.
  *
- * Encrypted rooms are not read: the first encrypted event in a room gets one
- * plain notice saying so (once per room across every gateway, kept in Redis).
+ * Encrypted rooms are read and answered with the Rust crypto (crypto.ts):
+ * encrypted events are decrypted before they are decided on, and everything
+ * sent into an encrypted room is encrypted. When the crypto cannot start (the
+ * WebAssembly does not load, the kept keys cannot be read, the token has no
+ * device), encrypted rooms are not read: the first encrypted event in a room
+ * gets one plain notice saying so (once per room across every gateway, in Redis).
  */
+import path from 'node:path';
 import type { MatrixClient } from 'matrix-js-sdk';
 import { streamsTo } from '../../config/index.js';
 import { AppError, ConfigError, describeError } from '../../errors/index.js';
@@ -26,18 +31,19 @@ import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
 import { type Connected, connect } from './client.js';
+import { MatrixCrypto } from './crypto.js';
 import { plainContent } from './format.js';
 import { decideEvent, matrixSender, type RawEvent } from './inbound.js';
 import { MatrixLiveSurface } from './live.js';
 import { refsToMedia } from './media.js';
-import { deliverMessage, inThread, type MatrixTarget, sendContent } from './sender.js';
+import { deliverMessage, inThread, type MatrixOutbox, type MatrixTarget, sendContent } from './sender.js';
 import type { MatrixStore } from './store.js';
 import { type JoinedRoom, SyncLoop, type SyncResponse } from './sync.js';
 
 /** What an encrypted room is told, once. */
 export const ENCRYPTED_NOTICE =
-  "I can't read encrypted messages yet: magpie's Matrix channel does not support end-to-end encryption. " +
-  'Talk to me in a room with encryption off (it is chosen when the room is created).';
+  "I can't read encrypted messages here: magpie's end-to-end encryption did not start (its log says why). " +
+  'Talk to me in a room with encryption off (it is chosen when the room is created), or ask my owner to fix it.';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface MatrixChannelOptions {
@@ -71,6 +77,8 @@ export class MatrixChannel implements Channel {
   /** Events the bot sent (a reply to one addresses it). */
   private readonly own = new LruMap<string, true>(5000);
   private connected: Connected | undefined;
+  /** The bot device's crypto; undefined when it could not start (encrypted rooms get the notice). */
+  private crypto: MatrixCrypto | undefined;
   private sync: SyncLoop | undefined;
   private live: LiveRenderer<string> | undefined;
   private botName: string | undefined;
@@ -98,6 +106,16 @@ export class MatrixChannel implements Channel {
     return this.connected.client;
   }
 
+  /** Content as it goes out: sealed by the crypto when there is one. */
+  private get out(): MatrixOutbox {
+    const crypto = this.crypto;
+    return {
+      client: this.client,
+      seal: async (roomId, type, content) =>
+        crypto ? crypto.seal(roomId, type, content) : { type, content },
+    };
+  }
+
   /** Logs in (or reuses the kept device), takes the first sync, then syncs in the background. */
   async start(): Promise<void> {
     const settings = this.deps.config.channels.matrix;
@@ -112,6 +130,7 @@ export class MatrixChannel implements Channel {
       this.logger,
     );
     const { client, userId } = this.connected;
+    this.crypto = await this.startCrypto(this.connected);
     this.botName = await client
       .getProfileInfo(userId, 'displayname')
       .then((p) => p.displayname || undefined)
@@ -120,7 +139,7 @@ export class MatrixChannel implements Channel {
       this.live = new LiveRenderer({
         channel: this.name,
         surface: new MatrixLiveSurface({
-          client,
+          out: this.out,
           ...(this.options.editIntervalMs !== undefined
             ? { editIntervalMs: this.options.editIntervalMs }
             : {}),
@@ -139,7 +158,32 @@ export class MatrixChannel implements Channel {
       ...(this.options.retryMs !== undefined ? { retryMs: this.options.retryMs } : {}),
     });
     await this.sync.start();
-    this.logger.info({ bot: userId, device: this.connected.deviceId }, 'matrix connected');
+    this.logger.info(
+      { bot: userId, device: this.connected.deviceId, encryption: this.crypto !== undefined },
+      'matrix connected',
+    );
+  }
+
+  /** The crypto for this device, its keys in the state folder; undefined (logged) when it cannot start. */
+  private async startCrypto({ client, userId, deviceId }: Connected): Promise<MatrixCrypto | undefined> {
+    if (!deviceId) {
+      this.logger.error('the Matrix access token has no device id: encrypted rooms cannot be read');
+      return undefined;
+    }
+    const file = path.join(
+      this.deps.config.stateDir,
+      'matrix',
+      `${safeName(userId)}.${safeName(deviceId)}.crypto`,
+    );
+    try {
+      return await MatrixCrypto.start({ client, userId, deviceId, file, logger: this.logger });
+    } catch (err) {
+      this.logger.error(
+        { file, err: describeError(err) },
+        'matrix end-to-end encryption did not start: encrypted rooms cannot be read',
+      );
+      return undefined;
+    }
   }
 
   /** Stops the sync (nothing more is taken), then typing; every step runs. Idempotent. */
@@ -147,6 +191,7 @@ export class MatrixChannel implements Channel {
     this.stopping ??= runAll([
       () => this.sync?.stop(),
       () => this.typing.stopAll(),
+      () => this.crypto?.close(),
       () => this.connected?.client.stopClient(),
     ]);
     return this.stopping;
@@ -160,7 +205,7 @@ export class MatrixChannel implements Channel {
     if (message.kind !== 'message') this.stopActivity(message.chatId);
     if (message.live && this.live && (await this.live.finish(message))) return;
     if (message.content.trim() === '') return;
-    const total = await deliverMessage(this.client, message, this.progress.sent(message.id), (index) =>
+    const total = await deliverMessage(this.out, message, this.progress.sent(message.id), (index) =>
       this.progress.record(message.id, index + 1),
     );
     this.progress.finish(message.id);
@@ -184,6 +229,7 @@ export class MatrixChannel implements Channel {
 
   /** One sync: invitations, then each joined room's events in order. Rejects (position held) when one could not be taken. */
   private async onSync(sync: SyncResponse, first: boolean): Promise<void> {
+    await this.crypto?.onSync(sync);
     for (const [roomId, invited] of Object.entries(sync.rooms?.invite ?? {}))
       await this.onInvite(roomId, invited.invite_state?.events ?? []);
     for (const [roomId, joined] of Object.entries(sync.rooms?.join ?? {})) {
@@ -192,6 +238,7 @@ export class MatrixChannel implements Channel {
       if (first) continue;
       for (const event of timeline) await this.onEvent(roomId, event);
     }
+    await this.crypto?.save();
   }
 
   /** Joins when the inviter is allowed (the allow list or an approved pairing); others are ignored. */
@@ -245,7 +292,7 @@ export class MatrixChannel implements Channel {
     return count;
   }
 
-  private async onEvent(roomId: string, event: RawEvent): Promise<void> {
+  private async onEvent(roomId: string, event: RawEvent, decrypted = false): Promise<void> {
     const me = this.connected!.userId;
     if (event['sender'] === me && typeof event['event_id'] === 'string')
       this.own.set(event['event_id'], true);
@@ -262,10 +309,16 @@ export class MatrixChannel implements Channel {
       case 'ignore':
         this.logger.trace({ event: event['event_id'], reason: action.reason }, 'matrix event ignored');
         return;
-      case 'encrypted':
+      case 'encrypted': {
+        if (this.crypto) {
+          const clear = decrypted ? undefined : await this.crypto.decrypt(roomId, event);
+          if (clear) await this.onEvent(roomId, clear, true);
+          return;
+        }
         if (await this.store.firstEncryptedNotice(roomId))
           await this.reply({ chatId: roomId }, ENCRYPTED_NOTICE);
         return;
+      }
       case 'pairing':
         this.logger.info({ senderId: event['sender'] }, 'unknown matrix sender: pairing code sent');
         await this.reply(
@@ -299,7 +352,7 @@ export class MatrixChannel implements Channel {
   private async reply(target: MatrixTarget, text: string): Promise<void> {
     try {
       const id = await sendContent(
-        this.client,
+        this.out,
         target,
         inThread(plainContent(text), target),
         `reply:${crypto.randomUUID()}`,
@@ -309,6 +362,11 @@ export class MatrixChannel implements Channel {
       this.logger.warn({ room: target.chatId }, `matrix reply failed: ${describeError(err)}`);
     }
   }
+}
+
+/** A user or device id as a file name part. */
+function safeName(id: string): string {
+  return id.replace(/[^A-Za-z0-9._=-]/g, '_');
 }
 
 function isObject(value: unknown): value is RawEvent {

@@ -99,7 +99,7 @@ export function toStartError(err: unknown, what: string): AppError {
 }
 
 /** The SDK's logger over a pino child: its chatter at debug, its warnings as warnings. */
-function toSdkLogger(logger: Logger): SdkLogger {
+export function toSdkLogger(logger: Logger): SdkLogger {
   const line = (msg: unknown[]) => msg.map((m) => (typeof m === 'string' ? m : describeError(m))).join(' ');
   const sdk: SdkLogger = {
     trace: (...msg: unknown[]) => logger.trace(line(msg)),

@@ -6,14 +6,21 @@
  * redacted. Posts carry a transaction id from the renderer's key, so a
  * retried post shows once.
  */
-import type { MatrixClient } from 'matrix-js-sdk';
 import { splitReply } from '../chunk.js';
 import type { LiveSurface, LiveTarget } from '../live/surface.js';
 import { htmlContent, plainContent } from './format.js';
-import { inThread, MATRIX_TEXT_LIMIT, sendContent, toDeliveryError, txnId } from './sender.js';
+import {
+  inThread,
+  MATRIX_TEXT_LIMIT,
+  type MatrixOutbox,
+  sendContent,
+  toDeliveryError,
+  txnId,
+} from './sender.js';
 
 export interface MatrixLiveSurfaceOptions {
-  client: MatrixClient;
+  /** Where posts and edits go (encrypted in an encrypted room; redactions never are). */
+  out: MatrixOutbox;
   /** Least time between two edits of one reply (homeservers rate-limit sends). @defaultValue 1500 */
   editIntervalMs?: number;
 }
@@ -22,18 +29,18 @@ export interface MatrixLiveSurfaceOptions {
 export class MatrixLiveSurface implements LiveSurface<string> {
   readonly limit = MATRIX_TEXT_LIMIT;
   readonly editIntervalMs: number;
-  private readonly client: MatrixClient;
+  private readonly out: MatrixOutbox;
   private edits = 0;
 
   constructor(options: MatrixLiveSurfaceOptions) {
-    this.client = options.client;
+    this.out = options.out;
     this.editIntervalMs = options.editIntervalMs ?? 1500;
     if (!Number.isFinite(this.editIntervalMs) || this.editIntervalMs < 0)
       throw new RangeError(`editIntervalMs must be a non-negative number, got ${this.editIntervalMs}`);
   }
 
   post(target: LiveTarget, text: string, key: string): Promise<string> {
-    return sendContent(this.client, target, inThread(plainContent(text), target), key);
+    return sendContent(this.out, target, inThread(plainContent(text), target), key);
   }
 
   async edit(target: LiveTarget, messageId: string, text: string): Promise<void> {
@@ -49,12 +56,12 @@ export class MatrixLiveSurface implements LiveSurface<string> {
   }
 
   postFinal(target: LiveTarget, part: string, key: string): Promise<string> {
-    return sendContent(this.client, target, inThread(htmlContent(part), target), key);
+    return sendContent(this.out, target, inThread(htmlContent(part), target), key);
   }
 
   async remove(target: LiveTarget, messageId: string): Promise<void> {
     try {
-      await this.client.redactEvent(target.chatId, messageId, txnId(`redact:${messageId}`));
+      await this.out.client.redactEvent(target.chatId, messageId, txnId(`redact:${messageId}`));
     } catch (err) {
       throw toDeliveryError(err, target.chatId);
     }
@@ -77,6 +84,6 @@ export class MatrixLiveSurface implements LiveSurface<string> {
       edit['formatted_body'] = `* ${content['formatted_body']}`;
     }
     this.edits++;
-    await sendContent(this.client, target, edit, `edit:${messageId}:${this.edits}:${Date.now()}`);
+    await sendContent(this.out, target, edit, `edit:${messageId}:${this.edits}:${Date.now()}`);
   }
 }

@@ -6,7 +6,8 @@
  * transaction id made from the message id and the part's index, so a send
  * retried after a lost answer is taken once by the homeserver. Refusals
  * (403 not in the room, 400 bad event) are DELIVERY_PERMANENT; 429 carries
- * its retry time; anything else is DELIVERY_TRANSIENT.
+ * its retry time; anything else is DELIVERY_TRANSIENT. Content passes the
+ * outbox's `seal` first, which encrypts it for an encrypted room (crypto.ts).
  */
 import { createHash } from 'node:crypto';
 import { type MatrixClient, MatrixError } from 'matrix-js-sdk';
@@ -48,18 +49,29 @@ export function txnId(key: string): string {
   return `magpie-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }
 
-/** Sends an event's content; resolves with its event id. */
+/** How content reaches a room: the client, and the seal that encrypts it when the room is encrypted. */
+export interface MatrixOutbox {
+  client: MatrixClient;
+  seal(
+    roomId: string,
+    type: string,
+    content: Record<string, unknown>,
+  ): Promise<{ type: string; content: Record<string, unknown> }>;
+}
+
+/** Sends an `m.room.message`'s content (sealed first); resolves with its event id. */
 export async function sendContent(
-  client: MatrixClient,
+  out: MatrixOutbox,
   target: MatrixTarget,
   content: Record<string, unknown>,
   key: string,
 ): Promise<string> {
   try {
-    const res = await client.sendEvent(
+    const sealed = await out.seal(target.chatId, 'm.room.message', content);
+    const res = await out.client.sendEvent(
       target.chatId,
-      'm.room.message' as never,
-      content as never,
+      sealed.type as never,
+      sealed.content as never,
       txnId(key),
     );
     return res.event_id;
@@ -70,19 +82,14 @@ export async function sendContent(
 
 /** Sends every part of `message` in order, skipping parts `alreadySent` says went out. Returns the parts' count. */
 export async function deliverMessage(
-  client: MatrixClient,
+  out: MatrixOutbox,
   message: OutboundMessage,
   alreadySent = 0,
   onPartSent: (index: number) => void = () => {},
 ): Promise<number> {
   const parts = splitReply(message.content, MATRIX_TEXT_LIMIT);
   for (let index = alreadySent; index < parts.length; index++) {
-    await sendContent(
-      client,
-      message,
-      inThread(htmlContent(parts[index]!), message),
-      `${message.id}:${index}`,
-    );
+    await sendContent(out, message, inThread(htmlContent(parts[index]!), message), `${message.id}:${index}`);
     onPartSent(index);
   }
   return parts.length;

@@ -5,6 +5,9 @@
  * room's messages land in.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { MatrixChannel, type MatrixChannelOptions } from '../../../src/channels/matrix/index.js';
@@ -20,6 +23,8 @@ export interface MatrixFixture {
   owner: string;
   stranger: string;
   prefix: string;
+  /** The state folder every gateway of this fixture shares (the bot's crypto keys live there). */
+  stateDir: string;
   config(env?: Record<string, string>): Config;
   /** A gateway: its own Bus and MatrixChannel, started. */
   gateway(env?: Record<string, string>, options?: MatrixChannelOptions): Promise<Gateway>;
@@ -41,6 +46,7 @@ export async function matrixFixture(redisUrl: string): Promise<MatrixFixture> {
   const owner = fake.addUser('owner', { displayName: 'Owner' });
   const stranger = fake.addUser('stranger', { displayName: 'Stranger' });
   const prefix = `test-${randomUUID()}`;
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'magpie-matrix-state-'));
   const gateways: Gateway[] = [];
   const config = (env: Record<string, string> = {}) =>
     parseConfig({
@@ -49,6 +55,7 @@ export async function matrixFixture(redisUrl: string): Promise<MatrixFixture> {
       MATRIX_HOMESERVER_URL: fake.url,
       MATRIX_ACCESS_TOKEN: BOT_TOKEN,
       MATRIX_ALLOW_FROM: owner,
+      MAGPIE_STATE_DIR: stateDir,
       ...env,
     });
   return {
@@ -57,6 +64,7 @@ export async function matrixFixture(redisUrl: string): Promise<MatrixFixture> {
     owner,
     stranger,
     prefix,
+    stateDir,
     config,
     async gateway(env, options) {
       const cfg = config(env);
@@ -89,6 +97,7 @@ export async function matrixFixture(redisUrl: string): Promise<MatrixFixture> {
     async close() {
       for (const g of gateways) await g.stop();
       await fake.close();
+      await rm(stateDir, { recursive: true, force: true });
     },
   };
 }

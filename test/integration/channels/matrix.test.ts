@@ -4,7 +4,8 @@
  * answers no history; a restart takes exactly what it missed; Redis away
  * holds the position), several gateways, invitations, addressing in group
  * rooms, threads, HTML replies, live edits, media, malformed events, the
- * password login's kept device, and the encrypted-room notice.
+ * password login's kept device, and an encrypted event without its key
+ * (matrix-e2ee.test.ts has the encrypted round trip and the notice).
  */
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -275,31 +276,22 @@ describe('what the bot sends', () => {
     ]);
   });
 
-  it('an encrypted room is told once, in the clear, that magpie cannot read it', async () => {
+  it('an encrypted event it has no key for is neither answered nor a stop (matrix-e2ee.test.ts reads real ones)', async () => {
     const room = fx.fake.createRoom([fx.owner, fx.bot], { encrypted: true });
-    const a = await fx.gateway();
-    await fx.gateway(); // a second gateway sees the same encrypted events
+    const gw = await fx.gateway();
     fx.fake.say(
       room,
       fx.owner,
-      { algorithm: 'm.megolm.v1.aes-sha2', ciphertext: 'AwgA' },
+      { algorithm: 'm.megolm.v1.aes-sha2', ciphertext: 'AwgA', session_id: 'nope', sender_key: 'x' },
       'm.room.encrypted',
     );
-    fx.fake.say(
-      room,
-      fx.owner,
-      { algorithm: 'm.megolm.v1.aes-sha2', ciphertext: 'AwgB' },
-      'm.room.encrypted',
-    );
-    await fx.fake.waitFor(() => fx.fake.shown(room, fx.bot).length >= 1);
-    // A later plain marker from the owner in a DM proves both gateways went past the encrypted events.
+    fx.fake.say(room, fx.owner, { algorithm: 'm.megolm.v1.aes-sha2' }, 'm.room.encrypted');
     const dm = fx.fake.createRoom([fx.owner, fx.bot]);
     fx.fake.say(dm, fx.owner, text('marker'));
-    await waitFor(async () => (await a.mailbox(dm)).length >= 1, 10_000, 'the marker');
-    const pos = fx.fake.syncs.length;
-    await waitFor(() => fx.fake.syncs.length >= pos + 4, 10_000, 'later syncs');
-    expect(fx.fake.shown(room, fx.bot).map((m) => m.body)).toEqual([
-      expect.stringContaining("can't read encrypted messages"),
-    ]);
+    await waitFor(async () => (await gw.mailbox(dm)).length >= 1, 10_000, 'the marker');
+    expect(await gw.mailbox(room)).toEqual([]);
+    expect(fx.fake.events(room).filter((e) => e.sender === fx.bot && e.type.startsWith('m.room.'))).toEqual(
+      fx.fake.events(room).filter((e) => e.sender === fx.bot && e.type === 'm.room.member'),
+    );
   });
 });
