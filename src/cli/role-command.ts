@@ -60,7 +60,9 @@ export async function runRoleCommand(
   const flagMs = (name: 'lock-duration' | 'stalled-interval' | 'shutdown-timeout') =>
     durationFlag(role, values, name);
   if (values.agent !== undefined && role !== 'worker')
-    throw new ConfigError(`magpie ${role}: --agent is for magpie worker (a gateway and start serve every agent)`);
+    throw new ConfigError(
+      `magpie ${role}: --agent is for magpie worker (a gateway and start serve every agent)`,
+    );
   return runRole({
     role,
     config,

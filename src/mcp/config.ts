@@ -8,9 +8,9 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { describeJsonError, stripJsonComments } from '../config/jsonc.js';
 import { ConfigError, describeError } from '../errors/index.js';
 import { type Expansion, expandRecord, expandVariables, newExpansion } from './expand.js';
-import { describeJsonError, stripJsonComments } from '../config/jsonc.js';
 
 /** What every server spec has. */
 interface ServerSpecBase {

@@ -38,7 +38,11 @@ export const apiChannel = defineChannel({
     const { loadAgents } = await import('../../agents/spec.js');
     const { config } = deps;
     // GET /v1/models lists the agents; a request's `model` picks one (agents.json).
-    const agents = loadAgents({ file: config.agentsFile, workspace: config.workspace, stateDir: config.stateDir });
+    const agents = loadAgents({
+      file: config.agentsFile,
+      workspace: config.workspace,
+      stateDir: config.stateDir,
+    });
     return new ApiChannel({
       agents: agents.agents.map((a) => a.id),
       bus: deps.bus,

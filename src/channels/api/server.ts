@@ -226,7 +226,10 @@ async function completions(
   let end: ExchangeEnd;
   try {
     // At-once commands do not wait for the session's running request (that is what /stop is for).
-    end = routeCommand(request.text).runs === 'at-once' ? await run() : await sessions.run(`${request.model}\0${sessionKey}`, run);
+    end =
+      routeCommand(request.text).runs === 'at-once'
+        ? await run()
+        : await sessions.run(`${request.model}\0${sessionKey}`, run);
   } catch (err) {
     o.logger.warn({ err: describeError(err), key: key.name }, 'api request not queued');
     answer.fail(
