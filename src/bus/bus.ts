@@ -65,6 +65,7 @@ import {
   type WebMessageEvent,
   type WebSignal,
 } from './web-events.js';
+import { RedisWhatsAppStore } from './whatsapp-store.js';
 import { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-beats.js';
 import { claimWorkspace } from './workspace-record.js';
 
@@ -297,6 +298,11 @@ export class Bus implements WebEventBus {
   /** The e-mail channel's mailbox cursors, threads and counts of ignored mail. */
   emailStore(): RedisEmailStore {
     return new RedisEmailStore(this.redis, this.prefix);
+  }
+
+  /** The WhatsApp channel's record of the status callbacks about what it sent. */
+  whatsappStore(): RedisWhatsAppStore {
+    return new RedisWhatsAppStore(this.redis, this.prefix);
   }
 
   /** Per-turn figures and running turns of one worker, for status and the dashboard. */

@@ -40,6 +40,15 @@ export const keys = {
   emailThread: (prefix: string, thread: string) => `${prefix}:email-thread:${thread}`,
   /** Mail the e-mail channel ignored, counted by reason (a hash). */
   emailIgnored: (prefix: string) => `${prefix}:email-ignored`,
+  /** One message WhatsApp was asked to send: a hash of each status Meta reported (`sent`, `delivered`, `read`, `failed`) → when (ms), expiring (whatsapp-store.ts). */
+  whatsappStatus: (prefix: string, messageId: string) => `${prefix}:whatsapp-status:${messageId}`,
+  /** The WhatsApp status callbacks recorded, counted by status (a hash). */
+  whatsappStatuses: (prefix: string) => `${prefix}:whatsapp-statuses`,
+  /**
+   * Sends a platform accepted and later reported failed (a WhatsApp `failed` status), newest first:
+   * a capped list of DeliveryFailure JSON that `magpie status` lists with the errors (delivery-failures.ts).
+   */
+  deliveryFailures: (prefix: string) => `${prefix}:delivery-failures`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,
 };
