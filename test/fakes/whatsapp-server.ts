@@ -17,6 +17,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitFor } from './wait-for.js';
 
 /** One Graph API call as the fake saw it. */
 export interface FakeGraphCall {
@@ -164,10 +165,6 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
   const closed = new Set<string>();
   const failures: Array<FakeWaFailure & { skip: number }> = [];
   let counter = 0;
-  const waiters = new Set<() => void>();
-  const notify = () => {
-    for (const w of waiters) w();
-  };
   const newMessageId = () =>
     `wamid.${Buffer.from(`${randomUUID()}-${++counter}`).toString('base64url').slice(0, 40)}`;
 
@@ -208,7 +205,6 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     if (req.method === 'GET' && url.pathname.startsWith('/media-download/')) {
       const id = decodeURIComponent(url.pathname.slice('/media-download/'.length));
       downloads.push({ mediaId: id, authorized });
-      notify();
       const file = media.get(id);
       if (!authorized) return graphError(res, 401, 190, 'Invalid OAuth access token');
       if (!file) return graphError(res, 404, 100, 'media not found');
@@ -221,7 +217,6 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     const body = req.method === 'POST' ? await readJson(req) : {};
     const record = (status: number) => {
       calls.push({ method: req.method ?? 'GET', path, body, status, at: Date.now() });
-      notify();
     };
     if (!authorized) {
       record(401);
@@ -468,7 +463,6 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
       });
       const post = { body: bytes, status: res.status, text: await res.text() };
       posts.push(post);
-      notify();
       return post;
     },
     async get(query) {
@@ -482,26 +476,8 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     messages: (to) => sent.filter((m) => m.to === to),
     shown: (to) => sent.filter((m) => m.to === to).map((m) => m.text),
     typing: (chat) => reads.filter((r) => r.typing && r.chat === chat).length,
-    waitFor(predicate, timeoutMs = 10_000) {
-      if (predicate()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (!predicate()) return;
-          cleanup();
-          resolve();
-        };
-        const interval = setInterval(check, 20);
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`fake whatsapp: condition not met within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const cleanup = () => {
-          clearInterval(interval);
-          clearTimeout(timer);
-          waiters.delete(check);
-        };
-        waiters.add(check);
-      });
+    async waitFor(predicate, timeoutMs = 10_000) {
+      await waitFor(() => predicate(), timeoutMs, 'a fake whatsapp condition');
     },
     async close() {
       http.closeAllConnections();

@@ -13,7 +13,16 @@
  * line, a label; the chunker (chunk.ts) closes and reopens these blocks when
  * it cuts a reply.
  */
-import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
+import type { MarkedToken, Token } from 'marked';
+import {
+  fenceLanguage,
+  joinBlocks,
+  type ListStyle,
+  lexMarkdown,
+  plainInline,
+  renderList,
+  tableText,
+} from './markdown-walk.js';
 
 /** WhatsApp's mark for each emphasis token. */
 const EMPHASIS = { strong: '*', em: '_', del: '~' } as const;
@@ -26,17 +35,11 @@ type Mark = (typeof EMPHASIS)[keyof typeof EMPHASIS];
  * toWhatsApp('**hi** _there_ ~~old~~ [docs](https://x.org)') // => '*hi* _there_ ~old~ docs (https://x.org)'
  */
 export function toWhatsApp(markdown: string): string {
-  const tokens = new Lexer({ gfm: true }).lex(markdown);
-  return renderBlocks(tokens, '').trim();
+  return renderBlocks(lexMarkdown(markdown), '').trim();
 }
 
 function renderBlocks(tokens: Token[], indent: string): string {
-  const blocks: string[] = [];
-  for (const token of tokens) {
-    const out = renderBlock(token as MarkedToken, indent);
-    if (out !== '') blocks.push(out);
-  }
-  return blocks.join('\n\n');
+  return joinBlocks(tokens, indent, renderBlock);
 }
 
 function renderBlock(token: MarkedToken, indent: string): string {
@@ -51,23 +54,17 @@ function renderBlock(token: MarkedToken, indent: string): string {
       const text = renderInline(token.tokens, new Set<Mark>(['*'])).trim();
       return text === '' ? '' : `*${text}*`;
     }
-    case 'code': {
-      const info = (token.lang ?? '').trim().split(/\s+/)[0] ?? '';
-      const label = /^[\w#+.-]+$/.test(info) ? info : '';
-      return `\`\`\`${label}\n${token.text}\n\`\`\``;
-    }
+    case 'code':
+      return `\`\`\`${fenceLanguage(token.lang)}\n${token.text}\n\`\`\``;
     case 'blockquote':
       return renderBlocks(token.tokens, '')
         .split('\n')
         .map((line) => (line === '' ? '>' : `> ${line}`))
         .join('\n');
     case 'list':
-      return renderList(token, indent);
-    case 'table': {
-      const cell = (c: Tokens.TableCell) => plainInline(c.tokens);
-      const rows = [token.header.map(cell), ...token.rows.map((r) => r.map(cell))];
-      return `\`\`\`\n${rows.map((r) => r.join(' | ')).join('\n')}\n\`\`\``;
-    }
+      return renderList(token, indent, LIST);
+    case 'table':
+      return `\`\`\`\n${tableText(token)}\n\`\`\``;
     case 'hr':
       return '———';
     case 'html':
@@ -79,27 +76,13 @@ function renderBlock(token: MarkedToken, indent: string): string {
   }
 }
 
-function renderList(list: Tokens.List, indent: string): string {
-  const start = typeof list.start === 'number' ? list.start : 1;
-  return list.items
-    .map((item, i) => {
-      const marker = list.ordered ? `${start + i}.` : '-';
-      const check = item.task ? (item.checked ? '☑ ' : '☐ ') : '';
-      const inner = `${indent}   `;
-      const parts: string[] = [];
-      for (const token of item.tokens) {
-        const c = token as MarkedToken;
-        if (c.type === 'checkbox') continue;
-        if (c.type === 'list') parts.push(`\n${renderList(c, inner)}`);
-        else {
-          const text = renderBlock(c, inner);
-          if (text !== '') parts.push(parts.length > 0 ? `\n${inner}${text}` : text);
-        }
-      }
-      return `${indent}${marker} ${check}${parts.join('')}`;
-    })
-    .join('\n');
-}
+/** Lists: `- ` bullets (WhatsApp's own list syntax), nested items three spaces in. */
+const LIST: ListStyle<string> = {
+  bullet: '-',
+  indent: (indent) => indent,
+  nest: (indent) => `${indent}   `,
+  block: (token, indent) => renderBlock(token, indent),
+};
 
 /** Inline tokens in WhatsApp's forms; `open` are the marks already around them (not repeated inside). */
 function renderInline(tokens: Token[], open: ReadonlySet<Mark>): string {
@@ -151,16 +134,4 @@ function linkText(text: string, href: string): string {
   // An autolink (`<https://…>`, `www.…`, an address) shows as written.
   if (shown === href || shown === target || `http://${shown}` === href) return shown;
   return `${shown} (${target})`;
-}
-
-/** Inline tokens as plain text (link texts, table cells). */
-function plainInline(tokens: Token[]): string {
-  let out = '';
-  for (const raw of tokens) {
-    const token = raw as MarkedToken;
-    if ('tokens' in token && Array.isArray(token.tokens)) out += plainInline(token.tokens);
-    else if ('text' in token && typeof token.text === 'string') out += token.text;
-    else out += token.raw;
-  }
-  return out;
 }
