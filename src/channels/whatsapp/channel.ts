@@ -3,9 +3,9 @@
  * webhook on the gateway's webhook listener (`/webhooks/whatsapp`), replies
  * go out through the Graph API (graph.ts, plain fetch).
  *
- * The route answers Meta's subscription handshake (the verify token compared
- * in constant time) and takes a POST only with a valid `X-Hub-Signature-256`
- * over its raw body (401 otherwise, and nothing is read from it). A POST is
+ * The route (webhook.ts) answers Meta's subscription handshake and takes a
+ * POST only with a valid `X-Hub-Signature-256` over its raw body (401
+ * otherwise, and nothing is read from it). A POST is
  * answered 200 only once every message in it is on the bus (or decided
  * against) and every status in it is recorded; when Redis is away it is
  * answered 503 and Meta delivers it again. A message's inbound id is
@@ -31,21 +31,20 @@ import { decidePress, type Press } from '../press.js';
 import { SendProgress } from '../send-progress.js';
 import type { Channel, ChannelDeps } from '../types.js';
 import { TypingLoop } from '../typing.js';
-import type { WebhookRequest, WebhookResponse, WebhookRoutes } from '../webhooks.js';
+import type { WebhookRoutes } from '../webhooks.js';
 import { WHATSAPP_API_ROOT, WHATSAPP_WEBHOOK_PATH } from './api-root.js';
 import { GraphClient, GraphError, graphFailure } from './graph.js';
 import {
   decideMessage,
   readNotification,
-  type WaError,
   type WaMessage,
   type WaNotification,
   type WaStatus,
 } from './inbound.js';
 import { fetchMedia } from './media.js';
-import { deliverMessage, WINDOW_CLOSED } from './sender.js';
-import { handshakeChallenge, SIGNATURE_HEADER, validSignature } from './signature.js';
+import { deliverMessage, failureReason } from './sender.js';
 import type { WhatsAppStore } from './store.js';
+import { whatsappWebhook } from './webhook.js';
 
 /** Tunables (tests shorten them); everything else comes from the deps. */
 export interface WhatsAppChannelOptions {
@@ -148,9 +147,14 @@ export class WhatsAppChannel implements Channel {
       }
       this.logger.warn({ err: graphFailure(err) }, 'whatsapp number not checked (Graph API unreachable?)');
     }
-    this.unmount = this.webhooks.mount(WHATSAPP_WEBHOOK_PATH, (request) => this.onRequest(request), {
-      maxBodyBytes: this.maxBodyBytes,
+    const route = whatsappWebhook({
+      appSecret: this.appSecret,
+      verifyToken: this.verifyToken,
+      logger: this.logger,
+      warn: (kind, text) => this.warnAtMostOnceAMinute(kind, text),
+      take: (body) => this.whileRunning(() => this.take(body)),
     });
+    this.unmount = this.webhooks.mount(WHATSAPP_WEBHOOK_PATH, route, { maxBodyBytes: this.maxBodyBytes });
     this.logger.info({ path: WHATSAPP_WEBHOOK_PATH }, 'whatsapp webhook route mounted');
   }
 
@@ -193,54 +197,16 @@ export class WhatsAppChannel implements Channel {
     this.typing.stop(chatId);
   }
 
-  /** The route: the handshake (GET) or a signed notification (POST). */
-  private async onRequest(request: WebhookRequest): Promise<WebhookResponse> {
-    if (request.method === 'GET') return this.onHandshake(request);
-    if (request.method !== 'POST') return { status: 405, body: 'method not allowed' };
-    if (!validSignature(request.body, request.headers[SIGNATURE_HEADER], this.appSecret)) {
-      this.warnAtMostOnceAMinute(
-        'signature',
-        'whatsapp webhook refused: no valid X-Hub-Signature-256 (is WHATSAPP_APP_SECRET the app secret of the app that sends it?)',
-      );
-      return { status: 401, body: 'invalid signature' };
-    }
-    let body: WaNotification;
+  /** Runs `work` unless stopping (then rejects: Meta delivers it again), and lets `stop()` wait for it. */
+  private async whileRunning(work: () => Promise<void>): Promise<void> {
+    if (this.closed) throw new AppError('INTERNAL', 'the whatsapp channel is stopping', { transient: true });
+    const running = work();
+    this.inFlight.add(running);
     try {
-      body = JSON.parse(request.body.toString('utf8')) as WaNotification;
-    } catch {
-      return { status: 400, body: 'malformed JSON' };
-    }
-    if (!body || typeof body !== 'object' || Array.isArray(body))
-      return { status: 400, body: 'not an object' };
-    if (this.closed) return { status: 503, body: 'stopping' };
-    const work = this.take(body);
-    this.inFlight.add(work);
-    try {
-      await work;
-      return { status: 200, body: 'ok' };
-    } catch (err) {
-      this.logger.warn(
-        { err: describeError(err) },
-        'whatsapp webhook not taken (bus away?): answered 503 for Meta to deliver it again',
-      );
-      return { status: 503, body: 'try again later' };
+      await running;
     } finally {
-      this.inFlight.delete(work);
+      this.inFlight.delete(running);
     }
-  }
-
-  /** Meta's subscription check: the challenge back when the verify token is ours. */
-  private onHandshake(request: WebhookRequest): WebhookResponse {
-    const challenge = handshakeChallenge(request.url.searchParams, this.verifyToken);
-    if (challenge === undefined) {
-      this.warnAtMostOnceAMinute(
-        'handshake',
-        'whatsapp webhook verification refused: hub.verify_token is not WHATSAPP_VERIFY_TOKEN',
-      );
-      return { status: 403, body: 'forbidden' };
-    }
-    this.logger.info('whatsapp webhook verified by Meta');
-    return { status: 200, body: challenge };
   }
 
   /** Records the statuses, then takes the messages (each sender's in order). Rejects when any could not be taken. */
@@ -378,14 +344,4 @@ export class WhatsAppChannel implements Channel {
     this.warned.set(kind, now);
     this.logger.warn(text);
   }
-}
-
-/** Why a send failed, as `magpie status` shows it. */
-function failureReason(error: WaError | undefined): string {
-  if (!error) return 'failed (Meta gave no reason)';
-  if (error.code === WINDOW_CLOSED)
-    return `the 24-hour window is closed (${WINDOW_CLOSED}); it opens when they write again`;
-  const title = error.title ?? error.message ?? 'failed';
-  const details = error.error_data?.details;
-  return `${title} (${error.code ?? '?'})${details && details !== title ? `: ${details}` : ''}`;
 }

@@ -20,6 +20,7 @@ import { splitMessage, splitReply } from '../chunk.js';
 import { toWhatsApp } from '../format/whatsapp.js';
 import { INTERACTIVE_BODY_LIMIT, interactiveButtons } from './buttons.js';
 import { type GraphClient, GraphError } from './graph.js';
+import type { WaError } from './inbound.js';
 
 /** The longest text message WhatsApp takes, in characters. */
 export const WHATSAPP_TEXT_LIMIT = 4096;
@@ -110,4 +111,14 @@ export function toDeliveryError(err: unknown, to: string): AppError {
     cause: err,
     transient: true,
   });
+}
+
+/** Why a send failed, as `magpie status` shows it. */
+export function failureReason(error: WaError | undefined): string {
+  if (!error) return 'failed (Meta gave no reason)';
+  if (error.code === WINDOW_CLOSED)
+    return `the 24-hour window is closed (${WINDOW_CLOSED}); it opens when they write again`;
+  const title = error.title ?? error.message ?? 'failed';
+  const details = error.error_data?.details;
+  return `${title} (${error.code ?? '?'})${details && details !== title ? `: ${details}` : ''}`;
 }
