@@ -19,6 +19,7 @@ import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
 import type { ChannelStartDeps } from '../channels/descriptor.js';
 import { enabledChannels } from '../channels/registry.js';
 import type { Channel } from '../channels/types.js';
+import { WebhookListener } from '../channels/webhooks.js';
 import { type Config, environment, streamsTo } from '../config/index.js';
 import { OutboundDelivery } from '../delivery/outbound-delivery.js';
 import { ConfigError, describeError } from '../errors/index.js';
@@ -409,7 +410,9 @@ async function startGateway(
       all: () => all,
     });
   }
-  const deps: ChannelStartDeps = { config, bus, logger, pairing: bus.pairingStore() };
+  // Webhook channels mount their routes on it while they start; it listens once they all have.
+  const webhooks = new WebhookListener({ port: config.webhook.port, host: config.webhook.host, logger });
+  const deps: ChannelStartDeps = { config, bus, logger, pairing: bus.pairingStore(), webhooks };
   // Every registered channel its settings enable (src/channels/registry.ts), in registry order.
   const channels: Channel[] = [];
   for (const { descriptor, settings } of enabledChannels(config)) {
@@ -433,6 +436,15 @@ async function startGateway(
         for (const delivery of deliveries) await delivery.close();
       },
     });
+  }
+  // Closed first (parts close in reverse): no webhook is taken once the channels begin to stop.
+  try {
+    if (await webhooks.listen()) parts.push({ name: 'webhook listener', close: () => webhooks.close() });
+    else if (config.webhook.port !== undefined)
+      logger.info('MAGPIE_WEBHOOK_PORT is set but no channel takes webhooks: nothing listens on it');
+  } catch (err) {
+    await closeAll(parts, logger);
+    throw err;
   }
   return parts;
 }

@@ -67,6 +67,7 @@ import {
   type WebMessageEvent,
   type WebSignal,
 } from './web-events.js';
+import { RedisWhatsAppStore } from './whatsapp-store.js';
 import { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-beats.js';
 import { claimWorkspace } from './workspace-record.js';
 
@@ -351,6 +352,11 @@ export class Bus implements WebEventBus {
   /** The Matrix channel's sync position, kept device and encrypted rooms told. */
   matrixStore(): RedisMatrixStore {
     return new RedisMatrixStore(this.redis, this.prefix);
+  }
+
+  /** The WhatsApp channel's record of the status callbacks about what it sent. */
+  whatsappStore(): RedisWhatsAppStore {
+    return new RedisWhatsAppStore(this.redis, this.prefix);
   }
 
   /** Per-turn figures and running turns of one worker, for status and the dashboard. */

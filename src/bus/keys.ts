@@ -43,6 +43,15 @@ export const keys = {
   /** The Matrix channel's state per account or room: `sync` (next_batch), `device` (a hash), `encrypted-notice` (matrix-store.ts). */
   matrix: (prefix: string, kind: 'sync' | 'device' | 'encrypted-notice', id: string) =>
     `${prefix}:matrix-${kind}:${id}`,
+  /** One message WhatsApp was asked to send: a hash of each status Meta reported (`sent`, `delivered`, `read`, `failed`) → when (ms), expiring (whatsapp-store.ts). */
+  whatsappStatus: (prefix: string, messageId: string) => `${prefix}:whatsapp-status:${messageId}`,
+  /** The WhatsApp status callbacks recorded, counted by status (a hash). */
+  whatsappStatuses: (prefix: string) => `${prefix}:whatsapp-statuses`,
+  /**
+   * Sends a platform accepted and later reported failed (a WhatsApp `failed` status), newest first:
+   * a capped list of DeliveryFailure JSON that `magpie status` lists with the errors (delivery-failures.ts).
+   */
+  deliveryFailures: (prefix: string) => `${prefix}:delivery-failures`,
   /** The id of the workspace this bus serves, set by the first process that starts (workspace/identity.ts). */
   workspace: (prefix: string) => `${prefix}:workspace`,
 };

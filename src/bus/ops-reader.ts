@@ -14,6 +14,7 @@ import { RedisApprovals } from './approvals.js';
 import { BoardQueues } from './board-queues.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore, type HeartbeatSchedule, type ListedTask } from './cron-store.js';
+import { type DeliveryFailure, readDeliveryFailures } from './delivery-failures.js';
 import { RedisHelperTracker } from './helper-records.js';
 import {
   discoverQueues,
@@ -61,6 +62,11 @@ export class RedisOpsReader {
   /** The newest `count` failed jobs over all `names`, newest first. */
   lastFailures(names: string[], count?: number): Promise<QueueFailure[]> {
     return lastFailures(this.redis, this.prefix, names, count);
+  }
+
+  /** The newest `count` sends a platform reported failed after accepting them, newest first. */
+  deliveryFailures(count?: number): Promise<DeliveryFailure[]> {
+    return readDeliveryFailures(this.redis, this.prefix, count);
   }
 
   running(): Promise<RunningTurn[]> {

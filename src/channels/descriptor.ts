@@ -16,16 +16,21 @@ import type { ChannelConfigSlice } from '../config/channel-slices.js';
 import type { StepContext } from '../onboard/context.js';
 import type { Check } from '../ops/doctor.js';
 import type { Channel, ChannelDeps } from './types.js';
+import type { WebhookRoutes } from './webhooks.js';
 
 /** What a channel's factory receives: the shared deps, with the whole bus (the CLI channel's reply lists). */
 export interface ChannelStartDeps extends ChannelDeps {
   bus: Bus;
+  /** The gateway's webhook listener (MAGPIE_WEBHOOK_PORT), where a webhook channel mounts its route. */
+  webhooks: WebhookRoutes;
 }
 
-/** The parts of the configuration beyond its own settings a channel's `enabled` may read. */
+/** The parts of the configuration beyond its own settings a channel's `enabled` and `doctor` may read. */
 export interface ChannelEnableContext {
   /** MAGPIE_DASHBOARD_PORT: the web chat is served by the dashboard. */
   dashboard: { port: number | undefined };
+  /** MAGPIE_WEBHOOK_PORT and MAGPIE_WEBHOOK_HOST: where webhook channels are told about messages. */
+  webhook: { port: number | undefined; host: string };
 }
 
 /** A channel's part of `magpie onboard`. */
@@ -71,7 +76,7 @@ export interface ChannelDescriptor<
    */
   create(deps: ChannelStartDeps, settings: Settings): Promise<Channel | Channel[]>;
   /** Its `magpie doctor` check (e.g. the platform accepts the token), skipped when it is off; one per bot when it has several. */
-  doctor?(settings: Settings): Check | Check[];
+  doctor?(settings: Settings, config: ChannelEnableContext): Check | Check[];
   /** Its `magpie onboard` step, when it has one. */
   readonly onboard?: ChannelOnboarding;
 }

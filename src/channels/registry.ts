@@ -17,6 +17,7 @@ import { signalChannel } from './signal/descriptor.js';
 import { slackChannel } from './slack/descriptor.js';
 import { telegramChannel } from './telegram/descriptor.js';
 import { webChannel } from './web/descriptor.js';
+import { whatsappChannel } from './whatsapp/descriptor.js';
 
 /** The channels, in the order of the schema, the gateway's start, doctor's checks and onboard's steps. */
 // biome-ignore format: one line per channel, so adding one is a one-line change
@@ -27,6 +28,7 @@ export const CHANNELS = [
   slackChannel,
   webChannel,
   emailChannel,
+  whatsappChannel,
   signalChannel,
   matrixChannel,
   apiChannel,
@@ -62,8 +64,10 @@ export function enabledChannels(
  * Each channel's own `magpie doctor` check, in registry order. Every registered
  * channel is listed (not only the enabled ones): an off channel's check says it is skipped.
  */
-export function channelDoctorChecks(config: { channels: ChannelSettingsMap }): Check[] {
+export function channelDoctorChecks(
+  config: ChannelEnableContext & { channels: ChannelSettingsMap },
+): Check[] {
   return configuredChannels(config).flatMap(
-    ({ descriptor, settings }) => descriptor.doctor?.(settings) ?? [],
+    ({ descriptor, settings }) => descriptor.doctor?.(settings, config) ?? [],
   );
 }

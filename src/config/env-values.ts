@@ -140,6 +140,35 @@ export const list = z
       .filter((s) => s !== ''),
   );
 
+/**
+ * A phone number in international form as digits, without `+` or separators (`+49 170 123-4567`
+ * → `491701234567`: how WhatsApp names its users); undefined when it is not one.
+ */
+export function phoneDigits(text: string): string | undefined {
+  const digits = text
+    .trim()
+    .replace(/[\s().-]/g, '')
+    .replace(/^\+/, '');
+  return /^[1-9]\d{6,14}$/.test(digits) ? digits : undefined;
+}
+
+/** An allow-list of phone numbers in international form (kept as digits, see {@link phoneDigits}) or `*`. */
+export const phoneList = list.transform((entries, ctx) => {
+  const out: string[] = [];
+  for (const entry of entries) {
+    const number = entry === '*' ? '*' : phoneDigits(entry);
+    if (number === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${entry}" is not a phone number in international form (e.g. +491701234567) or *`,
+      });
+      return z.NEVER;
+    }
+    out.push(number);
+  }
+  return out;
+});
+
 /** true/false (1/0, yes/no, on/off), false when unset. */
 export const boolean = z
   .string()

@@ -148,6 +148,14 @@ const CORE_ENV_TAIL = {
     }),
   MAGPIE_DASHBOARD_PORT: optionalPositive(65535),
   MAGPIE_DASHBOARD_TOKEN: optionalText,
+  MAGPIE_WEBHOOK_PORT: optionalPositive(65535),
+  MAGPIE_WEBHOOK_HOST: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? '127.0.0.1' : v.trim()))
+    .refine((v) => /^[A-Za-z0-9.:-]+$/.test(v), {
+      message: 'must be an address to listen on, e.g. 127.0.0.1 (behind a reverse proxy) or 0.0.0.0',
+    }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('development'),
 };
@@ -283,6 +291,12 @@ export interface Config {
   timezone: string;
   dashboard: { port: number | undefined; token: string | undefined };
   /**
+   * The gateway's webhook listener (MAGPIE_WEBHOOK_PORT, MAGPIE_WEBHOOK_HOST, default 127.0.0.1):
+   * its own HTTP server, apart from the dashboard, where webhook channels (WhatsApp) mount their
+   * routes. Off without a port.
+   */
+  webhook: { port: number | undefined; host: string };
+  /**
    * LOG_LEVEL (default info); `explicit` says it was set, so commands that log
    * only warnings by default (cron, memory, agent) follow it only then.
    */
@@ -309,6 +323,7 @@ export function parseConfigWith(
   requireNeeds(e, needs);
   const config = buildConfig(e, env, needs, channels);
   checkStateDirOutsideWorkspace(config);
+  checkWebhookPort(config);
   return deepFreeze(config);
 }
 
@@ -400,6 +415,7 @@ function buildConfig(
     stream: { enabled: e.MAGPIE_STREAM ?? true, channels: streamSwitches(channels, e) },
     timezone: e.MAGPIE_TIMEZONE,
     dashboard: { port: e.MAGPIE_DASHBOARD_PORT, token: e.MAGPIE_DASHBOARD_TOKEN },
+    webhook: { port: e.MAGPIE_WEBHOOK_PORT, host: e.MAGPIE_WEBHOOK_HOST },
     log: {
       level: e.LOG_LEVEL,
       pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY),
@@ -437,6 +453,15 @@ function searchConfig(e: Env): Config['search'] {
     tavily: { apiKey: e.TAVILY_API_KEY, apiRoot: e.TAVILY_API_ROOT },
     searxng: { url: e.SEARXNG_URL },
   };
+}
+
+/** Webhooks are served apart from the dashboard, so exposing one never exposes the other. */
+function checkWebhookPort(config: Config): void {
+  if (config.webhook.port !== undefined && config.webhook.port === config.dashboard.port) {
+    throw new ConfigError(
+      `MAGPIE_WEBHOOK_PORT ${config.webhook.port} is the dashboard's port: give the webhook listener a port of its own (it may face the internet; the dashboard must not)`,
+    );
+  }
 }
 
 /** The state folder holds Redis's password and indexes: never inside the workspace the tools can read. */

@@ -5,6 +5,7 @@
  */
 import type { BaseAdapter } from '@bull-board/api/baseAdapter';
 import type { HeartbeatSchedule, ListedTask } from '../bus/cron-store.js';
+import type { DeliveryFailure } from '../bus/delivery-failures.js';
 import type { QueueDepth, QueueFailure } from '../bus/queue-stats.js';
 import type { RunningTurn, StoredTurn } from '../bus/turn-records.js';
 import type { ReadUsageOptions, UsageReport } from '../bus/usage-records.js';
@@ -26,6 +27,8 @@ export interface OpsReader {
   queues(): Promise<string[]>;
   queueDepths(names: string[]): Promise<QueueDepth[]>;
   lastFailures(names: string[], count?: number): Promise<QueueFailure[]>;
+  /** Sends a platform accepted and reported failed afterwards (a WhatsApp `failed` status), newest first. */
+  deliveryFailures(count?: number): Promise<DeliveryFailure[]>;
   running(): Promise<RunningTurn[]>;
   turns(count?: number): Promise<StoredTurn[]>;
   helpers(): Promise<HelperRecord[]>;

@@ -7,6 +7,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import type { DeliveryFailure } from '../bus/delivery-failures.js';
 import type { QueueDepth, QueueFailure } from '../bus/queue-stats.js';
 import { displayUrl } from '../bus/redis.js';
 import type { RunningTurn, StoredTurn } from '../bus/turn-records.js';
@@ -70,19 +71,31 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const queues = await reader.queues();
   const timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const usage = reader.usage({ timezone, ...(options.prices ? { prices: options.prices } : {}) });
-  const [version, workers, depths, running, helpers, approvals, schedules, sessions, failures, turns] =
-    await Promise.all([
-      reader.redisVersion(),
-      reader.workers(),
-      reader.queueDepths(queues),
-      reader.running(),
-      reader.helpers(),
-      reader.approvals(),
-      listSchedules(reader),
-      countSessions(options.workspace),
-      reader.lastFailures(queues, options.errors ?? 5),
-      reader.turns(100),
-    ]);
+  const [
+    version,
+    workers,
+    depths,
+    running,
+    helpers,
+    approvals,
+    schedules,
+    sessions,
+    failures,
+    turns,
+    deliveries,
+  ] = await Promise.all([
+    reader.redisVersion(),
+    reader.workers(),
+    reader.queueDepths(queues),
+    reader.running(),
+    reader.helpers(),
+    reader.approvals(),
+    listSchedules(reader),
+    countSessions(options.workspace),
+    reader.lastFailures(queues, options.errors ?? 5),
+    reader.turns(100),
+    reader.deliveryFailures(options.errors ?? 5),
+  ]);
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
   return {
@@ -105,14 +118,24 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     sessions,
     usage: await usage,
     models: await collectModelStatus(reader, turns),
-    errors: mergeErrors(failures, turns, options.errors ?? 5),
+    errors: mergeErrors(failures, turns, deliveries, options.errors ?? 5),
     tookMs: Math.round(performance.now() - started),
   };
 }
 
-function mergeErrors(failures: QueueFailure[], turns: StoredTurn[], count: number): StatusError[] {
+function mergeErrors(
+  failures: QueueFailure[],
+  turns: StoredTurn[],
+  deliveries: DeliveryFailure[],
+  count: number,
+): StatusError[] {
   const out = [
     ...failures.map((f) => ({ at: f.at, source: `${f.queue} job ${f.job}`, message: f.reason })),
+    ...deliveries.map((d) => ({
+      at: d.at,
+      source: `${d.channel} delivery to ${d.chatId}`,
+      message: d.reason,
+    })),
     ...turns
       .filter((t) => t.error !== undefined)
       .map((t) => ({ at: t.at, source: `turn ${t.session}`, message: t.error ?? '' })),

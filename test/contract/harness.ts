@@ -37,6 +37,11 @@ export interface ChannelCapabilities {
   buttons: boolean;
   /** Answers show while the model writes them (edits, a terminal, a page); e-mail sends each answer whole. */
   live: boolean;
+  /**
+   * Buttons stay on a message after a press: the platform cannot change a sent message (WhatsApp),
+   * so a second press is answered instead. @defaultValue false (a press takes them away)
+   */
+  buttonsStay?: boolean;
 }
 
 /** The capabilities of a text-only channel: no groups, pairing, media, typing indicator, edits or buttons; live answers. */

@@ -279,8 +279,8 @@ MAGPIE_WORKSPACE=./workspace
     );
     telegram.pushUpdate(dmUpdate({ id: 4242_4242, username: 'alice' }, 'hi bot'));
     await proc.waitFor(/message from @alice/);
-    // Discord, Slack, e-mail, Signal and Matrix skipped, no web search, the default workspace, then yes to writing.
-    proc.child.stdin?.end(['', '', '', '', '', '', '', ''].join('\n').concat('\n'));
+    // Discord, Slack, e-mail, WhatsApp, Signal and Matrix skipped, no web search, the default workspace, then yes to writing.
+    proc.child.stdin?.end(['', '', '', '', '', '', '', '', ''].join('\n').concat('\n'));
     const code = await proc.exited;
     const out = proc.stdout() + proc.stderr();
     expect(code, out).toBe(0);
@@ -314,7 +314,7 @@ MAGPIE_WORKSPACE=./workspace
 
   it('interactive: answering no at the end writes nothing (exit 130)', async () => {
     const dir = folder(EXISTING_ENV);
-    const answers = ['6', openai.baseURL, API_KEY, '1', '', '', '', '', '', '', '', '', 'n'];
+    const answers = ['6', openai.baseURL, API_KEY, '1', '', '', '', '', '', '', '', '', '', 'n'];
     const { code, out } = await onboard(dir, [], `${answers.join('\n')}\n`);
     expect(code, out).toBe(130);
     expectUntouched(dir);

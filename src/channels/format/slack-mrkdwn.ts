@@ -7,7 +7,16 @@
  * A fence keeps its info string on the opening line: Slack has no syntax
  * highlighting and shows it as the block's first line, a label.
  */
-import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
+import type { MarkedToken, Token } from 'marked';
+import {
+  fenceLanguage,
+  joinBlocks,
+  type ListStyle,
+  lexMarkdown,
+  plainInline,
+  renderList,
+  tableText,
+} from './markdown-walk.js';
 
 /** Escapes text for Slack: `&`, `<` and `>` become entities (nothing else is special). */
 export function escapeMrkdwn(text: string): string {
@@ -24,17 +33,11 @@ const LINK_SCHEMES = /^(https?:|mailto:)/i;
  * toSlackMrkdwn('**hi** [docs](https://x.org) `a<b`') // => '*hi* <https://x.org|docs> `a&lt;b`'
  */
 export function toSlackMrkdwn(markdown: string): string {
-  const tokens = new Lexer({ gfm: true }).lex(markdown);
-  return renderBlocks(tokens, '').trim();
+  return renderBlocks(lexMarkdown(markdown), '').trim();
 }
 
 function renderBlocks(tokens: Token[], indent: string): string {
-  const blocks: string[] = [];
-  for (const token of tokens) {
-    const out = renderBlock(token as MarkedToken, indent);
-    if (out !== '') blocks.push(out);
-  }
-  return blocks.join('\n\n');
+  return joinBlocks(tokens, indent, renderBlock);
 }
 
 function renderBlock(token: MarkedToken, indent: string): string {
@@ -46,23 +49,17 @@ function renderBlock(token: MarkedToken, indent: string): string {
       return renderInline(token.tokens);
     case 'heading':
       return `*${renderInline(token.tokens)}*`;
-    case 'code': {
-      const info = (token.lang ?? '').trim().split(/\s+/)[0] ?? '';
-      const label = /^[\w#+.-]+$/.test(info) ? info : '';
-      return `\`\`\`${label}\n${escapeMrkdwn(token.text)}\n\`\`\``;
-    }
+    case 'code':
+      return `\`\`\`${fenceLanguage(token.lang)}\n${escapeMrkdwn(token.text)}\n\`\`\``;
     case 'blockquote':
       return renderBlocks(token.tokens, '')
         .split('\n')
         .map((line) => `> ${line}`)
         .join('\n');
     case 'list':
-      return renderList(token, indent);
-    case 'table': {
-      const cell = (c: Tokens.TableCell) => plainInline(c.tokens);
-      const rows = [token.header.map(cell), ...token.rows.map((r) => r.map(cell))];
-      return `\`\`\`\n${escapeMrkdwn(rows.map((r) => r.join(' | ')).join('\n'))}\n\`\`\``;
-    }
+      return renderList(token, indent, LIST);
+    case 'table':
+      return `\`\`\`\n${escapeMrkdwn(tableText(token))}\n\`\`\``;
     case 'hr':
       return '———';
     case 'html':
@@ -74,27 +71,13 @@ function renderBlock(token: MarkedToken, indent: string): string {
   }
 }
 
-function renderList(list: Tokens.List, indent: string): string {
-  const start = typeof list.start === 'number' ? list.start : 1;
-  return list.items
-    .map((item, i) => {
-      const marker = list.ordered ? `${start + i}.` : '•';
-      const check = item.task ? (item.checked ? '☑ ' : '☐ ') : '';
-      const inner = `${indent}    `;
-      const parts: string[] = [];
-      for (const token of item.tokens) {
-        const c = token as MarkedToken;
-        if (c.type === 'checkbox') continue;
-        if (c.type === 'list') parts.push(`\n${renderList(c, inner)}`);
-        else {
-          const text = renderBlock(c, inner);
-          if (text !== '') parts.push(parts.length > 0 ? `\n${inner}${text}` : text);
-        }
-      }
-      return `${indent}${marker} ${check}${parts.join('')}`;
-    })
-    .join('\n');
-}
+/** Lists: `•` bullets, nested items four spaces in. */
+const LIST: ListStyle<string> = {
+  bullet: '•',
+  indent: (indent) => indent,
+  nest: (indent) => `${indent}    `,
+  block: (token, indent) => renderBlock(token, indent),
+};
 
 /** Slack's mark for each emphasis token. */
 const EMPHASIS = { strong: '*', em: '_', del: '~' } as const;
@@ -144,16 +127,4 @@ function renderInline(tokens: Token[]): string {
 /** A URL inside `<…|…>`: escaped, and without the `|` and `>` that would end it early. */
 function linkTarget(href: string): string {
   return escapeMrkdwn(href).replace(/\|/g, '%7C');
-}
-
-/** Inline tokens as plain text (link texts, table cells). */
-function plainInline(tokens: Token[]): string {
-  let out = '';
-  for (const raw of tokens) {
-    const token = raw as MarkedToken;
-    if ('tokens' in token && Array.isArray(token.tokens)) out += plainInline(token.tokens);
-    else if ('text' in token && typeof token.text === 'string') out += token.text;
-    else out += token.raw;
-  }
-  return out;
 }

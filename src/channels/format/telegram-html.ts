@@ -3,7 +3,15 @@
  * parses the Markdown; this walker renders each token to the few tags Telegram
  * accepts (b, i, s, code, pre, a, blockquote) and escapes everything else.
  */
-import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
+import type { MarkedToken, Token, Tokens } from 'marked';
+import {
+  fenceLanguage,
+  joinBlocks,
+  type ListStyle,
+  lexMarkdown,
+  renderList,
+  tableText,
+} from './markdown-walk.js';
 
 /** Escapes text for Telegram HTML: only `&`, `<` and `>` are special. */
 export function escapeHtml(text: string): string {
@@ -33,8 +41,7 @@ const LINK_SCHEMES = /^(https?:|mailto:|tg:)/i;
  * toTelegramHtml('**hi** `a<b`') // => '<b>hi</b> <code>a&lt;b</code>'
  */
 export function toTelegramHtml(markdown: string): string {
-  const tokens = new Lexer({ gfm: true }).lex(markdown);
-  return renderBlocks(tokens, { indent: '', inQuote: false }).trim();
+  return renderBlocks(lexMarkdown(markdown), { indent: '', inQuote: false }).trim();
 }
 
 /** Where a block is rendered: list indentation, and whether inside a quote (Telegram cannot nest quotes). */
@@ -44,12 +51,7 @@ interface Ctx {
 }
 
 function renderBlocks(tokens: Token[], ctx: Ctx): string {
-  const blocks: string[] = [];
-  for (const token of tokens) {
-    const out = renderBlock(token as MarkedToken, ctx);
-    if (out !== '') blocks.push(out);
-  }
-  return blocks.join('\n\n');
+  return joinBlocks(tokens, ctx, renderBlock);
 }
 
 function renderBlock(token: MarkedToken, ctx: Ctx): string {
@@ -67,7 +69,7 @@ function renderBlock(token: MarkedToken, ctx: Ctx): string {
       if (ctx.inQuote) return renderBlocks(token.tokens, { indent: '', inQuote: true });
       return `<blockquote>${renderBlocks(token.tokens, { indent: '', inQuote: true })}</blockquote>`;
     case 'list':
-      return renderList(token, ctx);
+      return renderList(token, ctx, LIST);
     case 'table':
       return renderTable(token);
     case 'hr':
@@ -83,39 +85,20 @@ function renderBlock(token: MarkedToken, ctx: Ctx): string {
 
 function renderCode(token: Tokens.Code): string {
   const body = escapeHtml(token.text);
-  const lang = (token.lang ?? '').trim().split(/\s+/)[0] ?? '';
-  if (lang !== '' && /^[\w#+.-]+$/.test(lang)) {
-    return `<pre><code class="language-${lang}">${body}</code></pre>`;
-  }
-  return `<pre>${body}</pre>`;
+  const lang = fenceLanguage(token.lang);
+  return lang ? `<pre><code class="language-${lang}">${body}</code></pre>` : `<pre>${body}</pre>`;
 }
 
-function renderList(list: Tokens.List, ctx: Ctx): string {
-  const indent = ctx.indent;
-  const start = typeof list.start === 'number' ? list.start : 1;
-  const lines = list.items.map((item, i) => {
-    const marker = list.ordered ? `${start + i}.` : '•';
-    const check = item.task ? (item.checked ? '☑ ' : '☐ ') : '';
-    const inner: Ctx = { indent: `${indent}  `, inQuote: ctx.inQuote };
-    const parts: string[] = [];
-    for (const token of item.tokens) {
-      const c = token as MarkedToken;
-      if (c.type === 'checkbox') continue;
-      if (c.type === 'list') parts.push(`\n${renderList(c, inner)}`);
-      else {
-        const text = renderBlock(c, inner);
-        if (text !== '') parts.push(parts.length > 0 ? `\n${inner.indent}${text}` : text);
-      }
-    }
-    return `${indent}${marker} ${check}${parts.join('')}`;
-  });
-  return lines.join('\n');
-}
+/** Lists: `•` bullets, nested items two spaces in. */
+const LIST: ListStyle<Ctx> = {
+  bullet: '•',
+  indent: (ctx) => ctx.indent,
+  nest: (ctx) => ({ indent: `${ctx.indent}  `, inQuote: ctx.inQuote }),
+  block: (token, ctx) => renderBlock(token, ctx),
+};
 
 function renderTable(table: Tokens.Table): string {
-  const cell = (c: Tokens.TableCell) => plainInline(c.tokens);
-  const rows = [table.header.map(cell), ...table.rows.map((r) => r.map(cell))];
-  return `<pre>${escapeHtml(rows.map((r) => r.join(' | ')).join('\n'))}</pre>`;
+  return `<pre>${escapeHtml(tableText(table))}</pre>`;
 }
 
 /** Telegram's tag for each emphasis token. */
@@ -160,22 +143,6 @@ function renderInline(tokens: Token[]): string {
         break;
       default:
         out += escapeHtml(token.raw);
-    }
-  }
-  return out;
-}
-
-/** Inline tokens as plain text (table cells). */
-function plainInline(tokens: Token[]): string {
-  let out = '';
-  for (const raw of tokens) {
-    const token = raw as MarkedToken;
-    if ('tokens' in token && Array.isArray(token.tokens)) {
-      out += plainInline(token.tokens);
-    } else if ('text' in token && typeof token.text === 'string') {
-      out += token.text;
-    } else {
-      out += token.raw;
     }
   }
   return out;

@@ -11,6 +11,7 @@ import { streamsTo } from '../../../src/config/index.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { textRedactor } from '../../../src/log/index.js';
 import { buildChecks } from '../../../src/ops/doctor-checks.js';
+import { configRefusal } from '../../fakes/config.js';
 
 const example = readFileSync(new URL('../../../.env.example', import.meta.url), 'utf8');
 const names = (config: Parameters<typeof enabledChannels>[0]) =>
@@ -27,6 +28,7 @@ describe('the channel registry', () => {
       'slack',
       'web',
       'email',
+      'whatsapp',
       'signal',
       'matrix',
       'api',
@@ -87,6 +89,29 @@ describe('the channel registry', () => {
       'discord',
       'web',
     ]);
+  });
+
+  it('reads WHATSAPP_ALLOW_FROM as numbers in international form (digits) or *, and refuses anything else', () => {
+    const allow = (value: string) => parseConfig({ WHATSAPP_ALLOW_FROM: value }).channels.whatsapp.allowFrom;
+    expect(allow('+49 170 123-4567, +1 (555) 010.0000,*')).toEqual(['491701234567', '15550100000', '*']);
+    expect(allow('')).toEqual([]);
+    expect(configRefusal({ WHATSAPP_ALLOW_FROM: '+491701234567,@ada' }).message).toBe(
+      'WHATSAPP_ALLOW_FROM "@ada" is not a phone number in international form (e.g. +491701234567) or *: fix it in .env (see .env.example)',
+    );
+    expect(configRefusal({ WHATSAPP_ALLOW_FROM: '0170 1234567' }).message).toContain('"0170 1234567"');
+  });
+
+  it("serves webhooks on a port of their own, never the dashboard's", () => {
+    expect(parseConfig({}).webhook).toEqual({ port: undefined, host: '127.0.0.1' });
+    expect(parseConfig({ MAGPIE_WEBHOOK_PORT: '8790', MAGPIE_WEBHOOK_HOST: '0.0.0.0' }).webhook).toEqual({
+      port: 8790,
+      host: '0.0.0.0',
+    });
+    expect(configRefusal({ MAGPIE_WEBHOOK_PORT: '8080', MAGPIE_DASHBOARD_PORT: '8080' }).message).toMatch(
+      /^MAGPIE_WEBHOOK_PORT 8080 is the dashboard's port/,
+    );
+    expect(configRefusal({ MAGPIE_WEBHOOK_HOST: 'a b' }).message).toMatch(/^MAGPIE_WEBHOOK_HOST /);
+    expect(names(parseConfig({ WHATSAPP_ACCESS_TOKEN: 'EAAG' }))).toEqual(['cli', 'whatsapp']);
   });
 
   it.each(CHANNELS.map((d) => [d.name] as const))(

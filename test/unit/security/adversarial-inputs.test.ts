@@ -20,8 +20,10 @@ import { stripQuoted } from '../../../src/channels/email/quotes.js';
 import { hasContent as fenceHasContent } from '../../../src/channels/fences.js';
 import { toSlackMrkdwn } from '../../../src/channels/format/slack-mrkdwn.js';
 import { toTelegramHtml } from '../../../src/channels/format/telegram-html.js';
+import { toWhatsApp } from '../../../src/channels/format/whatsapp.js';
 import { slackParts } from '../../../src/channels/slack/sender.js';
 import { formatForTelegram } from '../../../src/channels/telegram/sender.js';
+import { whatsappParts } from '../../../src/channels/whatsapp/sender.js';
 import { noteChunks, sessionChunks } from '../../../src/memory/search/chunks.js';
 import { LocalClock } from '../../../src/memory/search/dates.js';
 import { hasContent as memoryHasContent } from '../../../src/memory/store.js';
@@ -107,6 +109,12 @@ const ROWS: Row[] = [
   { name: 'Telegram HTML', parse: toTelegramHtml, bytes: MB / 4, maxMs: 3000 },
   { name: 'Slack mrkdwn', parse: toSlackMrkdwn, bytes: MB / 4, maxMs: 3000 },
   { name: 'Slack parts (slackParts)', parse: slackParts, maxMs: 5000 },
+  { name: 'WhatsApp formatting', parse: toWhatsApp, bytes: MB / 4, maxMs: 3000 },
+  {
+    name: 'WhatsApp parts (whatsappParts)',
+    parse: (t) => whatsappParts(t, [{ label: 'Deny', command: '/deny K7QF2' }]),
+    maxMs: 5000,
+  },
   {
     name: 'Telegram parts (formatForTelegram)',
     parse: (t) => formatForTelegram(t),
