@@ -7,6 +7,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import type { BudgetView } from '../budget/report.js';
 import type { QueueDepth, QueueFailure } from '../bus/queue-stats.js';
 import { displayUrl } from '../bus/redis.js';
 import type { RunningTurn, StoredTurn } from '../bus/turn-records.js';
@@ -16,6 +17,7 @@ import { AppError, describeError } from '../errors/index.js';
 import type { HelperRecord } from '../messages/helper-job.js';
 import type { TokenPrices } from '../messages/token-counts.js';
 import { isMissing } from '../workspace/cached-file.js';
+import { type BudgetStatus, collectBudgetStatus } from './budget-status.js';
 import { collectModelStatus, type ModelsReport } from './model-status.js';
 import type { OpsReader } from './ports.js';
 import { listSchedules, type ScheduleView } from './schedules.js';
@@ -41,6 +43,8 @@ export interface StatusReport {
   sessions: number;
   /** Tokens today, since the start and per session (cached ones too), with costs when priced. */
   usage: UsageReport;
+  /** Spend against each limit set and the calls-per-minute guard (absent: no budget view given). */
+  budget?: BudgetStatus;
   /** Which models answered the recent turns, fallbacks, and models resting after failures. */
   models: ModelsReport;
   errors: StatusError[];
@@ -61,6 +65,8 @@ export interface CollectStatusOptions {
   timezone?: string;
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
   prices?: TokenPrices;
+  /** The spending limits' counters (src/budget/report.ts budgetView). @defaultValue none: no budget section */
+  budget?: BudgetView;
 }
 
 /** Collects the status report. */
@@ -70,19 +76,31 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const queues = await reader.queues();
   const timezone = options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const usage = reader.usage({ timezone, ...(options.prices ? { prices: options.prices } : {}) });
-  const [version, workers, depths, running, helpers, approvals, schedules, sessions, failures, turns] =
-    await Promise.all([
-      reader.redisVersion(),
-      reader.workers(),
-      reader.queueDepths(queues),
-      reader.running(),
-      reader.helpers(),
-      reader.approvals(),
-      listSchedules(reader),
-      countSessions(options.workspace),
-      reader.lastFailures(queues, options.errors ?? 5),
-      reader.turns(100),
-    ]);
+  const [
+    version,
+    workers,
+    depths,
+    running,
+    helpers,
+    approvals,
+    schedules,
+    sessions,
+    failures,
+    turns,
+    budget,
+  ] = await Promise.all([
+    reader.redisVersion(),
+    reader.workers(),
+    reader.queueDepths(queues),
+    reader.running(),
+    reader.helpers(),
+    reader.approvals(),
+    listSchedules(reader),
+    countSessions(options.workspace),
+    reader.lastFailures(queues, options.errors ?? 5),
+    reader.turns(100),
+    options.budget ? collectBudgetStatus(options.budget) : undefined,
+  ]);
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
   return {
@@ -104,6 +122,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     schedules,
     sessions,
     usage: await usage,
+    ...(budget ? { budget } : {}),
     models: await collectModelStatus(reader, turns),
     errors: mergeErrors(failures, turns, options.errors ?? 5),
     tookMs: Math.round(performance.now() - started),
