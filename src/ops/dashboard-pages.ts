@@ -27,7 +27,7 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 th{color:#5b6477;font-weight:600;font-size:12px;text-transform:uppercase}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .ok{color:#1a7f37}.error,.fail{color:#c62828}.muted{color:#7a8294}.pill{padding:1px 8px;border-radius:10px;background:#eef1f6}
 pre{white-space:pre-wrap;word-break:break-word;margin:0;font:13px/1.4 ui-monospace,Menlo,monospace}
-label{margin-right:16px}.note{margin:4px 0 0;font-size:12px}
+label{margin-right:16px}.note{margin:4px 0 0;font-size:12px}.u-legend th{text-transform:none;font-size:13px;color:#1d2330}
 .msg{border-left:3px solid #c9d3e6;padding:4px 10px;margin:8px 0}.msg.user{border-color:#3b82f6}.msg.assistant{border-color:#1a7f37}.msg.tool{border-color:#9aa3b5}
 `;
 
@@ -89,7 +89,7 @@ fill('workers',d.status.workers.map(w=>row([w.id,n(w.pid),w.host,n(w.concurrency
 fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.delayed),{text:q.failed,cls:q.failed?'num fail':'num'}])),'no queues');
 fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
 fill('approvals',d.status.approvals.map(x=>row([x.code,x.chat,x.state,x.summary,x.expiresAt])),'no question waiting');
-document.getElementById('budget').textContent=(d.budgetLines||[]).join('\n')||'not kept here';
+document.getElementById('budget').textContent=(d.budgetLines||[]).join('\\n')||'not kept here';
 const u=d.status.usage,p=u.prices;
 fill('usage',[usageRow('today ('+u.date+')',u.today,p),usageRow('since the start',u.total,p),...u.sessions.map(s=>usageRow(s.session+' (today)',s.today,p))],'no turns yet');
 const m=d.status.models;fill('models',[...m.recent.map(u=>row([u.model,n(u.calls),'answering'])),

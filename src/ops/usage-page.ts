@@ -4,7 +4,8 @@
  * in the browser by uPlot (served by the dashboard from node_modules, no CDN)
  * from `/api/usage` (usage-charts.ts). Labels reach the page through uPlot's
  * legend (textContent) and canvas text only, never as HTML. Each chart's
- * legend reads today's figures until the pointer picks another day.
+ * legend reads today's figures (the calls chart: the latest hour with calls)
+ * until the pointer picks another day or hour.
  */
 import { page } from './dashboard-pages.js';
 
@@ -48,17 +49,16 @@ function widthOf(el){return Math.max(320,el.parentElement.clientWidth-32);}
 function note(id,text){document.getElementById(id+'-note').textContent=text||'';}
 function axisX(labels,every){const ticks=labels.map((_,i)=>i).filter(i=>i%every===0);
  return {splits:()=>ticks,values:(u,s)=>s.map(i=>labels[i]==null?'':labels[i].slice(5,10)),grid:{show:false}};}
-function today(u,last){u.setLegend({idx:last});}
 function draw(id,labels,series,fmt,opts){
- const el=document.getElementById(id);const x=labels.map((_,i)=>i);const last=labels.length-1;
+ const el=document.getElementById(id);const x=labels.map((_,i)=>i);const last=labels.length-1;const shown=opts.idx==null?last:opts.idx;
  const u=new uPlot({width:widthOf(el),height:opts.height||220,
   scales:{x:{time:false,range:[-0.6,last+0.6]},y:{range:(u,min,max)=>[0,max>0?max*1.1:1]}},
   axes:[axisX(labels,opts.every||Math.max(1,Math.ceil(labels.length/14))),{size:64,values:(u,s)=>s.map(fmt)}],
   cursor:{drag:{x:false,y:false}},
   series:[{label:opts.xLabel||'day',value:(u,i)=>i==null?'–':labels[i]},...series],
-  hooks:{setCursor:[u=>{if(u.cursor.idx==null)today(u,last);}]},
+  hooks:{setCursor:[u=>{if(u.cursor.idx==null)u.setLegend({idx:shown});}]},
  },[x,...series.map(s=>s.data)],el);
- today(u,last);el.dataset.drawn='true';charts.push(u);return u;}
+ u.setLegend({idx:shown});el.dataset.drawn='true';charts.push(u);return u;}
 function bars(){return uPlot.paths.bars({size:[0.7,64],align:0});}
 function stacked(id,labels,parts,fmt,limit){
  let sum=labels.map(()=>0);const drawn=parts.map((p,i)=>{sum=sum.map((v,j)=>v+p.values[j]);
@@ -79,7 +79,7 @@ function render(){
  stacked('cost-chart',d.days,cost,money,L.daily!=null?{label:'daily limit',value:L.daily}:null);
  stacked('tokens-chart',d.days,d.tokens[by],count,L.dailyTokens!=null?{label:'daily token limit',value:L.dailyTokens}:null);
  draw('cached-chart',d.days,[{label:'cached share',data:d.cachedShare,stroke:'#1a7f37',width:2,fill:'rgba(26,127,55,.08)',value:(u,v)=>pct(v),spanGaps:false}],v=>v+' %',{height:180});
- draw('calls-chart',d.hours,[{label:'model calls',data:d.calls,fill:'#3b82f6',stroke:'#3b82f6',width:0,paths:bars(),points:{show:false},value:(u,v)=>count(v)}],count,{height:180,every:24,xLabel:'hour'});
+ draw('calls-chart',d.hours,[{label:'model calls',data:d.calls,fill:'#3b82f6',stroke:'#3b82f6',width:0,paths:bars(),points:{show:false},value:(u,v)=>count(v)}],count,{height:180,every:24,xLabel:'hour',idx:Math.max(0,d.calls.findLastIndex(n=>n>0))});
  note('calls-chart','at most '+L.maxCallsPerMinute+' model calls a minute per chat (MAGPIE_MAX_CALLS_PER_MINUTE)');}
 async function load(){try{const days=document.getElementById('days').value;
  const r=await fetch('/api/usage?days='+encodeURIComponent(days),{credentials:'same-origin'});if(!r.ok)return;
