@@ -12,6 +12,7 @@ import { agentConfig } from '../agents/agent-config.js';
 import { agentFor } from '../agents/routes.js';
 import { type AgentsFile, loadAgents, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
+import { budgetView } from '../budget/report.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
@@ -240,15 +241,11 @@ function workerBudget(bus: Bus, state: StateStore, options: WorkerOptions): Budg
   });
 }
 
-/** `/metrics`' budget gauges, read from the workers' counters. */
-function budgetGauges(bus: Bus, config: Config, logger: Logger) {
-  const budget = new Budget({
-    config: config.budget,
-    store: bus.budgetStore(),
-    timezone: config.timezone,
-    logger,
-  });
-  return { spent: () => budget.spentNow(), limits: budget.limitValues() };
+/** The dashboard's view of the limits and the spend (gauges, overview lines, usage charts), read from the workers' counters. */
+function dashboardBudget(bus: Bus, config: Config, logger: Logger) {
+  return budgetView(
+    new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
+  );
 }
 
 /**
@@ -473,7 +470,7 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     token: access.token,
     timezone: options.config.timezone,
     ...(options.config.prices ? { prices: options.config.prices } : {}),
-    budget: budgetGauges(bus, options.config, options.logger),
+    budget: dashboardBudget(bus, options.config, options.logger),
     chat: createWebChatRouter({ bus, sessions, logger: options.logger }),
   });
   options.logger.info(

@@ -55,6 +55,11 @@ export class Budget implements UnattendedBudget {
     };
   }
 
+  /** Now, on the budget's clock. */
+  now(): number {
+    return this.#now();
+  }
+
   /** The day, month, minute and hour of now in the configured zone. */
   period(at = this.#now()): BudgetPeriod {
     return periodOf(at, this.timezone);

@@ -26,12 +26,12 @@ export interface UsageSummary {
   };
 }
 
-/** Today's and this month's figures and the last `days` days (at least today). */
+/** Today's and this month's figures and the last `days` days (at least today), now on the budget's clock unless given. */
 export async function readUsageSummary(
   budget: Budget,
   options: { days?: number; now?: number } = {},
 ): Promise<UsageSummary> {
-  const now = options.now ?? Date.now();
+  const now = options.now ?? budget.now();
   const period = budget.period(now);
   const dayOfMonth = Number(period.date.slice(8));
   const span = Math.max(options.days ?? 7, dayOfMonth);
@@ -52,6 +52,31 @@ export async function readUsageSummary(
       ...(config.dailyTokens !== undefined ? { dailyTokens: config.dailyTokens } : {}),
       maxCallsPerMinute: config.maxCallsPerMinute,
     },
+  };
+}
+
+/**
+ * What the operations view (status, the dashboard's charts, `/metrics`) reads
+ * of the limits; {@link budgetView} builds it from a Budget.
+ */
+export interface BudgetView {
+  /** IANA zone of the days and months (MAGPIE_TIMEZONE). */
+  readonly timezone: string;
+  /** The limits set, by name (`daily`, `monthly`, `chat_daily`, `daily_tokens`, `per_minute`; money in the prices' currency). */
+  readonly limits: Readonly<Record<string, number>>;
+  /** What counts against the limits now (`daily`, `monthly` in money, `daily_tokens`), calls in flight included. */
+  spent(): Promise<Record<string, number>>;
+  /** Settled use of the last `days` days and of this month, as `magpie usage --json` prints it. */
+  summary(days: number): Promise<UsageSummary>;
+}
+
+/** The operations view of `budget`. */
+export function budgetView(budget: Budget): BudgetView {
+  return {
+    timezone: budget.timezone,
+    limits: budget.limitValues(),
+    spent: () => budget.spentNow(),
+    summary: (days) => readUsageSummary(budget, { days }),
   };
 }
 

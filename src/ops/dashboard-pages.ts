@@ -27,27 +27,39 @@ table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
 th{color:#5b6477;font-weight:600;font-size:12px;text-transform:uppercase}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .ok{color:#1a7f37}.error,.fail{color:#c62828}.muted{color:#7a8294}.pill{padding:1px 8px;border-radius:10px;background:#eef1f6}
 pre{white-space:pre-wrap;word-break:break-word;margin:0;font:13px/1.4 ui-monospace,Menlo,monospace}
+label{margin-right:16px}.note{margin:4px 0 0;font-size:12px}.u-legend th{text-transform:none;font-size:13px;color:#1d2330}
 .msg{border-left:3px solid #c9d3e6;padding:4px 10px;margin:8px 0}.msg.user{border-color:#3b82f6}.msg.assistant{border-color:#1a7f37}.msg.tool{border-color:#9aa3b5}
 `;
 
 /**
- * The page frame: header with navigation, then `body`, then the page's script
- * loaded from `scriptSrc` (the Content-Security-Policy allows no inline script).
+ * The page frame: header with navigation, then `body`, then the page's
+ * scripts loaded from `scripts` in order (the Content-Security-Policy allows
+ * no inline script), with the stylesheets `styles` in the head.
  */
-export function page(title: string, body: string, scriptSrc = ''): string {
+export function page(
+  title: string,
+  body: string,
+  scripts: string | readonly string[] = [],
+  styles: readonly string[] = [],
+): string {
+  const tags = (typeof scripts === 'string' ? [scripts] : scripts)
+    .map((src) => `<script src="${escapeHtml(src)}"></script>`)
+    .join('');
+  const links = styles.map((href) => `<link rel="stylesheet" href="${escapeHtml(href)}">`).join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · magpie</title>
-<meta name="viewport" content="width=device-width,initial-scale=1"><style>${STYLE}</style></head>
-<body><header><b>magpie</b><a href="/">Overview</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a></header>
-${body}${scriptSrc ? `<script src="${escapeHtml(scriptSrc)}"></script>` : ''}</body></html>`;
+<meta name="viewport" content="width=device-width,initial-scale=1">${links}<style>${STYLE}</style></head>
+<body><header><b>magpie</b><a href="/">Overview</a><a href="/usage">Usage</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a></header>
+${body}${tags}</body></html>`;
 }
 
-/** The live overview: workers, queues, running turns, token use, recent turns, schedules (polls every 2 s). */
+/** The live overview: workers, queues, running turns, the budget, token use, recent turns, schedules (polls every 2 s). */
 export function overviewPage(): string {
   const body = `<main>
 <section><h2>Workers</h2><table id="workers"><thead><tr><th>id</th><th>pid</th><th>host</th><th>concurrency</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>active</th><th>delayed</th><th>failed</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Running turns</h2><table id="running"><thead><tr><th>session</th><th>for</th><th>iteration</th><th>worker</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Approvals waiting</h2><table id="approvals"><thead><tr><th>code</th><th>chat</th><th>state</th><th>asks to</th><th>expires</th></tr></thead><tbody></tbody></table></section>
+<section class="wide"><h2>Budget</h2><pre id="budget" class="muted"></pre></section>
 <section class="wide"><h2>Tokens</h2><table id="usage"><thead><tr><th>what</th><th>tokens in</th><th>cached</th><th>cached %</th><th>tokens out</th><th>turns</th><th>cost</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Models</h2><table id="models"><thead><tr><th>model or endpoint</th><th>calls (recent turns)</th><th>state</th></tr></thead><tbody></tbody></table></section>
 <section class="wide"><h2>Recent turns</h2><table id="turns"><thead><tr><th>ended</th><th>session</th><th>outcome</th><th>model</th><th>wall</th><th>LLM calls</th><th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th><th>tools</th></tr></thead><tbody></tbody></table></section>
@@ -77,6 +89,7 @@ fill('workers',d.status.workers.map(w=>row([w.id,n(w.pid),w.host,n(w.concurrency
 fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.delayed),{text:q.failed,cls:q.failed?'num fail':'num'}])),'no queues');
 fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
 fill('approvals',d.status.approvals.map(x=>row([x.code,x.chat,x.state,x.summary,x.expiresAt])),'no question waiting');
+document.getElementById('budget').textContent=(d.budgetLines||[]).join('\\n')||'not kept here';
 const u=d.status.usage,p=u.prices;
 fill('usage',[usageRow('today ('+u.date+')',u.today,p),usageRow('since the start',u.total,p),...u.sessions.map(s=>usageRow(s.session+' (today)',s.today,p))],'no turns yet');
 const m=d.status.models;fill('models',[...m.recent.map(u=>row([u.model,n(u.calls),'answering'])),

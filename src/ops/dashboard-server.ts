@@ -4,18 +4,27 @@
  * 127.0.0.1 only. In front of every route: security headers and a Host check
  * (dashboard-guard.ts), then the token (dashboard-auth.ts: a sign-in form or
  * `?token=` once, which sets an HttpOnly cookie holding a value derived from
- * the token, or `Authorization: Bearer <token>`).
+ * the token, or `Authorization: Bearer <token>`). The usage page's charts
+ * are drawn by uPlot, whose script and stylesheet the dashboard serves from
+ * node_modules (no CDN) behind the same token.
  */
+import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createBullBoard } from '@bull-board/api';
 import { ExpressAdapter } from '@bull-board/express';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { periodOf } from '../budget/budget.js';
+import type { BudgetView } from '../budget/report.js';
+import { SPEND_DAYS_KEPT } from '../bus/budget-store.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { emptySpend } from '../messages/budget.js';
 import type { TokenPrices } from '../messages/token-counts.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
+import { formatBudgetLines } from './budget-status.js';
 import { dashboardAuth } from './dashboard-auth.js';
 import { requireLoopbackHost, securityHeaders } from './dashboard-guard.js';
 import {
@@ -25,9 +34,11 @@ import {
   sessionsPage,
   transcriptPage,
 } from './dashboard-pages.js';
-import { type BudgetGauges, createMetrics } from './metrics.js';
+import { createMetrics } from './metrics.js';
 import type { OpsReader } from './ports.js';
 import { collectStatus } from './status.js';
+import { usageChartData } from './usage-charts.js';
+import { USAGE_ASSETS, USAGE_SCRIPT, usagePage } from './usage-page.js';
 
 export interface DashboardOptions {
   /** The bus's read side (bus/ops-reader.ts); the dashboard closes the Bull Board queues it opens. */
@@ -45,8 +56,12 @@ export interface DashboardOptions {
   queueRefreshMs?: number;
   /** IANA time zone of "today" in the token figures (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
   timezone?: string;
-  /** Spend against the limits, for `/metrics`'s budget gauges. @defaultValue none */
-  budget?: BudgetGauges;
+  /**
+   * The spending limits and the spend kept per day (src/budget/report.ts budgetView): `/metrics`'
+   * budget gauges, the overview's budget lines and the usage charts. @defaultValue none: no
+   * gauges, and the usage page says "no usage yet"
+   */
+  budget?: BudgetView;
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
   prices?: TokenPrices;
   /**
@@ -75,6 +90,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     ...(options.timezone ? { timezone: options.timezone } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
   };
+  const uplot = await uplotAssets();
   const app = express();
   app.disable('x-powered-by');
   app.use(securityHeaders());
@@ -123,10 +139,38 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   app.get('/api/overview', async (_req, res, next) => {
     try {
       const [status, turns] = await Promise.all([
-        collectStatus({ reader, url: options.url, prefix, workspace: options.workspace, ...usageOptions }),
+        collectStatus({
+          reader,
+          url: options.url,
+          prefix,
+          workspace: options.workspace,
+          ...usageOptions,
+          ...(options.budget ? { budget: options.budget } : {}),
+        }),
         reader.turns(30),
       ]);
-      res.json({ status, turns });
+      res.json({ status, turns, budgetLines: status.budget ? formatBudgetLines(status.budget) : [] });
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/usage', (_req, res) => {
+    res.type('html').send(usagePage());
+  });
+  app.get(USAGE_ASSETS.script, (_req, res) => {
+    res.type('text/javascript').send(USAGE_SCRIPT);
+  });
+  app.get(USAGE_ASSETS.uplot, (_req, res) => {
+    res.type('text/javascript').send(uplot.script);
+  });
+  app.get(USAGE_ASSETS.uplotCss, (_req, res) => {
+    res.type('text/css').send(uplot.css);
+  });
+  app.get('/api/usage', async (req, res, next) => {
+    try {
+      const days = Math.min(SPEND_DAYS_KEPT, Math.max(1, Math.trunc(Number(req.query.days)) || 14));
+      const summary = options.budget ? await options.budget.summary(days) : undefined;
+      res.json(summary ? usageChartData(summary) : noUsage(options.timezone));
     } catch (err) {
       next(err);
     }
@@ -188,6 +232,40 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       return closing;
     },
   };
+}
+
+/** uPlot's browser build and stylesheet, read once from node_modules. */
+async function uplotAssets(): Promise<{ script: string; css: string }> {
+  const require = createRequire(import.meta.url);
+  try {
+    const [script, css] = await Promise.all([
+      readFile(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'),
+      readFile(require.resolve('uplot/dist/uPlot.min.css'), 'utf8'),
+    ]);
+    return { script, css };
+  } catch (err) {
+    throw new AppError(
+      'INTERNAL',
+      `the dashboard's chart library (uplot) is missing: ${describeError(err)}; run npm install`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/** `/api/usage` when the dashboard was given no budget view: nothing to draw. */
+function noUsage(timezone = Intl.DateTimeFormat().resolvedOptions().timeZone) {
+  const { date, month } = periodOf(Date.now(), timezone);
+  return usageChartData({
+    timezone,
+    date,
+    month,
+    today: emptySpend(),
+    thisMonth: emptySpend(),
+    days: [],
+    limits: { maxCallsPerMinute: 0 },
+  });
 }
 
 function listen(app: express.Express, port: number): Promise<Server> {

@@ -9,7 +9,7 @@ import { hasMoneyLimit, priceOf } from '../config/budget.js';
 import type { Config, ModelEndpointConfig } from '../config/index.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import { OpenAIProvider } from '../providers/openai/provider.js';
-import { type Check, failed, pass, skipped } from './doctor.js';
+import { type Check, failed, pass, skipped, warned } from './doctor.js';
 
 /**
  * One check per model, and with `live` one more per model. The first model's
@@ -26,7 +26,11 @@ export function modelChecks(config: Config, live: boolean): Check[] {
   return [...reach, ...models.map((m, i) => liveCheck(m, i === 0 ? 'llm live' : `fallback ${m.id} live`))];
 }
 
-/** With a money limit set, every model that may answer needs a price, or its calls count tokens only. */
+/**
+ * With a money limit set, every model that may answer needs a price, or its
+ * calls count tokens only: a warning (magpie runs, the money limit just does
+ * not see those calls), not a failure.
+ */
 function pricesCheck(config: Config): Check {
   return {
     name: 'budget prices',
@@ -35,8 +39,8 @@ function pricesCheck(config: Config): Check {
         .filter((m) => !priceOf(config.budget, m.id, m.model))
         .map((m) => m.id);
       if (unpriced.length === 0) return pass('every model that may answer has a price for the money limits');
-      return failed(
-        `a money limit (MAGPIE_BUDGET_*) is set but ${unpriced.join(', ')} has no price: its calls count tokens only`,
+      return warned(
+        `a money limit (MAGPIE_BUDGET_*) is set but ${unpriced.join(', ')} has no price: its calls count tokens only, not against the money limit`,
         `add ${unpriced.map((id) => `${id}=INPUT/CACHED/OUTPUT`).join(', ')} to MAGPIE_PRICES (per million tokens)`,
       );
     },

@@ -1,17 +1,22 @@
 /**
  * `magpie doctor` as data: a list of checks, each bounded in time, each
- * giving ✓ or ✗ with the exact fix. Details pass through redactText, so
+ * giving ✓ or ✗ with the exact fix, or ! for a warning (printed with its fix,
+ * the exit code unchanged). Details pass through redactText, so
  * no token, key or URL credential is ever printed (a bot API's URL may carry the token).
  */
 import { describeError } from '../errors/index.js';
 import { textRedactor } from '../log/index.js';
 
-/** The outcome of one check. `skip`: not configured, nothing to check (does not fail the run). */
+/**
+ * The outcome of one check. `warn`: works, but not as the operator likely
+ * means (printed with its fix; does not fail the run). `skip`: not
+ * configured, nothing to check (does not fail the run).
+ */
 export interface CheckResult {
-  status: 'ok' | 'fail' | 'skip';
+  status: 'ok' | 'warn' | 'fail' | 'skip';
   /** What was found, e.g. "redis 7.2.4 at redis://127.0.0.1:6379". */
   detail: string;
-  /** The exact fix, for a failed check. */
+  /** The exact fix, for a failed or warned check. */
   fix?: string;
 }
 
@@ -35,8 +40,9 @@ export interface RunChecksOptions {
   secrets?: Iterable<string | undefined>;
 }
 
-/** Passed / failed helpers for checks. */
+/** Passed / warned / failed / skipped helpers for checks. */
 export const pass = (detail: string): CheckResult => ({ status: 'ok', detail });
+export const warned = (detail: string, fix: string): CheckResult => ({ status: 'warn', detail, fix });
 export const failed = (detail: string, fix: string): CheckResult => ({ status: 'fail', detail, fix });
 export const skipped = (detail: string): CheckResult => ({ status: 'skip', detail });
 
@@ -82,16 +88,27 @@ async function runOne(check: Check, timeoutMs: number): Promise<CheckResult | Ch
   }
 }
 
-/** One line per check: `✓ name  detail`, and for ✗ the fix on the next line. */
+const MARKS: Record<CheckResult['status'], string> = { ok: '✓', warn: '!', fail: '✗', skip: '–' };
+
+/**
+ * One line per check: `✓ name  detail`, and for ✗ and ! the fix on the next
+ * line; then the count of failures (and warnings, which do not fail the run).
+ */
 export function formatChecks(lines: CheckLine[]): string {
   const width = Math.max(...lines.map((l) => l.name.length));
   const out: string[] = [];
   for (const l of lines) {
-    const mark = l.status === 'ok' ? '✓' : l.status === 'fail' ? '✗' : '–';
-    out.push(`${mark} ${l.name.padEnd(width)}  ${l.detail}`);
-    if (l.status === 'fail' && l.fix) out.push(`  ${' '.repeat(width)}  fix: ${l.fix}`);
+    out.push(`${MARKS[l.status]} ${l.name.padEnd(width)}  ${l.detail}`);
+    if ((l.status === 'fail' || l.status === 'warn') && l.fix)
+      out.push(`  ${' '.repeat(width)}  fix: ${l.fix}`);
   }
   const failures = lines.filter((l) => l.status === 'fail').length;
-  out.push(failures === 0 ? 'All checks passed.' : `${failures} check${failures === 1 ? '' : 's'} failed.`);
+  const warnings = lines.filter((l) => l.status === 'warn').length;
+  const warningText = `${warnings} warning${warnings === 1 ? '' : 's'}`;
+  if (failures === 0) out.push(warnings === 0 ? 'All checks passed.' : `All checks passed (${warningText}).`);
+  else
+    out.push(
+      `${failures} check${failures === 1 ? '' : 's'} failed${warnings === 0 ? '' : `, ${warningText}`}.`,
+    );
   return `${out.join('\n')}\n`;
 }

@@ -2,6 +2,7 @@
 
 import type { UsageFigures, UsageReport } from '../bus/usage-records.js';
 import { formatCost } from '../messages/token-counts.js';
+import { formatBudgetLines } from './budget-status.js';
 import { formatModelLines } from './model-status.js';
 import type { StatusReport } from './status.js';
 
@@ -57,6 +58,7 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
   }
   lines.push(`Sessions   ${report.sessions}`);
   lines.push(...usageLines(report.usage));
+  if (report.budget) lines.push(...formatBudgetLines(report.budget));
   lines.push(...formatModelLines(report.models));
   lines.push(`Errors     ${report.errors.length === 0 ? 'none recent' : ''}`.trimEnd());
   for (const e of report.errors) lines.push(`  ${e.at}  ${e.source}: ${cut(e.message, 100)}`);

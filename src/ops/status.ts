@@ -7,6 +7,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import type { BudgetView } from '../budget/report.js';
 import type { DeliveryFailure } from '../bus/delivery-failures.js';
 import type { QueueDepth, QueueFailure } from '../bus/queue-stats.js';
 import { displayUrl } from '../bus/redis.js';
@@ -17,6 +18,7 @@ import { AppError, describeError } from '../errors/index.js';
 import type { HelperRecord } from '../messages/helper-job.js';
 import type { TokenPrices } from '../messages/token-counts.js';
 import { isMissing } from '../workspace/cached-file.js';
+import { type BudgetStatus, collectBudgetStatus } from './budget-status.js';
 import { collectModelStatus, type ModelsReport } from './model-status.js';
 import type { OpsReader } from './ports.js';
 import { listSchedules, type ScheduleView } from './schedules.js';
@@ -42,6 +44,8 @@ export interface StatusReport {
   sessions: number;
   /** Tokens today, since the start and per session (cached ones too), with costs when priced. */
   usage: UsageReport;
+  /** Spend against each limit set and the calls-per-minute guard (absent: no budget view given). */
+  budget?: BudgetStatus;
   /** Which models answered the recent turns, fallbacks, and models resting after failures. */
   models: ModelsReport;
   errors: StatusError[];
@@ -62,6 +66,8 @@ export interface CollectStatusOptions {
   timezone?: string;
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
   prices?: TokenPrices;
+  /** The spending limits' counters (src/budget/report.ts budgetView). @defaultValue none: no budget section */
+  budget?: BudgetView;
 }
 
 /** Collects the status report. */
@@ -83,6 +89,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     failures,
     turns,
     deliveries,
+    budget,
   ] = await Promise.all([
     reader.redisVersion(),
     reader.workers(),
@@ -95,6 +102,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     reader.lastFailures(queues, options.errors ?? 5),
     reader.turns(100),
     reader.deliveryFailures(options.errors ?? 5),
+    options.budget ? collectBudgetStatus(options.budget) : undefined,
   ]);
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
@@ -117,6 +125,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     schedules,
     sessions,
     usage: await usage,
+    ...(budget ? { budget } : {}),
     models: await collectModelStatus(reader, turns),
     errors: mergeErrors(failures, turns, deliveries, options.errors ?? 5),
     tookMs: Math.round(performance.now() - started),

@@ -95,6 +95,16 @@ describe('magpie doctor', () => {
     ).toBe(1);
   }, 30_000);
 
+  it('a money limit with an unpriced model: ! budget prices with the fix, and still exit 0', async () => {
+    const { code, out } = await doctor({ ...base, MAGPIE_BUDGET_DAILY: '2' });
+    expect(out).toMatch(
+      /^! budget prices +a money limit \(MAGPIE_BUDGET_\*\) is set but fake-model has no price/m,
+    );
+    expect(out).toContain('fix: add fake-model=INPUT/CACHED/OUTPUT to MAGPIE_PRICES (per million tokens)');
+    expect(out).toContain('All checks passed (1 warning).');
+    expect(code).toBe(0);
+  }, 30_000);
+
   it('a wrong Redis URL: ✗ redis with the fix, exit 1', async () => {
     const { code, out } = await doctor({
       ...base,

@@ -1,4 +1,6 @@
 /** `magpie dashboard`: serves the local web dashboard until Ctrl-C. */
+import { Budget } from '../../budget/budget.js';
+import { budgetView } from '../../budget/report.js';
 import { Bus } from '../../bus/bus.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { loadDashboardToken } from '../../ops/dashboard-auth.js';
@@ -8,8 +10,9 @@ import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
 
 const HELP = `usage: magpie dashboard [--port N]
 
-Serves the dashboard on 127.0.0.1: queues (Bull Board), live turns, sessions and
-transcripts, schedules, and Prometheus /metrics. Prints its URL and where its
+Serves the dashboard on 127.0.0.1: queues (Bull Board), live turns, the budget,
+usage charts (cost and tokens per day by chat or model, cached share, calls per
+hour), sessions and transcripts, schedules, and Prometheus /metrics. Prints its URL and where its
 token is: MAGPIE_DASHBOARD_TOKEN, or a random one kept in dashboard-token in
 magpie's state folder (MAGPIE_STATE_DIR; remove the file for a new token). The
 token is never printed. Sign in with it in the browser's form once (the cookie
@@ -49,6 +52,9 @@ export const run = defineCommand({
       token: access.token,
       timezone: config.timezone,
       ...(config.prices ? { prices: config.prices } : {}),
+      budget: budgetView(
+        new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
+      ),
     });
     process.stdout.write(`magpie dashboard: ${dashboard.url} (sign in with the token in ${access.source})\n`);
     await new Promise<void>((resolve) => {

@@ -22,7 +22,7 @@ options:
   --workspace DIR  overrides MAGPIE_WORKSPACE
   -h, --help       this help
 
-exit codes: 0 all checks passed, 1 a check failed`;
+exit codes: 0 all checks passed (warnings, marked !, included), 1 a check failed`;
 
 export const run = defineCommand({
   name: 'doctor',

@@ -1,6 +1,14 @@
-/** The dashboard's server-rendered pages escape everything that comes from a chat. */
+/** The dashboard's server-rendered pages escape everything that comes from a chat; their scripts parse. */
+import { Script } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, overviewPage, sessionsPage, transcriptPage } from '../../../src/ops/dashboard-pages.js';
+import {
+  escapeHtml,
+  OVERVIEW_SCRIPT,
+  overviewPage,
+  sessionsPage,
+  transcriptPage,
+} from '../../../src/ops/dashboard-pages.js';
+import { USAGE_ASSETS, USAGE_SCRIPT, usagePage } from '../../../src/ops/usage-page.js';
 
 const EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>';
 
@@ -43,5 +51,21 @@ describe('dashboard pages', () => {
       /<table id="usage"><thead><tr><th>what<\/th><th>tokens in<\/th><th>cached<\/th><th>cached %<\/th>/,
     );
     expect(html).toContain('<th>tokens in</th><th>cached</th><th>tokens out</th><th>cost</th>');
+  });
+
+  it('serves scripts that parse (a string escape gone wrong in the TypeScript source breaks the page)', () => {
+    expect(() => new Script(OVERVIEW_SCRIPT)).not.toThrow();
+    expect(() => new Script(USAGE_SCRIPT)).not.toThrow();
+  });
+
+  it('has a budget section on the overview, and a usage page loading uPlot, then its own script, from this server', () => {
+    expect(overviewPage()).toContain('<h2>Budget</h2><pre id="budget"');
+    const html = usagePage();
+    expect(html).toContain(`<link rel="stylesheet" href="${USAGE_ASSETS.uplotCss}">`);
+    expect(html).toContain(
+      `<script src="${USAGE_ASSETS.uplot}"></script><script src="${USAGE_ASSETS.script}"></script>`,
+    );
+    expect(html).not.toMatch(/<script>|https?:\/\//);
+    expect(html).toContain('<a href="/usage">Usage</a>');
   });
 });

@@ -101,3 +101,34 @@ describe('doctor: every configured model', () => {
     expect(mistral.requests).toHaveLength(0);
   });
 });
+
+describe('doctor: prices under a money limit', () => {
+  it('warns, without failing, when a money limit is set and a model that may answer has no price', async () => {
+    const c = config(`llama3.1@${local.baseURL}`, {
+      MAGPIE_BUDGET_DAILY: '2',
+      MAGPIE_PRICES: 'main-model=1/0.5/2',
+    });
+    const lines = await runChecks(modelChecks(c, false), { secrets: secretValues(c) });
+    expect(lines.find((l) => l.name === 'budget prices')?.status).toBe('warn');
+    const text = formatChecks(lines);
+    expect(text).toMatch(
+      /^! budget prices +a money limit \(MAGPIE_BUDGET_\*\) is set but llama3\.1 has no price: its calls count tokens only, not against the money limit$/m,
+    );
+    expect(text).toContain('fix: add llama3.1=INPUT/CACHED/OUTPUT to MAGPIE_PRICES (per million tokens)');
+    expect(text).toContain('All checks passed (1 warning).');
+  });
+
+  it('passes when every model has a price (its own or MAGPIE_PRICE_*), and is not run without a money limit', async () => {
+    const priced = config(`llama3.1@${local.baseURL}`, {
+      MAGPIE_BUDGET_MONTHLY: '30',
+      MAGPIE_PRICES: 'llama3.1=0/0/0',
+      MAGPIE_PRICE_INPUT: '1',
+      MAGPIE_PRICE_OUTPUT: '2',
+    });
+    expect(await doctor(priced, false)).toMatch(
+      /^✓ budget prices +every model that may answer has a price for the money limits$/m,
+    );
+    const tokensOnly = config(`llama3.1@${local.baseURL}`, { MAGPIE_BUDGET_DAILY_TOKENS: '1000' });
+    expect(await doctor(tokensOnly, false)).not.toContain('budget prices');
+  });
+});

@@ -1,6 +1,6 @@
 /** The doctor's runner and output: one line per check, the fix under each ✗, time limits, secrets removed. */
 import { describe, expect, it } from 'vitest';
-import { failed, formatChecks, pass, runChecks, skipped } from '../../../src/ops/doctor.js';
+import { failed, formatChecks, pass, runChecks, skipped, warned } from '../../../src/ops/doctor.js';
 
 describe('runChecks', () => {
   it('prints ✓, ✗ with its fix, – for skipped, and counts failures', async () => {
@@ -20,6 +20,29 @@ describe('runChecks', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('prints ! with its fix for a warning, which does not count as a failure', async () => {
+    const lines = await runChecks([
+      { name: 'one', run: async () => pass('fine') },
+      { name: 'prices', run: async () => warned('no price for x', 'add x=1/0.5/2 to MAGPIE_PRICES') },
+    ]);
+    expect(lines.map((l) => l.status)).toEqual(['ok', 'warn']);
+    expect(formatChecks(lines)).toBe(
+      [
+        '✓ one     fine',
+        '! prices  no price for x',
+        '          fix: add x=1/0.5/2 to MAGPIE_PRICES',
+        'All checks passed (1 warning).',
+        '',
+      ].join('\n'),
+    );
+    const withFailure = await runChecks([
+      { name: 'a', run: async () => failed('broken', 'do this') },
+      { name: 'b', run: async () => warned('odd', 'look') },
+      { name: 'c', run: async () => warned('odder', 'look again') },
+    ]);
+    expect(formatChecks(withFailure).trimEnd().split('\n').at(-1)).toBe('1 check failed, 2 warnings.');
   });
 
   it('fails a check that takes longer than its time limit, and aborts it', async () => {
