@@ -60,6 +60,10 @@ const COMMANDS: Record<string, { help: string; load: (deps: CliDeps) => Promise<
     help: 'queues, workers, running turns, sessions, schedules (--json)',
     load: () => import('./commands/status.js'),
   },
+  agents: {
+    help: 'the assistants of agents.json (workspace, model, tools) and the routes to them (--json)',
+    load: () => import('./commands/agents.js'),
+  },
   usage: {
     help: 'tokens and cost per day, chat and model, and the spending limits (--json, --days N)',
     load: () => import('./commands/usage.js'),

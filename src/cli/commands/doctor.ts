@@ -1,11 +1,15 @@
 /** `magpie doctor [--live]`: is everything set up? One line per check, with the fix. */
 
+import { agentConfig } from '../../agents/agent-config.js';
+import { type AgentsFile, loadAgents, MAIN_AGENT } from '../../agents/spec.js';
 import { channelDoctorChecks } from '../../channels/registry.js';
 import type { Config } from '../../config/index.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
-import { formatChecks, runChecks } from '../../ops/doctor.js';
+import { type Check, formatChecks, runChecks } from '../../ops/doctor.js';
 import { buildChecks } from '../../ops/doctor-checks.js';
+import { modelChecks } from '../../ops/doctor-models.js';
+import { bootstrapFilesCheck, workspaceCheck } from '../../ops/doctor-workspace.js';
 import { defineCommand } from '../command.js';
 import { commandConfig, commandEnv, WORKSPACE_FLAG } from '../startup.js';
 
@@ -41,11 +45,12 @@ export const run = defineCommand({
       );
       return ExitCode.failure;
     }
+    const env = commandEnv(values);
     const doctor = buildChecks({
       config,
       live: values.live ?? false,
-      env: commandEnv(values),
-      channelChecks: channelDoctorChecks(config),
+      env,
+      channelChecks: [...channelDoctorChecks(config), ...agentsChecks(config, env, values.live ?? false)],
     });
     try {
       const lines = await runChecks(doctor.checks, {
@@ -64,3 +69,41 @@ export const run = defineCommand({
     }
   },
 });
+
+/**
+ * agents.json: one line for the file (its agents and routes, or why it is refused), then each
+ * agent other than main with its own workspace and model checks, named `<agent>: …`.
+ */
+function agentsChecks(config: Config, env: NodeJS.ProcessEnv, live: boolean): Check[] {
+  let file: AgentsFile;
+  try {
+    file = loadAgents({ file: config.agentsFile, workspace: config.workspace, stateDir: config.stateDir });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const message = err.message;
+    return [
+      {
+        name: 'agents',
+        run: async () => ({
+          status: 'fail',
+          detail: message,
+          fix: 'fix agents.json (README: Several assistants)',
+        }),
+      },
+    ];
+  }
+  if (!file.file) return [];
+  const summary = `${file.agents.map((a) => a.id).join(', ')}; ${file.routes.length} routes, otherwise ${file.defaultAgent}`;
+  const checks: Check[] = [{ name: 'agents', run: async () => ({ status: 'ok', detail: summary }) }];
+  for (const spec of file.agents) {
+    if (spec.id === MAIN_AGENT) continue;
+    const agent = agentConfig(config, spec, env);
+    const named = (check: Check): Check => ({ ...check, name: `${spec.id}: ${check.name}` });
+    checks.push(
+      named(workspaceCheck(agent)),
+      named(bootstrapFilesCheck(agent)),
+      ...modelChecks(agent, live).map(named),
+    );
+  }
+  return checks;
+}
