@@ -1,11 +1,17 @@
 /** `magpie status [--json]`: what is running and queued right now, read from Redis. */
+
+import { agentConfig } from '../../agents/agent-config.js';
+import { loadAgents, MAIN_AGENT } from '../../agents/spec.js';
 import { Budget } from '../../budget/budget.js';
 import { budgetView } from '../../budget/report.js';
-import { ExitCode } from '../../errors/index.js';
-import { collectStatus } from '../../ops/status.js';
+import { Bus } from '../../bus/bus.js';
+import type { Config } from '../../config/index.js';
+import { ConfigError, ExitCode } from '../../errors/index.js';
+import type { Logger } from '../../log/index.js';
+import { collectStatus, type StatusReport } from '../../ops/status.js';
 import { formatStatus } from '../../ops/status-format.js';
 import { defineCommand } from '../command.js';
-import { WORKSPACE_FLAG, withBus } from '../startup.js';
+import { commandEnv, WORKSPACE_FLAG, withBus } from '../startup.js';
 
 const HELP = `usage: magpie status [--json]
 
@@ -15,8 +21,12 @@ and per session, with cached tokens; a cost with MAGPIE_PRICE_*), the budget (sp
 against each MAGPIE_BUDGET_* limit set, calls in flight included, and the
 calls-per-minute guard) and the last errors.
 
+With agents.json, every agent's report in turn (each has its own queues,
+workers, sessions and budget); --agent ID shows one.
+
 options:
-  --json           one JSON object (for scripts)
+  --json           one JSON object (for scripts; with agents.json: { "agents": { id: report } })
+  --agent ID       one agent of agents.json only
   --workspace DIR  overrides MAGPIE_WORKSPACE
   -h, --help       this help
 
@@ -25,22 +35,61 @@ exit codes: 0 shown, 2 bad config, 3 Redis unreachable`;
 export const run = defineCommand({
   name: 'status',
   help: HELP,
-  flags: { json: { type: 'boolean' }, ...WORKSPACE_FLAG },
+  flags: { json: { type: 'boolean' }, agent: { type: 'string' }, ...WORKSPACE_FLAG },
   async run({ values }) {
     return withBus(values, 'silent', async ({ config, bus, logger }) => {
-      const report = await collectStatus({
-        reader: bus.opsReader,
-        url: bus.url,
-        prefix: bus.prefix,
+      const file = loadAgents({
+        file: config.agentsFile,
         workspace: config.workspace,
-        timezone: config.timezone,
-        ...(config.prices ? { prices: config.prices } : {}),
-        budget: budgetView(
-          new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
-        ),
+        stateDir: config.stateDir,
       });
-      process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report));
+      const wanted = file.agents.filter((a) => values.agent === undefined || a.id === values.agent);
+      if (wanted.length === 0)
+        throw new ConfigError(
+          `magpie status: --agent ${values.agent}: no such agent (${file.agents.map((a) => a.id).join(', ')})`,
+        );
+      const env = commandEnv(values);
+      const reports: Record<string, StatusReport> = {};
+      for (const spec of wanted) {
+        if (spec.id === MAIN_AGENT) {
+          reports[spec.id] = await statusOf(config, bus, logger);
+          continue;
+        }
+        // Each agent's queues, workers, sessions and budget live under its own prefix and workspace.
+        const agent = agentConfig(config, spec, env);
+        const agentBus = await Bus.connect({ config: agent, logger });
+        try {
+          reports[spec.id] = await statusOf(agent, agentBus, logger);
+        } finally {
+          await agentBus.close();
+        }
+      }
+      const ids = Object.keys(reports);
+      const only = ids.length === 1 && !file.file ? reports[ids[0] as string] : undefined;
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify(only ?? { agents: reports }, null, 2)}\n`);
+      } else if (only) {
+        process.stdout.write(formatStatus(only));
+      } else {
+        for (const [id, report] of Object.entries(reports))
+          process.stdout.write(`== agent ${id}\n${formatStatus(report)}\n`);
+      }
       return ExitCode.ok;
     });
   },
 });
+
+/** One agent's report, read from its bus. */
+function statusOf(config: Config, bus: Bus, logger: Logger): Promise<StatusReport> {
+  return collectStatus({
+    reader: bus.opsReader,
+    url: bus.url,
+    prefix: bus.prefix,
+    workspace: config.workspace,
+    timezone: config.timezone,
+    ...(config.prices ? { prices: config.prices } : {}),
+    budget: budgetView(
+      new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
+    ),
+  });
+}
