@@ -25,6 +25,7 @@ const BUILT_IN: Record<string, boolean> = {
   cron: false,
   spawn: false,
   subagent: false,
+  ask_agent: true,
 };
 
 describe('the tool catalog', () => {
@@ -49,6 +50,7 @@ describe('the tool catalog', () => {
       remove: async () => false,
     },
     config: parseConfig({ MAGPIE_WORKSPACE: ws, MAGPIE_TIMEZONE: 'UTC' }),
+    askAgent: { self: 'main', agents: ['work'], ask: async () => 'an answer' },
   });
 
   it('describes each built-in tool exactly once, with its readOnly flag', () => {
