@@ -26,6 +26,7 @@ export function parseCommandArgs<O extends Options>(
 /** The flags of the commands that wait for the daemon's reply (`send`, `chat`). */
 export const REPLY_FLAGS = {
   chat: { type: 'string' },
+  agent: { type: 'string' },
   timeout: { type: 'string' },
   'no-stream': { type: 'boolean' },
   ...WORKSPACE_FLAG,

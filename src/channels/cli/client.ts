@@ -37,11 +37,12 @@ export interface SendOptions {
    */
   onLive?: (update: LiveUpdate) => void;
   /**
-   * Where the message is queued when not on `bus`: another agent's bus (ask_agent). The answer
-   * still comes back through `bus`, the gateway's prefix, where the CLI channel keeps replies.
+   * Where the message is queued (and `/stop` or `/approve` answered) when not on `bus`: another
+   * agent's bus (ask_agent, `magpie send --agent`). The answer still comes back through `bus`, the
+   * gateway's prefix, where the CLI channel keeps every agent's replies.
    * @defaultValue `bus`
    */
-  publishTo?: Pick<Bus, 'publishInbound'>;
+  publishTo?: Pick<Bus, 'publishInbound' | 'cancel' | 'answerApproval'>;
 }
 
 /**
@@ -67,7 +68,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     publish: async (m) => {
       reply = await publishAndWait(bus, m, address, options);
     },
-    ...busIntakePorts(bus),
+    ...busIntakePorts(options.publishTo ?? bus),
     reply: async (content) => {
       reply = OutboundMessageSchema.parse({ id: `cli:${address}`, channel: 'cli', chatId, content });
     },

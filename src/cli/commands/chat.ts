@@ -10,6 +10,7 @@ import { onUnsolicited, sendAndWait } from '../../channels/cli/client.js';
 import { TerminalReply } from '../../channels/cli/terminal-reply.js';
 import { streamsTo } from '../../config/index.js';
 import { AppError, describeError, ExitCode } from '../../errors/index.js';
+import { agentBusOf } from '../agent-bus.js';
 import { parseTimeoutFlag, REPLY_FLAGS } from '../args.js';
 import { defineCommand } from '../command.js';
 import { withBus } from '../startup.js';
@@ -23,6 +24,7 @@ Ctrl-D quits.
 
 options:
   --chat ID          the chat, i.e. session cli:ID (default "default")
+  --agent ID         the agent of agents.json that answers (default main)
   --timeout D        how long to wait for each reply, or for the next sign of it
                      while it streams (default 120s)
   --no-stream        print whole replies only
@@ -35,8 +37,11 @@ export const run = defineCommand({
   flags: REPLY_FLAGS,
   async run({ values }) {
     const timeoutMs = parseTimeoutFlag('chat', values.timeout);
-    return withBus(values, 'client', async ({ config, bus }) => {
+    return withBus(values, 'client', async ({ config, bus, logger }) => {
       const chatId = values.chat ?? 'default';
+      // --agent: messages (and Ctrl-C's /stop) go to that agent's bus; answers come back through main's.
+      const agentBus = await agentBusOf('chat', config, values, logger);
+      const target = agentBus ?? bus;
       const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
       // Reminders and helper results arrive on their own, between or during prompts. Subscribed
       // before readline starts, which would otherwise read piped lines before the loop below.
@@ -53,7 +58,7 @@ export const run = defineCommand({
       let busy = false;
       rl.on('SIGINT', () => {
         if (busy) {
-          bus
+          target
             .cancel(`cli:${chatId}`)
             .catch((err: unknown) => process.stderr.write(`magpie: ${describeError(err)}\n`));
           return;
@@ -89,6 +94,7 @@ export const run = defineCommand({
                 chatId,
                 timeoutMs,
                 ...terminal.handlers(stream),
+                ...(agentBus ? { publishTo: agentBus } : {}),
               });
               terminal.final(reply.content);
             } catch (err) {
@@ -105,6 +111,7 @@ export const run = defineCommand({
       } finally {
         rl.close();
         await stopListening();
+        await agentBus?.close();
       }
     });
   },

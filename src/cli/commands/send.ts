@@ -7,6 +7,7 @@ import { sendAndWait } from '../../channels/cli/client.js';
 import { TerminalReply } from '../../channels/cli/terminal-reply.js';
 import { streamsTo } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
+import { agentBusOf } from '../agent-bus.js';
 import { parseTimeoutFlag, REPLY_FLAGS } from '../args.js';
 import { defineCommand } from '../command.js';
 import { withBus } from '../startup.js';
@@ -20,6 +21,7 @@ answer as it is written; stdout ends with the whole reply. Progress while tools 
 options:
   -m, --message TEXT   the message (required)
   --chat ID            the chat, i.e. session cli:ID (default "default")
+  --agent ID           the agent of agents.json that answers (default main)
   --timeout D          how long to wait for the reply, or for the next sign of it while
                        it streams (default 120s)
   --no-stream          print the whole reply only, when it is done (also MAGPIE_STREAM=off
@@ -39,8 +41,9 @@ export const run = defineCommand({
     }
     const timeoutMs = parseTimeoutFlag('send', values.timeout);
     const content = values.message;
-    return withBus(values, 'client', async ({ config, bus }) => {
+    return withBus(values, 'client', async ({ config, bus, logger }) => {
       const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
+      const agentBus = await agentBusOf('send', config, values, logger);
       try {
         const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
         const reply = await sendAndWait(bus, {
@@ -48,6 +51,7 @@ export const run = defineCommand({
           chatId: values.chat ?? 'default',
           timeoutMs,
           ...terminal.handlers(stream),
+          ...(agentBus ? { publishTo: agentBus } : {}),
         });
         if (reply.kind === 'error') {
           terminal.abandon();
@@ -59,6 +63,8 @@ export const run = defineCommand({
       } catch (err) {
         terminal.abandon();
         throw err;
+      } finally {
+        await agentBus?.close();
       }
     });
   },

@@ -8,11 +8,14 @@
  * one agent takes only that agent's turns; each agent's heartbeat runs once
  * per tick however many workers serve it.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { ConfigError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
@@ -27,6 +30,7 @@ import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/tele
 import { waitFor } from '../../fakes/wait-for.js';
 
 const owner = { id: 8101, first_name: 'Owner', username: 'owner' };
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/cli/bin.js');
 
 /** Which agent a model request is for, by the SOUL.md in its system prompt. */
 function agentOf(req: RecordedRequest): 'main' | 'work' | undefined {
@@ -225,6 +229,40 @@ describe('several agents on one bus', () => {
     const seconds = (Date.now() - started) / 1000;
     // One turn per tick and agent: two workers each taking every tick would make about twice as many.
     for (const agent of ['main', 'work']) expect(beats(agent)).toBeLessThanOrEqual(Math.ceil(seconds) + 1);
+  }, 60_000);
+
+  it('magpie send --agent work is answered by work; without --agent by main', async () => {
+    const prefix = `test-${randomUUID()}`;
+    const role = await startRole({ role: 'start', config: config(prefix), logger: silentLogger() });
+    roles.push(role);
+    const env = {
+      PATH: process.env.PATH,
+      REDIS_URL: inject('redisUrl'),
+      MAGPIE_QUEUE_PREFIX: prefix,
+      MAGPIE_WORKSPACE: mainWs,
+      MAGPIE_AGENTS_CONFIG: agentsFile,
+      MAGPIE_STATE_DIR: path.join(root, 'state'),
+    };
+    const send = async (...args: string[]) =>
+      (
+        await promisify(execFile)(process.execPath, [BIN, 'send', '--no-stream', ...args], { cwd: root, env })
+      ).stdout.trim();
+    expect(await send('--agent', 'work', '-m', 'who answers the cli?')).toBe(
+      'work answers: who answers the cli?',
+    );
+    expect(await send('-m', 'and now?')).toBe('main answers: and now?');
+    const refused = await promisify(execFile)(
+      process.execPath,
+      [BIN, 'send', '--agent', 'nobody', '-m', 'x'],
+      { cwd: root, env },
+    ).then(
+      () => undefined,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(refused?.code).toBe(2);
+    expect(refused?.stderr.trim()).toBe('magpie: magpie send: --agent nobody: no such agent (main, work)');
+    await role.stop();
+    roles.length = 0;
   }, 60_000);
 
   it('a bad agents.json stops start-up with one line naming the field', async () => {
