@@ -144,7 +144,9 @@ function databaseOf(url: URL | undefined): number {
   if (text === '') return 0;
   const db = Number(text);
   if (!Number.isInteger(db) || db < 0) {
-    throw new ConfigError(`REDIS_URL's database "${text}" is not a whole number: use e.g. redis://host:6379/0`);
+    throw new ConfigError(
+      `REDIS_URL's database "${text}" is not a whole number: use e.g. redis://host:6379/0`,
+    );
   }
   return db;
 }

@@ -30,7 +30,11 @@ export function freePort(): Promise<number> {
 
 /** Starts redis-server with AOF on; resolves once it accepts connections. */
 export async function startRedis(
-  options: { port?: number; dir?: string; /** More `--name value` arguments (e.g. `--replicaof`). */ args?: string[] } = {},
+  options: {
+    port?: number;
+    dir?: string /** More `--name value` arguments (e.g. `--replicaof`). */;
+    args?: string[];
+  } = {},
 ): Promise<RedisHandle> {
   const port = options.port ?? (await freePort());
   const dir = options.dir ?? mkdtempSync(path.join(os.tmpdir(), 'magpie-redis-'));

@@ -36,7 +36,9 @@ describe('acknowledged means replicated', () => {
       testConfig(undefined, { MAGPIE_REDIS_MIN_REPLICAS: '2', MAGPIE_REDIS_WAIT_TIMEOUT: '50ms' }),
     );
     const out = { id: `o-${randomUUID()}`, channel: 'test', chatId: 'c1', content: 'hi' };
-    await expect(bus.publishOutbound(out)).rejects.toThrow(/^the outbound message reached 0 of the 2 Redis replica/);
+    await expect(bus.publishOutbound(out)).rejects.toThrow(
+      /^the outbound message reached 0 of the 2 Redis replica/,
+    );
   });
 
   it('waits for nothing when MAGPIE_REDIS_MIN_REPLICAS is 0', async () => {

@@ -78,7 +78,9 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     });
     platform = await Bus.connect({ config, logger });
     const bus = platform;
-    expect(bus.describe()).toBe(`sentinel mymaster at 127.0.0.1:${group.master.port} (sentinels ${group.addresses})`);
+    expect(bus.describe()).toBe(
+      `sentinel mymaster at 127.0.0.1:${group.master.port} (sentinels ${group.addresses})`,
+    );
 
     const sent: Sent[] = [];
     const refusals: string[] = [];
@@ -129,7 +131,11 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     const killedAt = Date.now();
     group.master.process.kill('SIGKILL');
 
-    await waitFor(async () => (await group.masterPort()) !== oldPort, 20_000, 'the Sentinels electing a new master');
+    await waitFor(
+      async () => (await group.masterPort()) !== oldPort,
+      20_000,
+      'the Sentinels electing a new master',
+    );
     const failedOverAt = Date.now();
     // The service answers messages sent after the kill again.
     const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
@@ -151,7 +157,9 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       .filter((line) => line.includes('"role":"user"'));
     for (const s of all) {
       expect(s.replies.size, `answers to ${s.token}`).toBe(1);
-      expect(userLines.filter((line) => line.includes(s.token)).length, `session entries of ${s.token}`).toBe(1);
+      expect(userLines.filter((line) => line.includes(s.token)).length, `session entries of ${s.token}`).toBe(
+        1,
+      );
     }
     // The kill was felt (publishes failed and were delivered again), and the service came back quickly.
     expect(refusals.length).toBeGreaterThan(0);

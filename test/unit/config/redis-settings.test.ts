@@ -35,7 +35,9 @@ describe('Redis Sentinel settings', () => {
   it('defaults: no Sentinel, name mymaster, no WAIT', () => {
     const config = parseConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' });
     expect(config.redis).toMatchObject({ sentinel: undefined, minReplicas: 0, waitTimeoutMs: 1_000 });
-    expect(parseConfig({ ...base, REDIS_SENTINELS: '127.0.0.1:26379' }).redis.sentinel?.name).toBe('mymaster');
+    expect(parseConfig({ ...base, REDIS_SENTINELS: '127.0.0.1:26379' }).redis.sentinel?.name).toBe(
+      'mymaster',
+    );
   });
 
   it('puts REDIS_PASSWORD into REDIS_URL and into the secrets', () => {
