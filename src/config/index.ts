@@ -32,6 +32,7 @@ import {
   timeZone,
 } from './env-values.js';
 import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
+import { REDIS_ENV, type RedisConfig, redisConfig } from './redis-settings.js';
 import {
   APPROVAL_ENV,
   type ApprovalConfig,
@@ -42,7 +43,6 @@ import {
   type SandboxConfig,
   settleSandbox,
 } from './sandbox-settings.js';
-import { REDIS_ENV, type RedisConfig, redisConfig } from './redis-settings.js';
 import { heldSecrets } from './secret-env.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
 
