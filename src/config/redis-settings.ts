@@ -96,7 +96,7 @@ export const REDIS_ENV = {
       }
       return n;
     }),
-  MAGPIE_REDIS_WAIT_TIMEOUT: duration('1s', { maxMs: 60_000 }),
+  MAGPIE_REDIS_WAIT_TIMEOUT: duration('1s'),
 };
 
 type RedisEnv = { [K in keyof typeof REDIS_ENV]: z.output<(typeof REDIS_ENV)[K]> };
