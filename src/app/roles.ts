@@ -73,7 +73,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
       ? undefined
       : await (await import('./build-agent.js')).resolveExecSandbox(config, logger);
   let local: LocalRedis | undefined;
-  if (role === 'start' && !config.redis.url) {
+  if (role === 'start' && !config.redis.url && !config.redis.sentinel) {
     local = await startLocalRedis({ workspace: config.workspace, stateDir: config.stateDir, logger });
   }
   // Channels publish through a bus that fails fast when Redis is away; the
@@ -146,7 +146,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
     throw err;
   }
   const bus = buses[0] as Bus;
-  logger.info({ role, redis: local ? 'private' : 'REDIS_URL', prefix: bus.prefix }, 'magpie is running');
+  logger.info({ role, redis: local ? 'private' : bus.describe(), prefix: bus.prefix }, 'magpie is running');
   let stopping: Promise<void> | undefined;
   return {
     bus,

@@ -4,7 +4,6 @@
  * workspace on disk, so a process with a folder of its own would answer from
  * another memory; it refuses to start instead (exit 2), saying why and how to fix it.
  */
-import { displayUrl } from '../bus/redis.js';
 import { ConfigError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { ensureWorkspaceId, WORKSPACE_ID_FILE } from '../workspace/identity.js';
@@ -14,7 +13,8 @@ export interface WorkspaceCheckBus {
   /** Records the workspace id when the bus has none; resolves to the recorded one. */
   claimWorkspace(id: string): Promise<string>;
   prefix: string;
-  url: string;
+  /** Where Redis is, printable (no password). */
+  describe(): string;
 }
 
 export interface WorkspaceCheckOptions {
@@ -39,7 +39,7 @@ export async function checkWorkspaceIdentity(options: WorkspaceCheckOptions): Pr
   const recorded = await bus.claimWorkspace(id);
   if (recorded !== id) {
     throw new ConfigError(
-      `the workspace ${workspace} (id ${id}) is not the one the bus at ${displayUrl(bus.url)} (prefix "${bus.prefix}") serves (id ${recorded}): ` +
+      `the workspace ${workspace} (id ${id}) is not the one the bus at ${bus.describe()} (prefix "${bus.prefix}") serves (id ${recorded}): ` +
         'sessions, memory and skills live in the workspace, so every process on one bus must use the same folder; ' +
         'set MAGPIE_WORKSPACE to that workspace (on a shared volume such as NFS, see docs/DEPLOYMENT.md), ' +
         'or give a separate magpie its own Redis or MAGPIE_QUEUE_PREFIX',

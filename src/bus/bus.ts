@@ -35,7 +35,7 @@ import { RedisEmailStore } from './email-store.js';
 import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
-import { resolveRedisUrl } from './local-redis.js';
+import { resolveRedisTarget } from './local-redis.js';
 import { Mailbox } from './mailbox.js';
 import { Markers } from './markers.js';
 import { RedisMatrixStore } from './matrix-store.js';
@@ -50,7 +50,15 @@ import {
   type TurnJobTuning,
   turnJobOptions,
 } from './queues.js';
-import { connectProducer, createWorkerRedis, redisUnavailable } from './redis.js';
+import {
+  connectProducer,
+  createWorkerRedis,
+  describeTarget,
+  type RedisTarget,
+  redisUnavailable,
+  serverTarget,
+} from './redis.js';
+import { type ReplicaWait, waitForReplicas } from './replica-wait.js';
 import { pushReply, ReplyWatcher, readReplies } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
@@ -74,7 +82,7 @@ import { claimWorkspace } from './workspace-record.js';
 export interface BusConnectOptions {
   config: Config;
   logger: Logger;
-  /** Overrides the Redis URL resolution (REDIS_URL, then the private local redis-server). */
+  /** Overrides the Redis resolution (Sentinel, REDIS_URL, then the private local redis-server) with one server. */
   url?: string;
   /** Attempts and backoff of turn jobs (defaults in {@link TurnJobTuning}). */
   turnJobs?: TurnJobTuning;
@@ -99,7 +107,8 @@ export class Bus implements WebEventBus {
   readonly prefix: string;
   /** The shared connection (fails fast unless the bus is patient). */
   readonly redis: Redis;
-  readonly url: string;
+  /** Where Redis is: one server, or the master Sentinel names (followed through failovers). */
+  readonly target: RedisTarget;
   /** "Already done" markers and locks of redone jobs (helpers, scheduled tasks, the heartbeat). */
   readonly markers: Markers;
   /** Each session's running-turn record. */
@@ -112,14 +121,19 @@ export class Bus implements WebEventBus {
   readonly approvals: RedisApprovals;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
+  private readonly replicas: ReplicaWait;
   private readonly queues = new Map<string, Queue>();
   private subscriber: Subscriber | undefined;
   private replyWatcher: ReplyWatcher | undefined;
   private closing: Promise<void> | undefined;
 
-  private constructor(redis: Redis, url: string, options: BusConnectOptions) {
+  private constructor(redis: Redis, target: RedisTarget, options: BusConnectOptions) {
     this.redis = redis;
-    this.url = url;
+    this.target = target;
+    this.replicas = {
+      min: options.config.redis.minReplicas,
+      timeoutMs: options.config.redis.waitTimeoutMs,
+    };
     this.prefix = options.config.redis.prefix;
     this.markers = new Markers(redis);
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
@@ -144,14 +158,27 @@ export class Bus implements WebEventBus {
   }
 
   static async connect(options: BusConnectOptions): Promise<Bus> {
-    const url = options.url ?? (await resolveRedisUrl(options.config));
-    const redis = await connectProducer(url, options.patient ?? false);
-    return new Bus(redis, url, options);
+    const target = options.url ? serverTarget(options.url) : await resolveRedisTarget(options.config);
+    const redis = await connectProducer(target, options.patient ?? false);
+    return new Bus(redis, target, options);
+  }
+
+  /**
+   * The server's URL (with its password: connect with it, print it through `displayUrl`);
+   * with Sentinel, {@link describe}'s text.
+   */
+  get url(): string {
+    return this.target.kind === 'server' ? this.target.url : this.describe();
+  }
+
+  /** Where Redis is, printable: the URL without its password, or the Sentinels and the master now in use. */
+  describe(): string {
+    return describeTarget(this.target, this.redis);
   }
 
   /** A new connection for a BullMQ worker or a blocking reader (`maxRetriesPerRequest: null`). */
   createWorkerConnection(): Redis {
-    return createWorkerRedis(this.url);
+    return createWorkerRedis(this.target);
   }
 
   /** The mailbox of a session. */
@@ -177,6 +204,8 @@ export class Bus implements WebEventBus {
       // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
       const data: TurnJobData = { sessionKey };
       await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+      // Acknowledged means replicated: the platform is told "received" only once replicas hold both writes.
+      await waitForReplicas(this.redis, this.replicas, 'the inbound message');
     });
   }
 
@@ -189,6 +218,7 @@ export class Bus implements WebEventBus {
         message,
         outboundJobOptions(message.id),
       );
+      await waitForReplicas(this.redis, this.replicas, 'the outbound message');
     });
   }
 
@@ -512,7 +542,7 @@ export class Bus implements WebEventBus {
       return await fn();
     } catch (err) {
       if (err instanceof AppError) throw err;
-      throw redisUnavailable(this.url, err);
+      throw redisUnavailable(this.target, err);
     }
   }
 }

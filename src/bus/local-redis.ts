@@ -18,7 +18,7 @@ import { AppError, ExitCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { migrateLegacyRedis } from './local-redis-migrate.js';
 import { processRuns } from './pid.js';
-import { displayUrl, withQuickConnection } from './redis.js';
+import { displayUrl, type RedisTarget, serverTarget, withQuickConnection } from './redis.js';
 
 const InfoSchema = z.object({ url: z.string().min(1), pid: z.number().int().positive() });
 
@@ -120,6 +120,16 @@ export async function resolveRedisUrl(config: Config): Promise<string> {
     `no Redis: REDIS_URL is unset and no private redis-server is running for ${config.workspace}: run "magpie start" first`,
     { exitCode: ExitCode.unavailable },
   );
+}
+
+/**
+ * Where a process finds the bus's Redis: the Sentinels' master when
+ * REDIS_SENTINELS is set, else {@link resolveRedisUrl}'s server.
+ */
+export async function resolveRedisTarget(config: Config): Promise<RedisTarget> {
+  const { sentinel } = config.redis;
+  if (sentinel) return { kind: 'sentinel', ...sentinel };
+  return serverTarget(await resolveRedisUrl(config));
 }
 
 /**

@@ -4,7 +4,61 @@
  * Redis is away, so a channel can report the failure instead of hanging.
  */
 import { Redis, type RedisOptions } from 'ioredis';
+import type { SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
+
+/**
+ * Where the bus's Redis is: one server by URL, or the master a set of Sentinels
+ * names (every connection asks them again after a failover and follows the new master).
+ */
+export type RedisTarget = { kind: 'server'; url: string } | ({ kind: 'sentinel' } & SentinelSettings);
+
+/** The target of one server at `url`. */
+export function serverTarget(url: string): RedisTarget {
+  return { kind: 'server', url };
+}
+
+/**
+ * ioredis options that find the master through Sentinel: asked at every
+ * (re)connect, `role: 'master'`, and a reconnect when a write meets a demoted
+ * master (READONLY), so a connection follows the master through a failover.
+ */
+export function sentinelOptions(target: SentinelSettings): RedisOptions {
+  return {
+    sentinels: target.sentinels.map(({ host, port }) => ({ host, port })),
+    name: target.name,
+    role: 'master',
+    db: target.db,
+    ...(target.username ? { username: target.username } : {}),
+    ...(target.password ? { password: target.password } : {}),
+    ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
+    ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+    // Ask the Sentinels again quickly while they elect a new master.
+    sentinelRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
+    reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
+  };
+}
+
+/** A new (unconnected unless `options` say otherwise) ioredis client for `target`. */
+export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
+  return target.kind === 'server'
+    ? new Redis(target.url, options)
+    : new Redis({ ...options, ...sentinelOptions(target) });
+}
+
+/**
+ * How `target` is shown (no password): the URL with `***`, or the Sentinels and
+ * the master's name, with the master `connected` currently talks to.
+ *
+ * @example describeTarget(target, redis) // 'sentinel mymaster at 10.0.0.2:6379 (sentinels 10.0.0.1:26379,…)'
+ */
+export function describeTarget(target: RedisTarget, connected?: Redis): string {
+  if (target.kind === 'server') return displayUrl(target.url);
+  const sentinels = target.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
+  const stream = connected?.status === 'ready' ? connected.stream : undefined;
+  const master = stream?.remoteAddress ? ` at ${stream.remoteAddress}:${stream.remotePort}` : '';
+  return `sentinel ${target.name}${master} (sentinels ${sentinels})`;
+}
 
 /**
  * A Redis connection as the rest of magpie holds it: a handle made here and
@@ -26,6 +80,8 @@ export interface RedisServerInfo {
   aof: boolean;
   /** The `save` setting; undefined when CONFIG is forbidden (managed Redis often forbids it). */
   save: string | undefined;
+  /** Replicas connected to it (INFO replication's connected_slaves). */
+  replicas: number;
 }
 
 /** Reads the server's version, eviction policy and persistence settings. */
@@ -43,6 +99,7 @@ export async function redisServerInfo(redis: Redis): Promise<RedisServerInfo> {
     maxmemoryPolicy: field('maxmemory_policy'),
     aof: field('aof_enabled') === '1',
     save,
+    replicas: Number(field('connected_slaves') ?? 0),
   };
 }
 
@@ -76,9 +133,10 @@ export function displayUrl(url: string): string {
 }
 
 /** The error every command reports when Redis cannot be reached (exit 3). */
-export function redisUnavailable(url: string, cause?: unknown): AppError {
+export function redisUnavailable(target: RedisTarget | string, cause?: unknown): AppError {
   const reason = cause instanceof Error ? `: ${cause.message.split('\n')[0]}` : '';
-  return new AppError('REDIS_UNAVAILABLE', `Redis at ${displayUrl(url)} is unreachable${reason}`, {
+  const where = typeof target === 'string' ? displayUrl(target) : describeTarget(target);
+  return new AppError('REDIS_UNAVAILABLE', `Redis at ${where} is unreachable${reason}`, {
     cause,
     transient: true,
     exitCode: ExitCode.unavailable,
@@ -91,11 +149,12 @@ export function redisUnavailable(url: string, cause?: unknown): AppError {
  * A `patient` connection (workers) later waits for Redis to come back instead
  * of failing commands, so a Redis restart does not use up turn attempts.
  */
-export async function connectProducer(url: string, patient = false): Promise<Redis> {
+export async function connectProducer(target: RedisTarget | string, patient = false): Promise<Redis> {
   const options = patient
     ? { ...workerOptions(), lazyConnect: true, connectTimeout: PRODUCER_CONNECT_TIMEOUT_MS }
     : producerOptions();
-  const redis = new Redis(url, options);
+  const where = typeof target === 'string' ? serverTarget(target) : target;
+  const redis = newRedis(where, options);
   // Errors are surfaced through command rejections; keep ioredis from printing them.
   redis.on('error', () => undefined);
   try {
@@ -104,13 +163,13 @@ export async function connectProducer(url: string, patient = false): Promise<Red
     return redis;
   } catch (err) {
     redis.disconnect();
-    throw redisUnavailable(url, err);
+    throw redisUnavailable(where, err);
   }
 }
 
 /** A connection for BullMQ workers and pub/sub subscribers. */
-export function createWorkerRedis(url: string): Redis {
-  const redis = new Redis(url, workerOptions());
+export function createWorkerRedis(target: RedisTarget): Redis {
+  const redis = newRedis(target, workerOptions());
   redis.on('error', () => undefined);
   return redis;
 }

@@ -29,10 +29,10 @@ import {
   optionalText,
   optionalUrl,
   positiveInt,
-  redisUrl,
   timeZone,
 } from './env-values.js';
 import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
+import { REDIS_ENV, type RedisConfig, redisConfig } from './redis-settings.js';
 import {
   APPROVAL_ENV,
   type ApprovalConfig,
@@ -100,7 +100,7 @@ const CORE_ENV_HEAD = {
   MAGPIE_WORKSPACE_MAX_BYTES: byteSize('1GiB'),
   MAGPIE_WEB_ALLOW_PRIVATE: boolean,
   MAGPIE_MAX_MEDIA_BYTES: positiveInt(20 * 1024 * 1024),
-  REDIS_URL: redisUrl(),
+  ...REDIS_ENV,
   MAGPIE_QUEUE_PREFIX: z
     .string()
     .default('magpie')
@@ -271,7 +271,8 @@ export interface Config {
     searxng: { url: string | undefined };
   };
   media: { maxBytes: number };
-  redis: { url: string | undefined; prefix: string; concurrency: number };
+  /** The bus's Redis (config/redis-settings.ts). */
+  redis: RedisConfig;
   /** Each registered channel's settings under its name (`config.channels.<name>`, typed by its descriptor). */
   channels: ChannelSettingsMap;
   /** The channels' secret values (each descriptor names its own), for {@link secretValues}. */
@@ -403,7 +404,7 @@ function buildConfig(
     mcp: { configFile: mcpConfigFile, timeoutMs: e.MAGPIE_MCP_TIMEOUT },
     search: searchConfig(e),
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
-    redis: { url: e.REDIS_URL, prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY },
+    redis: redisConfig(e, { prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY }),
     channels: settings,
     channelSecrets: channelSecrets(channels, settings),
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },

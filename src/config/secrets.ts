@@ -21,6 +21,8 @@ export function secretValues(config: Config): string[] {
     config.dashboard.token,
     ...urlCredentials(config.llm.baseURL),
     ...urlCredentials(config.redis.url),
+    config.redis.password,
+    config.redis.sentinel?.sentinelPassword,
     config.search.brave.apiKey,
     config.search.tavily.apiKey,
     ...urlCredentials(config.search.brave.apiRoot),

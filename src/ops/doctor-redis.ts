@@ -4,7 +4,14 @@
  * share one connection, opened by the Redis check and closed by the doctor.
  */
 import { findLocalRedis } from '../bus/local-redis.js';
-import { connectProducer, displayUrl, type RedisConnection, redisServerInfo } from '../bus/redis.js';
+import {
+  connectProducer,
+  describeTarget,
+  type RedisConnection,
+  type RedisTarget,
+  redisServerInfo,
+  serverTarget,
+} from '../bus/redis.js';
 import { listWorkers } from '../bus/worker-beats.js';
 import { recordedWorkspace } from '../bus/workspace-record.js';
 import type { Config } from '../config/index.js';
@@ -28,23 +35,43 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
   return {
     name: 'redis',
     async run() {
-      const url = config.redis.url ?? (await findLocalRedis(config.stateDir));
-      if (!url) {
+      const { sentinel } = config.redis;
+      const url = sentinel ? undefined : (config.redis.url ?? (await findLocalRedis(config.stateDir)));
+      let target: RedisTarget;
+      if (sentinel) target = { kind: 'sentinel', ...sentinel };
+      else if (url) target = serverTarget(url);
+      else {
         return skipped(
           'REDIS_URL unset and no private redis-server running; "magpie start" starts one (appendonly, noeviction)',
         );
       }
       let redis: RedisConnection;
       try {
-        redis = await connectProducer(url);
+        redis = await connectProducer(target);
       } catch (err) {
-        return failed(describeError(err), `start Redis or fix REDIS_URL in .env (now ${displayUrl(url)})`);
+        return failed(
+          describeError(err),
+          sentinel
+            ? `start the Sentinels or fix REDIS_SENTINELS / REDIS_SENTINEL_NAME in .env (now ${describeTarget(target)})`
+            : `start Redis or fix REDIS_URL in .env (now ${describeTarget(target)})`,
+        );
       }
       shared.redis = redis;
       const server = await redisServerInfo(redis);
       const results: CheckResult[] = [
-        pass(`reachable at ${displayUrl(url)}, version ${server.version ?? '?'}`),
+        pass(`reachable at ${describeTarget(target, redis)}, version ${server.version ?? '?'}`),
       ];
+      const { minReplicas } = config.redis;
+      if (minReplicas > 0) {
+        results.push(
+          server.replicas >= minReplicas
+            ? pass(`${server.replicas} replica(s) connected (MAGPIE_REDIS_MIN_REPLICAS=${minReplicas})`)
+            : failed(
+                `${server.replicas} replica(s) connected, MAGPIE_REDIS_MIN_REPLICAS=${minReplicas}: every publish is refused`,
+                'start the replicas (replicaof) or lower MAGPIE_REDIS_MIN_REPLICAS',
+              ),
+        );
+      }
       const policy = server.maxmemoryPolicy;
       results.push(
         policy === 'noeviction'

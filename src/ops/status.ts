@@ -56,7 +56,7 @@ export interface StatusReport {
 export interface CollectStatusOptions {
   /** The bus's read side (bus/ops-reader.ts). */
   reader: OpsReader;
-  /** The Redis URL (printed with the password hidden). */
+  /** The Redis URL (printed with the password hidden), or the bus's `describe()` (Sentinel). */
   url: string;
   prefix: string;
   workspace: string;
@@ -107,7 +107,8 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
   return {
-    redis: { url: displayUrl(options.url), version },
+    // A URL loses its password; Sentinel's description (bus.describe()) holds none.
+    redis: { url: URL.canParse(options.url) ? displayUrl(options.url) : options.url, version },
     prefix,
     workers,
     queues: depths,

@@ -29,7 +29,13 @@ export function freePort(): Promise<number> {
 }
 
 /** Starts redis-server with AOF on; resolves once it accepts connections. */
-export async function startRedis(options: { port?: number; dir?: string } = {}): Promise<RedisHandle> {
+export async function startRedis(
+  options: {
+    port?: number;
+    dir?: string /** More `--name value` arguments (e.g. `--replicaof`). */;
+    args?: string[];
+  } = {},
+): Promise<RedisHandle> {
   const port = options.port ?? (await freePort());
   const dir = options.dir ?? mkdtempSync(path.join(os.tmpdir(), 'magpie-redis-'));
   const child = spawn(
@@ -51,6 +57,7 @@ export async function startRedis(options: { port?: number; dir?: string } = {}):
       'noeviction',
       '--protected-mode',
       'yes',
+      ...(options.args ?? []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -8,7 +8,7 @@ import { FileApprovalRules } from '../../approvals/file-rules.js';
 import type { ApprovalRules } from '../../approvals/ports.js';
 import { ruleLabel } from '../../approvals/question.js';
 import { RedisApprovals } from '../../bus/approvals.js';
-import { resolveRedisUrl } from '../../bus/local-redis.js';
+import { resolveRedisTarget } from '../../bus/local-redis.js';
 import { connectProducer } from '../../bus/redis.js';
 import { ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import type { ApprovalRule } from '../../messages/approval.js';
@@ -46,7 +46,7 @@ export const run = defineCommand({
     const file = new FileApprovalRules(config.stateDir);
     // `magpie agent` keeps its rules in a file, so cli: chats need no Redis.
     if (action === 'revoke' && chat?.startsWith('cli:')) return revoke(file, chat, number!);
-    const redis = await connectProducer(await resolveRedisUrl(config));
+    const redis = await connectProducer(await resolveRedisTarget(config));
     try {
       const store = new RedisApprovals(redis, config.redis.prefix);
       if (action === 'revoke') return await revoke(store, chat!, number!);

@@ -3,7 +3,7 @@
  * pairing. Connects to the daemon's Redis (REDIS_URL or the private local one).
  */
 
-import { resolveRedisUrl } from '../../bus/local-redis.js';
+import { resolveRedisTarget } from '../../bus/local-redis.js';
 import { approvePairing, listPairingRequests, type PairingRequest } from '../../bus/pairing-store.js';
 import { connectProducer } from '../../bus/redis.js';
 import { DEFAULT_MAX_PENDING } from '../../channels/access.js';
@@ -41,7 +41,7 @@ export const run = defineCommand({
       throw new ConfigError('magpie pairing: usage is "pairing list" or "pairing approve <code>"');
     }
     const config = commandConfig(values);
-    const redis = await connectProducer(await resolveRedisUrl(config));
+    const redis = await connectProducer(await resolveRedisTarget(config));
     try {
       const prefix = config.redis.prefix;
       if (action === 'list') {

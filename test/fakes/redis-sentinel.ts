@@ -1,0 +1,168 @@
+/**
+ * A real Sentinel-watched Redis for tests: a master, replicas (`--replicaof`)
+ * and Sentinels (`redis-server <conf> --sentinel`), all on free 127.0.0.1
+ * ports, with short failure detection so a killed master is replaced within
+ * a few seconds. Resolves once every Sentinel knows the others and the replicas.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort, type RedisHandle, startRedis } from './redis-server.js';
+import { waitFor } from './wait-for.js';
+
+export interface SentinelHandle {
+  port: number;
+  process: ChildProcess;
+}
+
+export interface SentinelGroup {
+  /** The master's name the Sentinels monitor. */
+  name: string;
+  master: RedisHandle;
+  replicas: RedisHandle[];
+  sentinels: SentinelHandle[];
+  /** `REDIS_SENTINELS`: `127.0.0.1:p1,127.0.0.1:p2,…`. */
+  addresses: string;
+  /** The master's port as the Sentinels report it now (`SENTINEL get-master-addr-by-name`). */
+  masterPort(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface SentinelGroupOptions {
+  /** @defaultValue 'mymaster' */
+  name?: string;
+  /** @defaultValue 1 */
+  replicas?: number;
+  /** @defaultValue 3 */
+  sentinels?: number;
+  /** Milliseconds without an answer before a master is taken for down. @defaultValue 1000 */
+  downAfterMs?: number;
+}
+
+/** The configuration file of one Sentinel (Sentinel rewrites it, so each has its own). */
+function sentinelConfig(port: number, dir: string, name: string, masterPort: number, downAfterMs: number) {
+  return [
+    'bind 127.0.0.1',
+    `port ${port}`,
+    `dir ${dir}`,
+    `sentinel monitor ${name} 127.0.0.1 ${masterPort} 2`,
+    `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+    `sentinel failover-timeout ${name} 5000`,
+    `sentinel parallel-syncs ${name} 2`,
+    '',
+  ].join('\n');
+}
+
+async function startSentinel(
+  dir: string,
+  name: string,
+  masterPort: number,
+  downAfterMs: number,
+): Promise<SentinelHandle> {
+  const port = await freePort();
+  const file = path.join(dir, `sentinel-${port}.conf`);
+  writeFileSync(file, sentinelConfig(port, dir, name, masterPort, downAfterMs));
+  const child = spawn('redis-server', [file, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes(`+monitor master ${name}`)) {
+        child.stdout?.off('data', onData);
+        child.stdout?.resume();
+        resolve();
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.resume();
+    child.once('error', (err) => reject(new Error(`redis-sentinel could not start: ${err.message}`)));
+    child.once('exit', (code) => reject(new Error(`redis-sentinel exited with ${code}: ${out.slice(-500)}`)));
+  });
+  return { port, process: child };
+}
+
+/** Runs `work` on a short connection to the Sentinel at `port`. */
+async function askSentinel<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await work(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Starts the master, its replicas (in sync) and the Sentinels (each knowing the others and the replicas). */
+export async function startSentinelGroup(options: SentinelGroupOptions = {}): Promise<SentinelGroup> {
+  const name = options.name ?? 'mymaster';
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-sentinel-'));
+  const master = await startRedis();
+  const replicas: RedisHandle[] = [];
+  const sentinels: SentinelHandle[] = [];
+  const stop = async () => {
+    for (const s of sentinels) {
+      if (s.process.exitCode === null && s.process.signalCode === null) {
+        const exited = new Promise((r) => s.process.once('exit', r));
+        s.process.kill('SIGTERM');
+        await exited;
+      }
+    }
+    for (const r of [...replicas, master]) {
+      if (r.process.exitCode === null && r.process.signalCode === null) await r.stop();
+      else rmSync(r.dir, { recursive: true, force: true });
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < (options.replicas ?? 1); i++) {
+      replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] }));
+    }
+    const info = new Redis(master.url, { lazyConnect: true });
+    await info.connect();
+    try {
+      await waitFor(
+        async () =>
+          Number(/connected_slaves:(\d+)/.exec(await info.info('replication'))?.[1]) === replicas.length,
+        10_000,
+        'every replica in sync',
+      );
+    } finally {
+      info.disconnect();
+    }
+    for (let i = 0; i < (options.sentinels ?? 3); i++) {
+      sentinels.push(await startSentinel(dir, name, master.port, options.downAfterMs ?? 1_000));
+    }
+    // A failover needs a majority of the Sentinels each one knows: wait until they found each other.
+    for (const s of sentinels) {
+      await waitFor(
+        () =>
+          askSentinel(s.port, async (redis) => {
+            const others = (await redis.call('SENTINEL', 'SENTINELS', name)) as unknown[];
+            const known = (await redis.call('SENTINEL', 'REPLICAS', name)) as unknown[];
+            return others.length === sentinels.length - 1 && known.length === replicas.length;
+          }),
+        15_000,
+        `Sentinel ${s.port} knowing the others and the replicas`,
+      );
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    name,
+    master,
+    replicas,
+    sentinels,
+    addresses: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
+    masterPort: () =>
+      askSentinel(sentinels[0]!.port, async (redis) => {
+        const addr = (await redis.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string];
+        return Number(addr[1]);
+      }),
+    stop,
+  };
+}

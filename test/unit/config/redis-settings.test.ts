@@ -1,0 +1,74 @@
+/** REDIS_SENTINELS, REDIS_PASSWORD and MAGPIE_REDIS_MIN_REPLICAS: parsed, refused in one line, redacted. */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/app/config.js';
+import { secretValues } from '../../../src/config/secrets.js';
+import { configRefusal } from '../../fakes/config.js';
+
+const base = { MAGPIE_WORKSPACE: '/tmp/ws', MAGPIE_STATE_DIR: '/tmp/state-outside' };
+
+describe('Redis Sentinel settings', () => {
+  it('reads the Sentinels, the name, and the password, TLS and database from REDIS_URL', () => {
+    const config = parseConfig({
+      ...base,
+      REDIS_URL: 'rediss://app:p%40ss@ignored/2',
+      REDIS_SENTINELS: '10.0.0.1:26379, sentinel-b:26380,[::1]:26381',
+      REDIS_SENTINEL_NAME: 'bus',
+      MAGPIE_REDIS_MIN_REPLICAS: '1',
+      MAGPIE_REDIS_WAIT_TIMEOUT: '250ms',
+    });
+    expect(config.redis.sentinel).toEqual({
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: 'sentinel-b', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      name: 'bus',
+      sentinelPassword: undefined,
+      username: 'app',
+      password: 'p@ss',
+      tls: true,
+      db: 2,
+    });
+    expect(config.redis).toMatchObject({ minReplicas: 1, waitTimeoutMs: 250 });
+  });
+
+  it('defaults: no Sentinel, name mymaster, no WAIT', () => {
+    const config = parseConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' });
+    expect(config.redis).toMatchObject({ sentinel: undefined, minReplicas: 0, waitTimeoutMs: 1_000 });
+    expect(parseConfig({ ...base, REDIS_SENTINELS: '127.0.0.1:26379' }).redis.sentinel?.name).toBe(
+      'mymaster',
+    );
+  });
+
+  it('puts REDIS_PASSWORD into REDIS_URL and into the secrets', () => {
+    const config = parseConfig({
+      ...base,
+      REDIS_URL: 'redis://10.0.0.5:6379',
+      REDIS_PASSWORD: 'hunter2-long',
+      REDIS_SENTINELS: '10.0.0.1:26379',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+    });
+    expect(config.redis.url).toBe('redis://:hunter2-long@10.0.0.5:6379');
+    expect(secretValues(config)).toEqual(expect.arrayContaining(['hunter2-long', 'sentinel-secret']));
+  });
+
+  it.each([
+    [{ REDIS_SENTINELS: '10.0.0.1' }, /^REDIS_SENTINELS entry "10.0.0.1" is not host:port/],
+    [{ REDIS_SENTINELS: '10.0.0.1:26379,:1' }, /^REDIS_SENTINELS entry ":1" is not host:port/],
+    [{ REDIS_SENTINELS: 'a:70000' }, /^REDIS_SENTINELS entry "a:70000"/],
+    [{ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_NAME: 'my master' }, /^REDIS_SENTINEL_NAME may hold only/],
+    [{ MAGPIE_REDIS_MIN_REPLICAS: '-1' }, /^MAGPIE_REDIS_MIN_REPLICAS "-1" must be a whole number/],
+    [{ MAGPIE_REDIS_WAIT_TIMEOUT: '0' }, /^MAGPIE_REDIS_WAIT_TIMEOUT /],
+    [
+      { REDIS_URL: 'redis://:pw-one-x@h:6379', REDIS_PASSWORD: 'pw-two-x' },
+      /^REDIS_URL holds a password and REDIS_PASSWORD is set too/,
+    ],
+    [{ REDIS_PASSWORD: 'pw-two-x' }, /^REDIS_PASSWORD is set but neither REDIS_URL nor REDIS_SENTINELS is/],
+  ])('refuses %j in one line (exit 2), without echoing a password', (env, message) => {
+    const err = configRefusal({ ...base, ...env });
+    expect(err.message).toMatch(message);
+    expect(err.message).not.toContain('\n');
+    expect(err.message).not.toMatch(/pw-one-x|pw-two-x/);
+    expect(err.exitCode).toBe(2);
+  });
+});
