@@ -57,7 +57,7 @@ const MARK_START = `bench-start-${randomUUID()}`;
 const MARK_END = `bench-end-${randomUUID()}`;
 
 /** MONITOR prints arguments escaped (sdscatrepr); this undoes it, so an EVAL's body hashes to its SHA. */
-function unescape(text: string): string {
+function unescapeMonitor(text: string): string {
   const map: Record<string, string> = { n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b', '"': '"', '\\': '\\' };
   return text.replace(/\\(x[0-9a-fA-F]{2}|.)/g, (_, c: string) =>
     c.length === 3 ? String.fromCharCode(Number.parseInt(c.slice(1), 16)) : (map[c] ?? c),
@@ -120,8 +120,8 @@ monitor.on('monitor', (_time: string, args: string[], source: string) => {
   else if (args[0]?.toLowerCase() === 'echo' && args[1] === MARK_END) recording = false;
   else if (recording) lines.push({ source, args });
   // Script bodies seen as EVAL (the first call of each, or every call of a plain eval) name their SHA.
-  if (args[0]?.toLowerCase() === 'eval' && args[1] && !bullmq.has(sha1(unescape(args[1]))))
-    scriptNames.set(sha1(unescape(args[1])), firstLine(unescape(args[1])));
+  if (args[0]?.toLowerCase() === 'eval' && args[1] && !bullmq.has(sha1(unescapeMonitor(args[1]))))
+    scriptNames.set(sha1(unescapeMonitor(args[1])), firstLine(unescapeMonitor(args[1])));
 });
 const scriptNames = new Map<string, string>(bullmq);
 
@@ -148,7 +148,8 @@ try {
   const idleSeconds = (performance.now() - idleStart) / 1000;
   const idleCommandsPerSecond = Math.round((lines.length / idleSeconds) * 10) / 10;
   const idleByCommand = new Map<string, number>();
-  for (const l of lines) idleByCommand.set(l.args[0]!.toLowerCase(), (idleByCommand.get(l.args[0]!.toLowerCase()) ?? 0) + 1);
+  for (const l of lines)
+    idleByCommand.set(l.args[0]!.toLowerCase(), (idleByCommand.get(l.args[0]!.toLowerCase()) ?? 0) + 1);
   lines.length = 0;
 
   await admin.config('RESETSTAT');
@@ -185,7 +186,7 @@ try {
     current = undefined;
     currentIsBull = false;
     if (name === 'evalsha' || name === 'eval') {
-      const sha = name === 'eval' ? sha1(unescape(l.args[1]!)) : l.args[1]!;
+      const sha = name === 'eval' ? sha1(unescapeMonitor(l.args[1]!)) : l.args[1]!;
       const script = scriptNames.get(sha) ?? `unknown ${sha.slice(0, 8)}`;
       currentIsBull = bullmq.has(sha);
       const label = `${name} ${currentIsBull ? `bullmq: ${script}` : script}`;
