@@ -79,9 +79,10 @@ local function hashAdd(key, fields, bys)
   local current = redis.call('HMGET', key, unpack(order))
   local args = {}
   for i, field in ipairs(order) do
-    local now = current[i] and tonumber(current[i]) or 0
-    if current[i] and (now == nil or now ~= math.floor(now)) then
-      error('hash value is not an integer: ' .. field)
+    local now = 0
+    if current[i] then
+      now = tonumber(current[i])
+      if now == nil or now ~= math.floor(now) then error('hash value is not an integer: ' .. field) end
     end
     sums[field] = now + sums[field]
     args[#args + 1] = field
