@@ -208,6 +208,14 @@ try {
       .map(([k, v]) => [k, { calls: perTurn(v.calls), commandsInside: perTurn(v.inside) }]),
   );
   const figures = {
+    // The same bench on the code before the lean turn (commit e003021), in the same session on this machine.
+    before: {
+      commandsPerTurn: 219.5,
+      sentPerTurn: 72.1,
+      inScriptsPerTurn: 147.4,
+      bullmqShare: 130.5,
+      magpieShare: 89,
+    },
     turns,
     msPerTurn: Math.round((turnsMs / turns) * 10) / 10,
     commandsPerTurn: perTurn(total),
