@@ -19,13 +19,17 @@ import {
 import { shortHash } from '../messages/short-hash.js';
 import { safeJson } from './json-topic.js';
 import { keys, opsKeys, totalsFields } from './keys.js';
+import { type LuaScript, runScript } from './lua.js';
 import { SEEN_TTL_S } from './mailbox.js';
 
 /**
  * KEYS: the question, the totals hash; ARGV: code, decision (allowed|denied), who (id), who (name), always (0|1), now (ISO).
  * Returns {outcome, state, decidedBy}: decided | none | already | not-allowed | expired.
  */
-const ANSWER = `
+const ANSWER: LuaScript = {
+  name: 'approvalAnswer',
+  keys: 2,
+  lua: `
 local h = redis.call('HMGET', KEYS[1], 'code', 'state', 'decidedBy', 'approvers', 'expiresAt')
 if not h[1] or h[1] ~= ARGV[1] then return {'none'} end
 if h[2] ~= 'waiting' then return {'already', h[2], h[3] or ''} end
@@ -38,24 +42,39 @@ if #approvers > 0 then
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'decidedBy', ARGV[4], 'always', ARGV[5])
 redis.call('HINCRBY', KEYS[2], 'approvals:' .. ARGV[2], 1)
-return {'decided', ARGV[2], ARGV[4]}`;
+return {'decided', ARGV[2], ARGV[4]}`,
+};
 
 /** KEYS: the question, the totals hash; ARGV: code, from-state, to-state, who. Moves the state when it is from-state; returns the state it found. */
-const MOVE = `
+const MOVE: LuaScript = {
+  name: 'approvalMove',
+  keys: 2,
+  lua: `
 local h = redis.call('HMGET', KEYS[1], 'code', 'state')
 if not h[1] or h[1] ~= ARGV[1] then return false end
 if h[2] == ARGV[2] then
   redis.call('HSET', KEYS[1], 'state', ARGV[3], 'decidedBy', ARGV[4])
   if ARGV[3] == 'timeout' or ARGV[3] == 'cancelled' then redis.call('HINCRBY', KEYS[2], 'approvals:' .. ARGV[3], 1) end
 end
-return h[2]`;
+return h[2]`,
+};
 
 /** KEYS: the question, the waiting set; ARGV: code, session. Removes it when the code matches. */
-const FINISH = `
+const MARK_ASKED: LuaScript = {
+  name: 'approvalMarkAsked',
+  keys: 1,
+  lua: `if redis.call('HGET', KEYS[1], 'code') == ARGV[1] then redis.call('HSET', KEYS[1], 'asked', '1') end`,
+};
+
+const FINISH: LuaScript = {
+  name: 'approvalFinish',
+  keys: 2,
+  lua: `
 if redis.call('HGET', KEYS[1], 'code') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
-return 1`;
+return 1`,
+};
 
 /** A question as stored, with its current state. */
 export type StoredApproval = PendingApproval;
@@ -114,9 +133,9 @@ export class RedisApprovals {
       if ((await this.redis.set(seen, '1', 'EX', SEEN_TTL_S, 'NX')) === null) return { kind: 'repeat' };
     }
     const state = answer.decision === 'deny' ? 'denied' : 'allowed';
-    const result = (await this.redis.eval(
+    const result = (await runScript(
+      this.redis,
       ANSWER,
-      2,
       keys.approval(this.prefix, sessionKey),
       opsKeys.totals(this.prefix),
       answer.code,
@@ -151,9 +170,9 @@ export class RedisApprovals {
     to: ApprovalState,
     by: string,
   ): Promise<ApprovalState | undefined> {
-    const found = await this.redis.eval(
+    const found = await runScript(
+      this.redis,
       MOVE,
-      2,
       keys.approval(this.prefix, sessionKey),
       opsKeys.totals(this.prefix),
       code,
@@ -166,19 +185,14 @@ export class RedisApprovals {
 
   /** Notes that the question `code` was sent to its chat (a question stored but not yet sent is sent again). */
   async markAsked(sessionKey: string, code: string): Promise<void> {
-    await this.redis.eval(
-      `if redis.call('HGET', KEYS[1], 'code') == ARGV[1] then redis.call('HSET', KEYS[1], 'asked', '1') end`,
-      1,
-      keys.approval(this.prefix, sessionKey),
-      code,
-    );
+    await runScript(this.redis, MARK_ASKED, keys.approval(this.prefix, sessionKey), code);
   }
 
   /** Removes the question `code` once its turn went on. */
   async finish(sessionKey: string, code: string): Promise<void> {
-    await this.redis.eval(
+    await runScript(
+      this.redis,
       FINISH,
-      2,
       keys.approval(this.prefix, sessionKey),
       keys.approvalsWaiting(this.prefix),
       code,

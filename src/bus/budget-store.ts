@@ -1,7 +1,8 @@
 /**
  * The budget's Redis side (the BudgetStore port of src/budget/ports.ts): each
  * model call reserves its estimated cost against every limit in one Lua
- * script, and settles to its actual use (or releases) in another, so workers
+ * script, and settles to its actual use (or releases) in another (both called by SHA; several
+ * figures of one hash are added with one HMGET and one HSET), so workers
  * on any number of machines share one limit. Keys:
  *
  * - `<prefix>:budget:day:<date>`: `cost` and `tokens` of the day, `c:<session>`
@@ -30,6 +31,7 @@ import {
   type StoreLimits,
 } from '../messages/budget.js';
 import { opsKeys } from './keys.js';
+import { HASH_ADD, type LuaScript, runScript } from './lua.js';
 
 /** Days a day's counters and spend are kept. */
 export const SPEND_DAYS_KEPT = 62;
@@ -41,7 +43,10 @@ const MONTH_TTL_S = 400 * 86_400;
  * dailyTokens, perMinute (-1: no limit), dayTtl, monthTtl.
  * → {'ok'} | {'refused', limit}. Every limit is checked before anything is counted.
  */
-const RESERVE = `
+const RESERVE: LuaScript = {
+  name: 'budgetReserve',
+  keys: 4,
+  lua: `
 local chat = 'c:' .. ARGV[1]
 local cost, tokens = tonumber(ARGV[2]), tonumber(ARGV[3])
 local daily, monthly, chatDaily, dailyTokens, perMinute =
@@ -60,15 +65,14 @@ if chatDaily >= 0 and chatCost + cost > chatDaily then return refuse('chat_daily
 if dailyTokens >= 0 and dayTokens + tokens > dailyTokens then return refuse('daily_tokens') end
 local calls = tonumber(redis.call('GET', KEYS[3]) or '0')
 if calls >= perMinute then return refuse('per_minute') end
-redis.call('INCR', KEYS[3])
-redis.call('EXPIRE', KEYS[3], 120)
-redis.call('HINCRBY', KEYS[1], 'cost', cost)
-redis.call('HINCRBY', KEYS[1], 'tokens', tokens)
-redis.call('HINCRBY', KEYS[1], chat, cost)
+redis.call('SET', KEYS[3], calls + 1, 'EX', 120)
+local function int(n) return string.format('%d', n) end
+redis.call('HSET', KEYS[1], 'cost', int(dayCost + cost), 'tokens', int(dayTokens + tokens), chat, int(chatCost + cost))
 redis.call('EXPIRE', KEYS[1], ARGV[9])
-redis.call('HINCRBY', KEYS[2], 'cost', cost)
+redis.call('HSET', KEYS[2], 'cost', int(monthCost + cost))
 redis.call('EXPIRE', KEYS[2], ARGV[10])
-return {'ok'}`;
+return {'ok'}`,
+};
 
 /**
  * KEYS: day, month, spend. ARGV: session, reserved cost, reserved tokens, actual cost, actual
@@ -76,13 +80,15 @@ return {'ok'}`;
  * released) model, hour, prompt, cached, cacheWrite, completion.
  * → the limits newly past 80 % (each told once per period).
  */
-const SETTLE = `
+const SETTLE: LuaScript = {
+  name: 'budgetSettle',
+  keys: 3,
+  lua: `${HASH_ADD}
 local chat = 'c:' .. ARGV[1]
 local dCost = tonumber(ARGV[4]) - tonumber(ARGV[2])
 local dTokens = tonumber(ARGV[5]) - tonumber(ARGV[3])
-local dayCost = redis.call('HINCRBY', KEYS[1], 'cost', dCost)
-local dayTokens = redis.call('HINCRBY', KEYS[1], 'tokens', dTokens)
-local chatCost = redis.call('HINCRBY', KEYS[1], chat, dCost)
+local day = hashAdd(KEYS[1], {'cost', 'tokens', chat}, {dCost, dTokens, dCost})
+local dayCost, dayTokens, chatCost = day['cost'], day['tokens'], day[chat]
 local monthCost = redis.call('HINCRBY', KEYS[2], 'cost', dCost)
 local crossed = {}
 local function check(value, limit, key, flag, name)
@@ -97,16 +103,23 @@ check(dayTokens, tonumber(ARGV[9]), KEYS[1], 'n:daily_tokens', 'daily_tokens')
 if ARGV[11] then
   local kinds = {'cost', 'prompt', 'cached', 'cache_write', 'completion'}
   local values = {tonumber(ARGV[4]), tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
+  local fields, bys = {}, {}
+  local function add(field, by)
+    fields[#fields + 1] = field
+    bys[#bys + 1] = by
+  end
   for _, scope in ipairs({'*', 's:' .. ARGV[1], 'm:' .. ARGV[11]}) do
     for i, kind in ipairs(kinds) do
-      if values[i] ~= 0 then redis.call('HINCRBY', KEYS[3], scope .. '|' .. kind, values[i]) end
+      if values[i] ~= 0 then add(scope .. '|' .. kind, values[i]) end
     end
-    redis.call('HINCRBY', KEYS[3], scope .. '|calls', 1)
+    add(scope .. '|calls', 1)
   end
-  redis.call('HINCRBY', KEYS[3], 'h:' .. ARGV[12] .. '|calls', 1)
+  add('h:' .. ARGV[12] .. '|calls', 1)
+  hashAdd(KEYS[3], fields, bys)
   redis.call('EXPIRE', KEYS[3], ARGV[10])
 end
-return crossed`;
+return crossed`,
+};
 
 /** -1 for "no limit", as the scripts read it. */
 function arg(limit: number | undefined): number {
@@ -131,9 +144,9 @@ export class RedisBudgetStore {
     limits: StoreLimits,
   ): Promise<ReserveResult> {
     const p = this.#prefix;
-    const reply = (await this.#redis.eval(
+    const reply = (await runScript(
+      this.#redis,
       RESERVE,
-      4,
       opsKeys.budgetDay(p, period.date),
       opsKeys.budgetMonth(p, period.month),
       opsKeys.budgetRate(p, session, period.minute),
@@ -184,9 +197,9 @@ export class RedisBudgetStore {
     spend: Array<string | number>,
   ): Promise<BudgetLimitName[]> {
     const p = this.#prefix;
-    return (await this.#redis.eval(
+    return (await runScript(
+      this.#redis,
       SETTLE,
-      3,
       opsKeys.budgetDay(p, r.date),
       opsKeys.budgetMonth(p, r.month),
       opsKeys.spendDay(p, r.date),

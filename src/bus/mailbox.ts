@@ -10,17 +10,22 @@ import { type InboundMessage, InboundMessageSchema } from '../messages/messages.
 import { shortHash } from '../messages/short-hash.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
+import { type LuaScript, runScript } from './lua.js';
 
 /** How long an inbound message id is remembered against a second delivery (seconds). */
 export const SEEN_TTL_S = 24 * 60 * 60;
 
 /** KEYS: seen marker, mailbox; ARGV: entry, ttl. Appends only when the marker was not set. */
-const PUSH_ONCE = `
+const PUSH_ONCE: LuaScript = {
+  name: 'mailboxPushOnce',
+  keys: 2,
+  lua: `
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
   return 1
 end
-return 0`;
+return 0`,
+};
 
 /** What a read returned: the valid messages and how many entries were consumed. */
 export interface MailboxRead {
@@ -54,7 +59,7 @@ export class Mailbox {
    */
   async push(message: InboundMessage): Promise<boolean> {
     const seen = keys.inboundSeen(this.prefix, shortHash(message.id, 32));
-    const added = await this.redis.eval(PUSH_ONCE, 2, seen, this.key, JSON.stringify(message), SEEN_TTL_S);
+    const added = await runScript(this.redis, PUSH_ONCE, seen, this.key, JSON.stringify(message), SEEN_TTL_S);
     return added === 1;
   }
 

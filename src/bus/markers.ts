@@ -6,9 +6,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { type LuaScript, runScript } from './lua.js';
 
-const RELEASE_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-const RENEW_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
+const RELEASE_SCRIPT: LuaScript = {
+  name: 'markerRelease',
+  keys: 1,
+  lua: `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`,
+};
+const RENEW_SCRIPT: LuaScript = {
+  name: 'markerRenew',
+  keys: 1,
+  lua: `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`,
+};
 
 /** A lock this process holds; only its holder can renew or release it. */
 export interface HeldLock {
@@ -48,10 +57,10 @@ export class Markers {
     if ((await this.redis.set(key, token, 'PX', ttlMs, 'NX')) !== 'OK') return undefined;
     return {
       renew: async () => {
-        await this.redis.eval(RENEW_SCRIPT, 1, key, token, String(ttlMs));
+        await runScript(this.redis, RENEW_SCRIPT, key, token, String(ttlMs));
       },
       release: async () => {
-        await this.redis.eval(RELEASE_SCRIPT, 1, key, token);
+        await runScript(this.redis, RELEASE_SCRIPT, key, token);
       },
     };
   }

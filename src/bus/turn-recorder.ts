@@ -2,16 +2,45 @@
  * The worker side of the operations view: marks a turn running (with its LLM
  * iteration) and, when it ends, moves its figures to the capped turns stream
  * and adds them to the running totals and to the day's and the session's
- * token use. Recording never fails a turn: a Redis error is logged and dropped.
+ * token use, in one script call. Recording never fails a turn: a Redis error
+ * is logged and dropped.
  */
 import type { Redis } from 'ioredis';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import type { TurnMetrics } from '../messages/turn-metrics.js';
 import { keys, LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
+import { HASH_ADD, type LuaScript, runScript } from './lua.js';
 import { RedisRunningTurns } from './running-turns.js';
 import type { TurnRecord } from './turn-records.js';
-import { addUsage, dayOf } from './usage-records.js';
+import { dayOf, USAGE_DAYS_KEPT, usageOf } from './usage-records.js';
+
+/**
+ * KEYS: running marker, turns stream, totals, the day's usage, per-session usage. ARGV: stream
+ * length, the record (JSON), the day's TTL, the increments (JSON: totals, day and sessions, each
+ * a list of [field, by]). One call: the marker goes, the record is appended, the figures added.
+ */
+const FINISHED: LuaScript = {
+  name: 'turnFinished',
+  keys: 5,
+  lua: `${HASH_ADD}
+redis.call('DEL', KEYS[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'turn', ARGV[2])
+local adds = cjson.decode(ARGV[4])
+local function add(key, pairs)
+  local fields, bys = {}, {}
+  for i, pair in ipairs(pairs) do
+    fields[i] = pair[1]
+    bys[i] = pair[2]
+  end
+  hashAdd(key, fields, bys)
+end
+add(KEYS[3], adds.totals)
+add(KEYS[4], adds.day)
+add(KEYS[5], adds.sessions)
+redis.call('EXPIRE', KEYS[4], ARGV[3])
+return 1`,
+};
 
 export interface TurnRecorderOptions {
   redis: Redis;
@@ -112,13 +141,20 @@ export class TurnRecorder {
             error: end.error.slice(0, 500),
           };
     try {
-      const tx = this.redis
-        .multi()
-        .del(keys.running(this.prefix, record.session))
-        .xadd(opsKeys.turns(this.prefix), 'MAXLEN', '~', this.maxLen, '*', 'turn', JSON.stringify(record));
-      for (const [field, by] of totalsOf(record)) tx.hincrby(opsKeys.totals(this.prefix), field, by);
-      addUsage(tx, this.prefix, record, dayOf(this.now(), this.timezone));
-      await tx.exec();
+      const usage = usageOf(record);
+      await runScript(
+        this.redis,
+        FINISHED,
+        keys.running(this.prefix, record.session),
+        opsKeys.turns(this.prefix),
+        opsKeys.totals(this.prefix),
+        opsKeys.usageDay(this.prefix, dayOf(this.now(), this.timezone)),
+        opsKeys.usageSessions(this.prefix),
+        this.maxLen,
+        JSON.stringify(record),
+        USAGE_DAYS_KEPT * 86_400,
+        JSON.stringify({ totals: totalsOf(record), day: usage.day, sessions: usage.sessions }),
+      );
     } catch (err) {
       this.logger.warn({ err: describeError(err), turn }, 'turn figures not recorded');
     }

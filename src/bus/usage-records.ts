@@ -4,7 +4,7 @@
  * status`, the dashboard and `/metrics`. A day's hash expires after 40 days;
  * the per-session totals stay (one small hash field set per chat).
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   addCounts,
   estimateCost,
@@ -64,9 +64,15 @@ export function dayOf(at: Date, timezone: string): string {
   }).format(at);
 }
 
-/** Adds a finished turn to the day's and the session's usage (commands queued on `tx`). */
-export function addUsage(tx: ChainableCommander, prefix: string, record: TurnRecord, date: string): void {
-  const day = opsKeys.usageDay(prefix, date);
+/** What a finished turn adds to the day's usage hash and to the per-session totals hash. */
+export interface UsageIncrements {
+  day: Array<[string, number]>;
+  sessions: Array<[string, number]>;
+}
+
+/** The increments a finished turn adds to the day's and the session's usage (zeros left out). */
+export function usageOf(record: TurnRecord): UsageIncrements {
+  const out: UsageIncrements = { day: [], sessions: [] };
   const counts: Record<keyof typeof KINDS, number> = {
     promptTokens: record.promptTokens,
     cachedTokens: record.cachedTokens,
@@ -77,11 +83,10 @@ export function addUsage(tx: ChainableCommander, prefix: string, record: TurnRec
   for (const [field, kind] of Object.entries(KINDS) as Array<[keyof typeof KINDS, string]>) {
     const by = counts[field];
     if (by === 0) continue;
-    tx.hincrby(day, `${ALL}|${kind}`, by);
-    tx.hincrby(day, `${record.session}|${kind}`, by);
-    tx.hincrby(opsKeys.usageSessions(prefix), `${record.session}|${kind}`, by);
+    out.day.push([`${ALL}|${kind}`, by], [`${record.session}|${kind}`, by]);
+    out.sessions.push([`${record.session}|${kind}`, by]);
   }
-  tx.expire(day, USAGE_DAYS_KEPT * 86_400);
+  return out;
 }
 
 export interface ReadUsageOptions {

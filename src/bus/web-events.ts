@@ -17,6 +17,7 @@ import type { Logger } from '../log/index.js';
 import { MAX_ACTIONS, OutboundActionSchema } from '../messages/messages.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
+import { type LuaScript, runScript } from './lua.js';
 import type { Subscriber } from './subscriber.js';
 
 /** Messages kept per chat for pages that reconnect (oldest dropped first). */
@@ -87,11 +88,15 @@ export interface WebEventBus {
 }
 
 /** XADD (capped), EXPIRE and PUBLISH of `<id> <json>` in one step; returns the id. */
-const PUSH_SCRIPT = `
+const PUSH_SCRIPT: LuaScript = {
+  name: 'webEventPush',
+  keys: 1,
+  lua: `
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '*', 'event', ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('PUBLISH', ARGV[4], id .. ' ' .. ARGV[2])
-return id`;
+return id`,
+};
 
 /** Options of {@link pushWebEvent}. */
 export interface PushWebEventOptions {
@@ -109,9 +114,9 @@ export async function pushWebEvent(
   event: WebMessageEvent,
   options: PushWebEventOptions = {},
 ): Promise<string> {
-  const id = await redis.eval(
+  const id = await runScript(
+    redis,
     PUSH_SCRIPT,
-    1,
     keys.webEvents(prefix, chat),
     String(options.max ?? WEB_EVENTS_MAX),
     JSON.stringify(event),
