@@ -17,7 +17,6 @@ import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { createBullBoard } from '@bull-board/api';
 import { ExpressAdapter } from '@bull-board/express';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -29,17 +28,14 @@ import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { emptySpend } from '../messages/budget.js';
 import type { TokenPrices } from '../messages/token-counts.js';
-import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import { formatBudgetLines } from './budget-status.js';
+import { AgentPick, type DashboardAgent } from './dashboard-agent-pick.js';
 import { dashboardAuth } from './dashboard-auth.js';
 import { requireLoopbackHost, securityHeaders } from './dashboard-guard.js';
 import {
-  type AgentNav,
-  escapeHtml,
   OVERVIEW_SCRIPT,
   OVERVIEW_SCRIPT_PATH,
   overviewPage,
-  page,
   sessionsPage,
   transcriptPage,
 } from './dashboard-pages.js';
@@ -48,20 +44,6 @@ import type { OpsReader } from './ports.js';
 import { collectStatus } from './status.js';
 import { usageChartData } from './usage-charts.js';
 import { USAGE_ASSETS, USAGE_SCRIPT, usagePage } from './usage-page.js';
-
-/** One agent the dashboard shows: its bus's read side, prefix, workspace and budget. */
-export interface DashboardAgent {
-  /** Its id in agents.json (`?agent=ID`, the `agent` label in `/metrics`). */
-  id: string;
-  /** Its name in agents.json, shown in the agent switcher. @defaultValue the id */
-  name?: string;
-  /** Its bus's read side (bus/ops-reader.ts); the dashboard closes the Bull Board queues it opens. */
-  reader: OpsReader;
-  prefix: string;
-  workspace: string;
-  /** Its spending limits and spend (see DashboardOptions.budget). @defaultValue none */
-  budget?: BudgetView;
-}
 
 export interface DashboardOptions {
   /** Main's bus's read side (bus/ops-reader.ts); the dashboard closes the Bull Board queues it opens. */
@@ -110,6 +92,8 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
+export type { DashboardAgent } from './dashboard-agent-pick.js';
+
 /** Starts the dashboard server. */
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const { logger } = options;
@@ -121,33 +105,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     workspace: options.workspace,
     ...(options.budget ? { budget: options.budget } : {}),
   };
-  const agents = new Map<string, Shown>();
-  for (const agent of [main, ...(options.agents ?? [])]) {
-    const sessions = new JsonlSessionStore({ dir: path.join(agent.workspace, 'sessions'), logger });
-    agents.set(agent.id, { ...agent, sessions });
-  }
-  const switcher = [...agents.values()].map((a) => ({ id: a.id, ...(a.name ? { name: a.name } : {}) }));
-  /** The agent the request names (`?agent=ID`, main when absent), or undefined once a 404 is sent. */
-  const agentOf = (req: Request, res: Response, html = true): Shown | undefined => {
-    const wanted = req.query.agent ?? MAIN_AGENT;
-    const agent = typeof wanted === 'string' ? agents.get(wanted) : undefined;
-    if (agent) return agent;
-    const what = `no agent ${typeof wanted === 'string' ? `"${wanted}"` : 'of that name'} here (agents: ${[...agents.keys()].join(', ')})`;
-    res.status(404);
-    if (html)
-      res
-        .type('html')
-        .send(
-          page('No such agent', `<main><section class="wide"><h2>${escapeHtml(what)}</h2></section></main>`),
-        );
-    else res.type('text').send(what);
-    return undefined;
-  };
-  const nav = (agent: Shown, where: string): AgentNav => ({
-    current: agent.id,
-    agents: switcher,
-    path: where,
-  });
+  const pick = new AgentPick([main, ...(options.agents ?? [])], logger);
   const metrics = createMetrics(main.reader, {
     ...(options.prices ? { prices: options.prices } : {}),
     ...(main.budget ? { budget: main.budget } : {}),
@@ -171,9 +129,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const board = new ExpressAdapter();
   board.setBasePath('/queues');
   // Every agent's queues on one board: main's under their own names, the others' as `<id>:<queue>`.
-  const queues = [...agents.values()].map((a) =>
-    a.id === MAIN_AGENT ? a.reader.boardQueues() : a.reader.boardQueues(a.id),
-  );
+  const queues = pick
+    .all()
+    .map((a) => (a.id === MAIN_AGENT ? a.reader.boardQueues() : a.reader.boardQueues(a.id)));
   // @bull-board/express 9.10.1 pins its own copy of @bull-board/api 9.10.1: the same API at run time,
   // but TypeScript sees two declarations of the adapter types.
   const serverAdapter = board as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'];
@@ -205,15 +163,15 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     });
 
   app.get('/', (req, res) => {
-    const agent = agentOf(req, res);
-    if (agent) res.type('html').send(overviewPage(nav(agent, '/')));
+    const agent = pick.of(req, res);
+    if (agent) res.type('html').send(overviewPage(pick.nav(agent, '/')));
   });
   app.get(OVERVIEW_SCRIPT_PATH, (_req, res) => {
     res.type('text/javascript').send(OVERVIEW_SCRIPT);
   });
   app.get('/api/overview', async (req, res, next) => {
     try {
-      const agent = agentOf(req, res, false);
+      const agent = pick.of(req, res, 'text');
       if (!agent) return;
       const [status, turns] = await Promise.all([
         collectStatus({
@@ -232,8 +190,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     }
   });
   app.get('/usage', (req, res) => {
-    const agent = agentOf(req, res);
-    if (agent) res.type('html').send(usagePage(nav(agent, '/usage')));
+    const agent = pick.of(req, res);
+    if (agent) res.type('html').send(usagePage(pick.nav(agent, '/usage')));
   });
   app.get(USAGE_ASSETS.script, (_req, res) => {
     res.type('text/javascript').send(USAGE_SCRIPT);
@@ -246,7 +204,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.get('/api/usage', async (req, res, next) => {
     try {
-      const agent = agentOf(req, res, false);
+      const agent = pick.of(req, res, 'text');
       if (!agent) return;
       const days = Math.min(SPEND_DAYS_KEPT, Math.max(1, Math.trunc(Number(req.query.days)) || 14));
       const summary = agent.budget ? await agent.budget.summary(days) : undefined;
@@ -257,7 +215,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.get('/api/turns', async (req, res, next) => {
     try {
-      const agent = agentOf(req, res, false);
+      const agent = pick.of(req, res, 'text');
       if (!agent) return;
       const count = Math.min(500, Math.max(1, Number(req.query.count) || 50));
       res.json(await agent.reader.turns(count));
@@ -267,21 +225,21 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.get('/sessions', async (req, res, next) => {
     try {
-      const agent = agentOf(req, res);
+      const agent = pick.of(req, res);
       if (!agent) return;
-      res.type('html').send(sessionsPage(await agent.sessions.list(), nav(agent, '/sessions')));
+      res.type('html').send(sessionsPage(await agent.sessions.list(), pick.nav(agent, '/sessions')));
     } catch (err) {
       next(err);
     }
   });
   app.get('/sessions/:key', async (req, res, next) => {
     try {
-      const agent = agentOf(req, res);
+      const agent = pick.of(req, res);
       if (!agent) return;
       const key = String(req.params.key);
       res
         .type('html')
-        .send(transcriptPage(key, await agent.sessions.getHistory(key), nav(agent, '/sessions')));
+        .send(transcriptPage(key, await agent.sessions.getHistory(key), pick.nav(agent, '/sessions')));
     } catch (err) {
       if (hasCode(err, 'INVALID_SESSION_KEY')) res.status(404).type('text').send('no such session');
       else next(err);
@@ -321,9 +279,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     },
   };
 }
-
-/** An agent as the dashboard shows it: with its workspace's session store. */
-type Shown = DashboardAgent & { sessions: JsonlSessionStore };
 
 /** uPlot's browser build and stylesheet, read once from node_modules. */
 async function uplotAssets(): Promise<{ script: string; css: string }> {
