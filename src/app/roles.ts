@@ -12,7 +12,6 @@ import { agentConfig } from '../agents/agent-config.js';
 import { agentFor } from '../agents/routes.js';
 import { type AgentsFile, loadAgents, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
-import { budgetView } from '../budget/report.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
@@ -105,8 +104,9 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
       logger,
     });
     // Gateway first, so closing (in reverse) stops the worker's intake and turns before delivery drains.
+    const agentBuses = new Map<string, Bus>();
     if (gatewayBus) {
-      const agentBuses = new Map<string, Bus>([[MAIN_AGENT, gatewayBus]]);
+      agentBuses.set(MAIN_AGENT, gatewayBus);
       for (const [id, agentConfig] of agents.configs)
         if (id !== MAIN_AGENT) agentBuses.set(id, await connect(agentConfig, false));
       parts.push(...(await startGateway(gatewayBus, options, agents, agentBuses)));
@@ -139,7 +139,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
       }
     }
     if (role !== 'worker' && config.dashboard.port)
-      parts.push(await startDashboardPart(buses[0] as Bus, options));
+      parts.push(await startDashboardPart(buses[0] as Bus, options, agents, agentBuses));
   } catch (err) {
     await closeAll(parts, logger);
     await closeBuses();
@@ -239,13 +239,6 @@ function workerBudget(bus: Bus, state: StateStore, options: WorkerOptions): Budg
       });
     },
   });
-}
-
-/** The dashboard's view of the limits and the spend (gauges, overview lines, usage charts), read from the workers' counters. */
-function dashboardBudget(bus: Bus, config: Config, logger: Logger) {
-  return budgetView(
-    new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
-  );
 }
 
 /**
@@ -446,8 +439,16 @@ async function startGateway(
   return parts;
 }
 
-/** The dashboard inside `start`/`gateway` when MAGPIE_DASHBOARD_PORT is set; logs its URL and where its token is. */
-async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part> {
+/**
+ * The dashboard inside `start`/`gateway` when MAGPIE_DASHBOARD_PORT is set, showing every agent
+ * through the gateway's bus for it; logs its URL and where its token is.
+ */
+async function startDashboardPart(
+  bus: Bus,
+  options: RoleOptions,
+  agents: { file: AgentsFile; configs: ReadonlyMap<string, Config> },
+  agentBuses: ReadonlyMap<string, Bus>,
+): Promise<Part> {
   const { startDashboard } = await import('../ops/dashboard-server.js');
   const { loadDashboardToken } = await import('../ops/dashboard-auth.js');
   const { createWebChatRouter } = await import('../channels/web/routes.js');
@@ -460,17 +461,26 @@ async function startDashboardPart(bus: Bus, options: RoleOptions): Promise<Part>
     configured: options.config.dashboard.token,
     stateDir: options.config.stateDir,
   });
+  const { dashboardAgents } = await import('./dashboard-agents.js');
+  const { main, others } = dashboardAgents(
+    agents.file,
+    (id) => agentBuses.get(id) ?? bus,
+    (id) => agents.configs.get(id) ?? options.config,
+    options.logger,
+  );
   const dashboard = await startDashboard({
-    reader: bus.opsReader,
+    reader: main.reader,
+    prefix: main.prefix,
+    workspace: main.workspace,
+    ...(main.name ? { name: main.name } : {}),
+    ...(main.budget ? { budget: main.budget } : {}),
+    agents: others,
     url: bus.url,
-    prefix: bus.prefix,
-    workspace: options.config.workspace,
     logger: options.logger,
     port: options.config.dashboard.port,
     token: access.token,
     timezone: options.config.timezone,
     ...(options.config.prices ? { prices: options.config.prices } : {}),
-    budget: dashboardBudget(bus, options.config, options.logger),
     chat: createWebChatRouter({ bus, sessions, logger: options.logger }),
   });
   options.logger.info(

@@ -2,7 +2,8 @@
  * The queues Bull Board shows, built on the bus side so the dashboard never
  * imports BullMQ: one BullMQ `Queue` per queue found under the prefix, each
  * wrapped in Bull Board's adapter. The dashboard adds the adapters to its
- * board and closes this when it stops.
+ * board and closes this when it stops. Another agent's queues are shown
+ * under its name (`work:inbound`), so every agent's queues fit on one board.
  */
 import type { BaseAdapter } from '@bull-board/api/baseAdapter';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -13,10 +14,11 @@ import { discoverQueues } from './queue-stats.js';
 export class BoardQueues {
   readonly #queues = new Map<string, Queue>();
 
-  /** `redis` is borrowed (not closed here). */
+  /** `redis` is borrowed (not closed here); `label` is put before each queue's name on the board. */
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    private readonly label?: string,
   ) {}
 
   /** The adapters of the queues found since the last call (all of them on the first). */
@@ -26,7 +28,7 @@ export class BoardQueues {
       if (this.#queues.has(name)) continue;
       const queue = new Queue(name, { connection: this.redis, prefix: this.prefix });
       this.#queues.set(name, queue);
-      adapters.push(new BullMQAdapter(queue));
+      adapters.push(new BullMQAdapter(queue, this.label ? { prefix: `${this.label}:` } : {}));
     }
     return adapters;
   }

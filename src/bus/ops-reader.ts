@@ -107,8 +107,8 @@ export class RedisOpsReader {
     }
   }
 
-  /** Bull Board's queues (the caller closes them). */
-  boardQueues(): BoardQueues {
-    return new BoardQueues(this.redis, this.prefix);
+  /** Bull Board's queues (the caller closes them), named `<label>:<queue>` when a label is given. */
+  boardQueues(label?: string): BoardQueues {
+    return new BoardQueues(this.redis, this.prefix, label);
   }
 }

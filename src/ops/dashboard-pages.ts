@@ -2,9 +2,43 @@
  * The dashboard's own HTML pages. Server-rendered pages escape every value
  * with `escapeHtml`; the live overview fills itself in the browser from
  * `/api/overview` using textContent only, so nothing from a chat is ever
- * parsed as HTML.
+ * parsed as HTML. With several agents (agents.json) every page shows one
+ * agent's figures, named by `?agent=ID` (main when absent); the header's
+ * switcher and the pages' links keep it.
  */
 import type { SessionEntry, SessionInfo } from '../sessions/types.js';
+
+/** The agents a page can switch between and the one it shows. */
+export interface AgentNav {
+  /** The agent shown. */
+  current: string;
+  /** Every agent, main first (the switcher appears when there are two or more). */
+  agents: ReadonlyArray<{ id: string; name?: string }>;
+  /** Where the switcher's links lead (the page's path without the query). */
+  path: string;
+}
+
+/** The agent the dashboard shows when the URL names none. */
+const DEFAULT_AGENT = 'main';
+
+/** `href` for the agent `nav` shows: `?agent=ID` added unless it is main. */
+export function agentHref(href: string, nav: AgentNav | undefined): string {
+  if (!nav || nav.current === DEFAULT_AGENT) return href;
+  return `${href}${href.includes('?') ? '&' : '?'}agent=${encodeURIComponent(nav.current)}`;
+}
+
+/** The header's agent switcher: a link per agent, the one shown marked; nothing with one agent. */
+function agentSwitcher(nav: AgentNav | undefined): string {
+  if (!nav || nav.agents.length < 2) return '';
+  const links = nav.agents
+    .map((a) => {
+      const label = a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id;
+      const current = a.id === nav.current ? ' class="current" aria-current="page"' : '';
+      return `<a href="${escapeHtml(`${nav.path}?agent=${encodeURIComponent(a.id)}`)}"${current}>${escapeHtml(label)}</a>`;
+    })
+    .join('');
+  return `<nav class="agents" aria-label="agent"><span>agent</span>${links}</nav>`;
+}
 
 /** Escapes text for HTML content and attribute values. */
 export function escapeHtml(text: string): string {
@@ -20,6 +54,7 @@ const STYLE = `
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;background:#f5f6f8;color:#1d2330}
 header{background:#1d2330;color:#fff;padding:10px 24px;display:flex;gap:24px;align-items:center}
 header b{font-size:17px;letter-spacing:.3px}header a{color:#c9d3e6;text-decoration:none}header a:hover{color:#fff}
+nav.agents{margin-left:auto;display:flex;gap:12px;align-items:center}nav.agents span{color:#7a8294}nav.agents a.current{color:#fff;font-weight:600;border-bottom:2px solid #fff}
 main{padding:16px 24px;display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:16px}
 section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.08);padding:12px 16px;overflow:auto}
 section.wide{grid-column:1/-1}h2{font-size:15px;margin:0 0 8px}
@@ -34,13 +69,15 @@ label{margin-right:16px}.note{margin:4px 0 0;font-size:12px}.u-legend th{text-tr
 /**
  * The page frame: header with navigation, then `body`, then the page's
  * scripts loaded from `scripts` in order (the Content-Security-Policy allows
- * no inline script), with the stylesheets `styles` in the head.
+ * no inline script), with the stylesheets `styles` in the head. With `nav`,
+ * the header's links keep its agent and it has the agent switcher.
  */
 export function page(
   title: string,
   body: string,
   scripts: string | readonly string[] = [],
   styles: readonly string[] = [],
+  nav?: AgentNav,
 ): string {
   const tags = (typeof scripts === 'string' ? [scripts] : scripts)
     .map((src) => `<script src="${escapeHtml(src)}"></script>`)
@@ -48,12 +85,12 @@ export function page(
   const links = styles.map((href) => `<link rel="stylesheet" href="${escapeHtml(href)}">`).join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · magpie</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">${links}<style>${STYLE}</style></head>
-<body><header><b>magpie</b><a href="/">Overview</a><a href="/usage">Usage</a><a href="/queues">Queues</a><a href="/sessions">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a></header>
+<body><header><b>magpie</b><a href="${escapeHtml(agentHref('/', nav))}">Overview</a><a href="${escapeHtml(agentHref('/usage', nav))}">Usage</a><a href="/queues">Queues</a><a href="${escapeHtml(agentHref('/sessions', nav))}">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a>${agentSwitcher(nav)}</header>
 ${body}${tags}</body></html>`;
 }
 
 /** The live overview: workers, queues, running turns, the budget, token use, recent turns, schedules (polls every 2 s). */
-export function overviewPage(): string {
+export function overviewPage(nav?: AgentNav): string {
   const body = `<main>
 <section><h2>Workers</h2><table id="workers"><thead><tr><th>id</th><th>pid</th><th>host</th><th>concurrency</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Queues</h2><table id="queues"><thead><tr><th>queue</th><th>waiting</th><th>active</th><th>delayed</th><th>failed</th></tr></thead><tbody></tbody></table></section>
@@ -66,14 +103,18 @@ export function overviewPage(): string {
 <section><h2>Schedules</h2><table id="schedules"><thead><tr><th>what</th><th>when</th><th>next run</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Errors</h2><table id="errors"><thead><tr><th>at</th><th>where</th><th>message</th></tr></thead><tbody></tbody></table></section>
 </main>`;
-  return page('Overview', body, OVERVIEW_SCRIPT_PATH);
+  return page('Overview', body, OVERVIEW_SCRIPT_PATH, [], nav);
 }
 
 /** Where the server serves {@link OVERVIEW_SCRIPT}. */
 export const OVERVIEW_SCRIPT_PATH = '/assets/overview.js';
 
-/** The overview's browser code: builds rows with textContent only (no innerHTML of data). */
+/**
+ * The overview's browser code: builds rows with textContent only (no innerHTML of data); reads
+ * the agent of the page's own `?agent=`.
+ */
 export const OVERVIEW_SCRIPT = `
+const agent=new URLSearchParams(location.search).get('agent');
 function row(cells){const tr=document.createElement('tr');for(const c of cells){const td=document.createElement('td');
 const v=typeof c==='object'&&c!==null?c:{text:c};td.textContent=v.text==null?'':String(v.text);if(v.cls)td.className=v.cls;tr.appendChild(td);}return tr;}
 function fill(id,rows,empty){const tb=document.querySelector('#'+id+' tbody');tb.replaceChildren(...rows);
@@ -84,7 +125,7 @@ function cost(p,f){if(!p)return n('–');const c=Math.min(f.cachedTokens||0,f.pr
 return n((((f.promptTokens-c)*p.input+c*p.cachedInput+f.completionTokens*p.output)/1e6).toPrecision(3));}
 function pct(f){return n(f.promptTokens?Math.round(100*(f.cachedTokens||0)/f.promptTokens)+' %':'–');}
 function usageRow(what,f,p){return row([what,n(f.promptTokens),n(f.cachedTokens||0),pct(f),n(f.completionTokens),n(f.turns),cost(p,f)]);}
-async function tick(){try{const r=await fetch('/api/overview',{credentials:'same-origin'});if(!r.ok)return;const d=await r.json();
+async function tick(){try{const r=await fetch('/api/overview'+(agent?'?agent='+encodeURIComponent(agent):''),{credentials:'same-origin'});if(!r.ok)return;const d=await r.json();
 fill('workers',d.status.workers.map(w=>row([w.id,n(w.pid),w.host,n(w.concurrency)])),'no worker alive');
 fill('queues',d.status.queues.map(q=>row([q.name,n(q.waiting),n(q.active),n(q.delayed),{text:q.failed,cls:q.failed?'num fail':'num'}])),'no queues');
 fill('running',d.status.running.map(x=>row([x.session,x.seconds+' s',n(x.iteration),x.worker])),'no turn running');
@@ -105,21 +146,24 @@ tick();setInterval(tick,2000);
 `;
 
 /** The sessions list, newest first. */
-export function sessionsPage(sessions: SessionInfo[]): string {
+export function sessionsPage(sessions: SessionInfo[], nav?: AgentNav): string {
   const rows = sessions
     .map(
       (s) =>
-        `<tr><td><a href="/sessions/${encodeURIComponent(s.key)}">${escapeHtml(s.key)}</a></td><td>${escapeHtml(s.updatedAt.toISOString())}</td><td class="num">${s.messages}</td><td class="num">${(s.bytes / 1024).toFixed(1)} KiB</td></tr>`,
+        `<tr><td><a href="${escapeHtml(agentHref(`/sessions/${encodeURIComponent(s.key)}`, nav))}">${escapeHtml(s.key)}</a></td><td>${escapeHtml(s.updatedAt.toISOString())}</td><td class="num">${s.messages}</td><td class="num">${(s.bytes / 1024).toFixed(1)} KiB</td></tr>`,
     )
     .join('');
   return page(
     'Sessions',
     `<main><section class="wide"><h2>Sessions (${sessions.length})</h2><table><thead><tr><th>session</th><th>last activity</th><th>messages</th><th>size</th></tr></thead><tbody>${rows || '<tr><td class="muted">no sessions yet</td></tr>'}</tbody></table></section></main>`,
+    [],
+    [],
+    nav,
   );
 }
 
 /** One session's transcript; every message's text escaped. */
-export function transcriptPage(key: string, entries: SessionEntry[]): string {
+export function transcriptPage(key: string, entries: SessionEntry[], nav?: AgentNav): string {
   const items = entries
     .map((e) => {
       const text = contentText(e);
@@ -134,6 +178,9 @@ export function transcriptPage(key: string, entries: SessionEntry[]): string {
   return page(
     key,
     `<main><section class="wide"><h2>${escapeHtml(key)} <span class="pill">${entries.length} messages</span></h2>${items || '<p class="muted">empty</p>'}</section></main>`,
+    [],
+    [],
+    nav,
   );
 }
 

@@ -7,15 +7,20 @@
  * the token, or `Authorization: Bearer <token>`). The usage page's charts
  * are drawn by uPlot, whose script and stylesheet the dashboard serves from
  * node_modules (no CDN) behind the same token.
+ *
+ * With several agents (agents.json) the overview, usage and sessions pages
+ * show one agent at a time (`?agent=ID`, main by default; an unknown id is
+ * 404), Bull Board shows every agent's queues (another agent's named
+ * `<id>:<queue>`), and `/metrics` labels every sample with its agent.
  */
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { createBullBoard } from '@bull-board/api';
 import { ExpressAdapter } from '@bull-board/express';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { MAIN_AGENT } from '../agents/spec.js';
 import { periodOf } from '../budget/budget.js';
 import type { BudgetView } from '../budget/report.js';
 import { SPEND_DAYS_KEPT } from '../bus/budget-store.js';
@@ -23,8 +28,8 @@ import { AppError, describeError, hasCode } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { emptySpend } from '../messages/budget.js';
 import type { TokenPrices } from '../messages/token-counts.js';
-import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import { formatBudgetLines } from './budget-status.js';
+import { AgentPick, type DashboardAgent } from './dashboard-agent-pick.js';
 import { dashboardAuth } from './dashboard-auth.js';
 import { requireLoopbackHost, securityHeaders } from './dashboard-guard.js';
 import {
@@ -41,11 +46,13 @@ import { usageChartData } from './usage-charts.js';
 import { USAGE_ASSETS, USAGE_SCRIPT, usagePage } from './usage-page.js';
 
 export interface DashboardOptions {
-  /** The bus's read side (bus/ops-reader.ts); the dashboard closes the Bull Board queues it opens. */
+  /** Main's bus's read side (bus/ops-reader.ts); the dashboard closes the Bull Board queues it opens. */
   reader: OpsReader;
   /** The Redis URL (shown with the password hidden). */
   url: string;
+  /** Main's bus prefix. */
   prefix: string;
+  /** Main's workspace. */
   workspace: string;
   logger: Logger;
   /** Port on 127.0.0.1; 0 picks a free one. @defaultValue 0 */
@@ -57,11 +64,18 @@ export interface DashboardOptions {
   /** IANA time zone of "today" in the token figures (MAGPIE_TIMEZONE). @defaultValue the system's time zone */
   timezone?: string;
   /**
-   * The spending limits and the spend kept per day (src/budget/report.ts budgetView): `/metrics`'
+   * Main's spending limits and the spend kept per day (src/budget/report.ts budgetView): `/metrics`'
    * budget gauges, the overview's budget lines and the usage charts. @defaultValue none: no
    * gauges, and the usage page says "no usage yet"
    */
   budget?: BudgetView;
+  /** Main's name in agents.json, shown in the agent switcher. @defaultValue main */
+  name?: string;
+  /**
+   * The other agents of agents.json, in its order: the switcher offers them, Bull Board shows
+   * their queues, `/metrics` their figures. @defaultValue none: main alone, no switcher
+   */
+  agents?: readonly DashboardAgent[];
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated. @defaultValue none */
   prices?: TokenPrices;
   /**
@@ -78,13 +92,28 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
+export type { DashboardAgent } from './dashboard-agent-pick.js';
+
 /** Starts the dashboard server. */
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
-  const { reader, prefix, logger } = options;
-  const sessions = new JsonlSessionStore({ dir: path.join(options.workspace, 'sessions'), logger });
-  const metrics = createMetrics(reader, {
-    ...(options.prices ? { prices: options.prices } : {}),
+  const { logger } = options;
+  const main: DashboardAgent = {
+    id: MAIN_AGENT,
+    ...(options.name ? { name: options.name } : {}),
+    reader: options.reader,
+    prefix: options.prefix,
+    workspace: options.workspace,
     ...(options.budget ? { budget: options.budget } : {}),
+  };
+  const pick = new AgentPick([main, ...(options.agents ?? [])], logger);
+  const metrics = createMetrics(main.reader, {
+    ...(options.prices ? { prices: options.prices } : {}),
+    ...(main.budget ? { budget: main.budget } : {}),
+    agents: (options.agents ?? []).map((a) => ({
+      id: a.id,
+      reader: a.reader,
+      ...(a.budget ? { budget: a.budget } : {}),
+    })),
   });
   const usageOptions = {
     ...(options.timezone ? { timezone: options.timezone } : {}),
@@ -99,7 +128,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
 
   const board = new ExpressAdapter();
   board.setBasePath('/queues');
-  const queues = reader.boardQueues();
+  // Every agent's queues on one board: main's under their own names, the others' as `<id>:<queue>`.
+  const queues = pick
+    .all()
+    .map((a) => (a.id === MAIN_AGENT ? a.reader.boardQueues() : a.reader.boardQueues(a.id)));
   // @bull-board/express 9.10.1 pins its own copy of @bull-board/api 9.10.1: the same API at run time,
   // but TypeScript sees two declarations of the adapter types.
   const serverAdapter = board as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'];
@@ -109,7 +141,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     options: { uiConfig: { boardTitle: 'magpie' } },
   });
   const syncQueues = async () => {
-    for (const adapter of await queues.added()) bull.addQueue(adapter);
+    for (const source of queues) for (const adapter of await source.added()) bull.addQueue(adapter);
   };
   await syncQueues();
   const refresh = setInterval(() => {
@@ -130,32 +162,36 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
         );
     });
 
-  app.get('/', (_req, res) => {
-    res.type('html').send(overviewPage());
+  app.get('/', (req, res) => {
+    const agent = pick.of(req, res);
+    if (agent) res.type('html').send(overviewPage(pick.nav(agent, '/')));
   });
   app.get(OVERVIEW_SCRIPT_PATH, (_req, res) => {
     res.type('text/javascript').send(OVERVIEW_SCRIPT);
   });
-  app.get('/api/overview', async (_req, res, next) => {
+  app.get('/api/overview', async (req, res, next) => {
     try {
+      const agent = pick.of(req, res, 'text');
+      if (!agent) return;
       const [status, turns] = await Promise.all([
         collectStatus({
-          reader,
+          reader: agent.reader,
           url: options.url,
-          prefix,
-          workspace: options.workspace,
+          prefix: agent.prefix,
+          workspace: agent.workspace,
           ...usageOptions,
-          ...(options.budget ? { budget: options.budget } : {}),
+          ...(agent.budget ? { budget: agent.budget } : {}),
         }),
-        reader.turns(30),
+        agent.reader.turns(30),
       ]);
       res.json({ status, turns, budgetLines: status.budget ? formatBudgetLines(status.budget) : [] });
     } catch (err) {
       next(err);
     }
   });
-  app.get('/usage', (_req, res) => {
-    res.type('html').send(usagePage());
+  app.get('/usage', (req, res) => {
+    const agent = pick.of(req, res);
+    if (agent) res.type('html').send(usagePage(pick.nav(agent, '/usage')));
   });
   app.get(USAGE_ASSETS.script, (_req, res) => {
     res.type('text/javascript').send(USAGE_SCRIPT);
@@ -168,8 +204,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.get('/api/usage', async (req, res, next) => {
     try {
+      const agent = pick.of(req, res, 'text');
+      if (!agent) return;
       const days = Math.min(SPEND_DAYS_KEPT, Math.max(1, Math.trunc(Number(req.query.days)) || 14));
-      const summary = options.budget ? await options.budget.summary(days) : undefined;
+      const summary = agent.budget ? await agent.budget.summary(days) : undefined;
       res.json(summary ? usageChartData(summary) : noUsage(options.timezone));
     } catch (err) {
       next(err);
@@ -177,23 +215,31 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   });
   app.get('/api/turns', async (req, res, next) => {
     try {
+      const agent = pick.of(req, res, 'text');
+      if (!agent) return;
       const count = Math.min(500, Math.max(1, Number(req.query.count) || 50));
-      res.json(await reader.turns(count));
+      res.json(await agent.reader.turns(count));
     } catch (err) {
       next(err);
     }
   });
-  app.get('/sessions', async (_req, res, next) => {
+  app.get('/sessions', async (req, res, next) => {
     try {
-      res.type('html').send(sessionsPage(await sessions.list()));
+      const agent = pick.of(req, res);
+      if (!agent) return;
+      res.type('html').send(sessionsPage(await agent.sessions.list(), pick.nav(agent, '/sessions')));
     } catch (err) {
       next(err);
     }
   });
   app.get('/sessions/:key', async (req, res, next) => {
     try {
+      const agent = pick.of(req, res);
+      if (!agent) return;
       const key = String(req.params.key);
-      res.type('html').send(transcriptPage(key, await sessions.getHistory(key)));
+      res
+        .type('html')
+        .send(transcriptPage(key, await agent.sessions.getHistory(key), pick.nav(agent, '/sessions')));
     } catch (err) {
       if (hasCode(err, 'INVALID_SESSION_KEY')) res.status(404).type('text').send('no such session');
       else next(err);
@@ -227,7 +273,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
         clearInterval(refresh);
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
-        await queues.close();
+        await Promise.all(queues.map((q) => q.close()));
       })();
       return closing;
     },

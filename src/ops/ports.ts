@@ -38,5 +38,6 @@ export interface OpsReader {
   totals(): Promise<Record<string, string>>;
   cooldowns(): Promise<CooldownEntry[]>;
   schedules(): Promise<{ heartbeat: HeartbeatSchedule | undefined; tasks: ListedTask[] }>;
-  boardQueues(): BoardQueueSource;
+  /** Bull Board's queues; with `label` (another agent's id) each is named `<label>:<queue>`. */
+  boardQueues(label?: string): BoardQueueSource;
 }

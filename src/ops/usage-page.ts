@@ -7,7 +7,7 @@
  * legend reads today's figures (the calls chart: the latest hour with calls)
  * until the pointer picks another day or hour.
  */
-import { page } from './dashboard-pages.js';
+import { type AgentNav, page } from './dashboard-pages.js';
 
 /** Where the server serves the page's own script, uPlot's script and uPlot's stylesheet. */
 export const USAGE_ASSETS = {
@@ -16,8 +16,8 @@ export const USAGE_ASSETS = {
   uplotCss: '/assets/uplot.css',
 } as const;
 
-/** The usage page (empty charts until its script has fetched `/api/usage`). */
-export function usagePage(): string {
+/** The usage page of the agent `nav` shows (empty charts until its script has fetched `/api/usage`). */
+export function usagePage(nav?: AgentNav): string {
   const chart = (id: string, title: string) =>
     `<section class="wide chart"><h2>${title}</h2><div id="${id}" data-chart="${id}"></div><p class="muted note" id="${id}-note"></p></section>`;
   const body = `<main>
@@ -30,16 +30,17 @@ ${chart('tokens-chart', 'Tokens per day')}
 ${chart('cached-chart', 'Cached share of prompt tokens')}
 ${chart('calls-chart', 'Model calls per hour')}
 </main>`;
-  return page('Usage', body, [USAGE_ASSETS.uplot, USAGE_ASSETS.script], [USAGE_ASSETS.uplotCss]);
+  return page('Usage', body, [USAGE_ASSETS.uplot, USAGE_ASSETS.script], [USAGE_ASSETS.uplotCss], nav);
 }
 
 /**
  * The page's browser code. Stacked bars: series k is drawn at the sum of the
  * first k+1 series, tallest first, so each bar shows every part in its own
- * colour; the legend reads each part's own figure.
+ * colour; the legend reads each part's own figure. The agent is the page's own `?agent=`.
  */
 export const USAGE_SCRIPT = `
 'use strict';
+const agent=new URLSearchParams(location.search).get('agent');
 const COLOURS=['#3b82f6','#f59e0b','#10b981','#ef4444','#8b5cf6','#06b6d4','#ec4899','#84cc16'];
 const money=c=>c==null?'–':(c>=0.01||c===0?c.toFixed(2):c.toPrecision(3).replace(/0+$/,''));
 const count=v=>v==null?'–':Math.round(v).toLocaleString('en-US');
@@ -82,7 +83,7 @@ function render(){
  draw('calls-chart',d.hours,[{label:'model calls',data:d.calls,fill:'#3b82f6',stroke:'#3b82f6',width:0,paths:bars(),points:{show:false},value:(u,v)=>count(v)}],count,{height:180,every:24,xLabel:'hour',idx:Math.max(0,d.calls.findLastIndex(n=>n>0))});
  note('calls-chart','at most '+L.maxCallsPerMinute+' model calls a minute per chat (MAGPIE_MAX_CALLS_PER_MINUTE)');}
 async function load(){try{const days=document.getElementById('days').value;
- const r=await fetch('/api/usage?days='+encodeURIComponent(days),{credentials:'same-origin'});if(!r.ok)return;
+ const r=await fetch('/api/usage?days='+encodeURIComponent(days)+(agent?'&agent='+encodeURIComponent(agent):''),{credentials:'same-origin'});if(!r.ok)return;
  data=await r.json();render();document.body.dataset.usageLoaded='true';}catch(e){console.warn(e);}}
 document.getElementById('stack-by').addEventListener('change',()=>{if(data)render();});
 document.getElementById('days').addEventListener('change',load);

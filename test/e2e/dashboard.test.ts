@@ -162,9 +162,9 @@ describe('dashboard', () => {
       if (line === '' || line.startsWith('#')) continue;
       expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?([0-9.]+(e[+-]?\d+)?|\+Inf|NaN)$/);
     }
-    expect(text).toMatch(/^magpie_turns_total\{outcome="ok"\} 2$/m);
-    expect(text).toMatch(/^magpie_llm_prompt_tokens_total 642$/m);
-    expect(text).toMatch(/^magpie_turn_duration_seconds_count 2$/m);
+    expect(text).toMatch(/^magpie_turns_total\{agent="main",outcome="ok"\} 2$/m);
+    expect(text).toMatch(/^magpie_llm_prompt_tokens_total\{agent="main"\} 642$/m);
+    expect(text).toMatch(/^magpie_turn_duration_seconds_count\{agent="main"\} 2$/m);
 
     const inDaemon = `http://127.0.0.1:${daemonPort}/api/turns`;
     expect((await fetch(inDaemon)).status).toBe(401);

@@ -1,12 +1,14 @@
 /** `magpie dashboard`: serves the local web dashboard until Ctrl-C. */
-import { Budget } from '../../budget/budget.js';
-import { budgetView } from '../../budget/report.js';
+import { agentConfig } from '../../agents/agent-config.js';
+import { loadAgents, MAIN_AGENT } from '../../agents/spec.js';
+import { dashboardAgents } from '../../app/dashboard-agents.js';
 import { Bus } from '../../bus/bus.js';
+import type { Config } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { loadDashboardToken } from '../../ops/dashboard-auth.js';
 import { startDashboard } from '../../ops/dashboard-server.js';
 import { defineCommand } from '../command.js';
-import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
+import { commandConfig, commandEnv, commandLogger, WORKSPACE_FLAG } from '../startup.js';
 
 const HELP = `usage: magpie dashboard [--port N]
 
@@ -17,6 +19,10 @@ token is: MAGPIE_DASHBOARD_TOKEN, or a random one kept in dashboard-token in
 magpie's state folder (MAGPIE_STATE_DIR; remove the file for a new token). The
 token is never printed. Sign in with it in the browser's form once (the cookie
 then holds a value derived from it), or send "Authorization: Bearer <token>".
+
+With agents.json, the overview, usage and sessions pages have an agent switcher
+(?agent=ID, main by default), Bull Board shows every agent's queues (another
+agent's as ID:queue) and /metrics labels every figure with its agent.
 
 options:
   --port N         port (default MAGPIE_DASHBOARD_PORT, else 8790; 0 = any free port)
@@ -41,20 +47,44 @@ export const run = defineCommand({
     }
     const logger = commandLogger(config, 'configured');
     const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
-    const bus = await Bus.connect({ config, logger });
-    const dashboard = await startDashboard({
-      reader: bus.opsReader,
-      url: bus.url,
-      prefix: bus.prefix,
+    // agents.json: one bus per agent (main alone without the file); a bad file ends here (exit 2).
+    const file = loadAgents({
+      file: config.agentsFile,
       workspace: config.workspace,
+      stateDir: config.stateDir,
+    });
+    const env = commandEnv(values);
+    const configs = new Map<string, Config>();
+    for (const spec of file.agents)
+      configs.set(spec.id, spec.id === MAIN_AGENT && !file.file ? config : agentConfig(config, spec, env));
+    const buses = new Map<string, Bus>();
+    const closeBuses = async () => {
+      for (const bus of buses.values()) await bus.close();
+    };
+    try {
+      for (const [id, agent] of configs) buses.set(id, await Bus.connect({ config: agent, logger }));
+    } catch (err) {
+      await closeBuses();
+      throw err;
+    }
+    const busOf = (id: string) => buses.get(id) as Bus;
+    const { main, others } = dashboardAgents(file, busOf, (id) => configs.get(id) ?? config, logger);
+    const dashboard = await startDashboard({
+      reader: main.reader,
+      prefix: main.prefix,
+      workspace: main.workspace,
+      ...(main.name ? { name: main.name } : {}),
+      ...(main.budget ? { budget: main.budget } : {}),
+      agents: others,
+      url: busOf(MAIN_AGENT).url,
       logger,
       port,
       token: access.token,
       timezone: config.timezone,
       ...(config.prices ? { prices: config.prices } : {}),
-      budget: budgetView(
-        new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
-      ),
+    }).catch(async (err: unknown) => {
+      await closeBuses();
+      throw err;
     });
     process.stdout.write(`magpie dashboard: ${dashboard.url} (sign in with the token in ${access.source})\n`);
     await new Promise<void>((resolve) => {
@@ -62,7 +92,7 @@ export const run = defineCommand({
       process.once('SIGTERM', () => resolve());
     });
     await dashboard.close();
-    await bus.close();
+    await closeBuses();
     return ExitCode.ok;
   },
 });

@@ -140,9 +140,9 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
       (await bus!.opsReader.approvals()).filter((p) => p.state === 'waiting').length,
     ).toBeGreaterThanOrEqual(20);
     const metrics = await createMetrics(bus!.opsReader).render();
-    const asked = Number(/magpie_approvals_total\{decision="asked"\} (\d+)/.exec(metrics)?.[1]);
+    const asked = Number(/magpie_approvals_total\{agent="main",decision="asked"\} (\d+)/.exec(metrics)?.[1]);
     expect(asked).toBeGreaterThanOrEqual(23);
-    expect(metrics).toMatch(/magpie_approvals_total\{decision="timeout"\} 1\b/);
+    expect(metrics).toMatch(/magpie_approvals_total\{agent="main",decision="timeout"\} 1\b/);
     const other = newChat();
     fake.pushUpdate(dmUpdate(other, 'hello'));
     await waitForText(other.id, /^hello back$/);

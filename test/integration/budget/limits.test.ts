@@ -138,9 +138,9 @@ describe('spending limits', () => {
       budget: { spent: () => w.budget.spentNow(), limits: w.budget.limitValues() },
     });
     const scraped = await metrics.render();
-    expect(scraped).toContain('magpie_budget_spent{limit="daily"} 0.39');
-    expect(scraped).toContain('magpie_budget_limit{limit="daily"} 0.3');
-    expect(scraped).toContain('magpie_budget_limit{limit="per_minute"} 30');
+    expect(scraped).toContain('magpie_budget_spent{agent="main",limit="daily"} 0.39');
+    expect(scraped).toContain('magpie_budget_limit{agent="main",limit="daily"} 0.3');
+    expect(scraped).toContain('magpie_budget_limit{agent="main",limit="per_minute"} 30');
 
     // Past midnight in Berlin (still the same day in UTC) the chat is answered again.
     clock.ms = AFTER_MIDNIGHT;

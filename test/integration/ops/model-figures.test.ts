@@ -110,11 +110,11 @@ describe('model figures', () => {
     );
 
     const metrics = await createMetrics(bus.opsReader).render();
-    expect(metrics).toMatch(/^magpie_llm_fallbacks_total 3$/m);
-    expect(metrics).toMatch(/^magpie_llm_calls_by_model_total\{model="llama3\.1"\} 3$/m);
-    expect(metrics).toMatch(/^magpie_llm_calls_by_model_total\{model="main-model"\} 2$/m);
+    expect(metrics).toMatch(/^magpie_llm_fallbacks_total\{agent="main"\} 3$/m);
+    expect(metrics).toMatch(/^magpie_llm_calls_by_model_total\{agent="main",model="llama3\.1"\} 3$/m);
+    expect(metrics).toMatch(/^magpie_llm_calls_by_model_total\{agent="main",model="main-model"\} 2$/m);
     expect(metrics).toMatch(
-      /^magpie_llm_cooldown_seconds\{what="main-model at http:\/\/127\.0\.0\.1:9\/v1"\} (59|60)$/m,
+      /^magpie_llm_cooldown_seconds\{agent="main",what="main-model at http:\/\/127\.0\.0\.1:9\/v1"\} (59|60)$/m,
     );
   });
 });

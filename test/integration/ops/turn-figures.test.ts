@@ -126,14 +126,14 @@ describe('turn figures', () => {
     expect(await readRunning(bus.redis, bus.prefix)).toEqual([]);
 
     const samples = parsePrometheus(await createMetrics(bus.opsReader).render());
-    expect(samples.get('magpie_turns_total{outcome="ok"}')).toBe(1);
-    expect(samples.get('magpie_llm_prompt_tokens_total')).toBe(120);
-    expect(samples.get('magpie_llm_completion_tokens_total')).toBe(30);
-    expect(samples.get('magpie_turn_duration_seconds_bucket{le="1"}')).toBe(0);
-    expect(samples.get('magpie_turn_duration_seconds_bucket{le="2"}')).toBe(1);
-    expect(samples.get('magpie_turn_duration_seconds_count')).toBe(1);
-    expect(samples.get('magpie_workers_alive')).toBe(1);
-    expect(samples.has('magpie_queue_jobs{queue="inbound",state="waiting"}')).toBe(true);
+    expect(samples.get('magpie_turns_total{agent="main",outcome="ok"}')).toBe(1);
+    expect(samples.get('magpie_llm_prompt_tokens_total{agent="main"}')).toBe(120);
+    expect(samples.get('magpie_llm_completion_tokens_total{agent="main"}')).toBe(30);
+    expect(samples.get('magpie_turn_duration_seconds_bucket{agent="main",le="1"}')).toBe(0);
+    expect(samples.get('magpie_turn_duration_seconds_bucket{agent="main",le="2"}')).toBe(1);
+    expect(samples.get('magpie_turn_duration_seconds_count{agent="main"}')).toBe(1);
+    expect(samples.get('magpie_workers_alive{agent="main"}')).toBe(1);
+    expect(samples.has('magpie_queue_jobs{agent="main",queue="inbound",state="waiting"}')).toBe(true);
   });
 
   it('caps the stream and leaves out running turns of workers that are gone', async () => {

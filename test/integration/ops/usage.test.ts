@@ -151,11 +151,11 @@ describe('token use', () => {
     expect(human).toMatch(/^ {2}telegram:42 +today 10,000 in \(8,000 cached, 80%\), 300 out, 1 turn, cost/m);
 
     const text = await createMetrics(bus.opsReader, { prices }).render();
-    expect(text).toMatch(/^magpie_llm_tokens_total\{kind="prompt"\} 12000$/m);
-    expect(text).toMatch(/^magpie_llm_tokens_total\{kind="cached"\} 8000$/m);
-    expect(text).toMatch(/^magpie_llm_tokens_total\{kind="cache_write"\} 0$/m);
-    expect(text).toMatch(/^magpie_llm_tokens_total\{kind="completion"\} 400$/m);
-    expect(text).toMatch(/^magpie_llm_cost_total 0\.0152$/m);
+    expect(text).toMatch(/^magpie_llm_tokens_total\{agent="main",kind="prompt"\} 12000$/m);
+    expect(text).toMatch(/^magpie_llm_tokens_total\{agent="main",kind="cached"\} 8000$/m);
+    expect(text).toMatch(/^magpie_llm_tokens_total\{agent="main",kind="cache_write"\} 0$/m);
+    expect(text).toMatch(/^magpie_llm_tokens_total\{agent="main",kind="completion"\} 400$/m);
+    expect(text).toMatch(/^magpie_llm_cost_total\{agent="main"\} 0\.0152$/m);
     expect(await createMetrics(bus.opsReader).render()).not.toContain('magpie_llm_cost_total');
   });
 });

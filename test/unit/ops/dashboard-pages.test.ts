@@ -2,6 +2,7 @@
 import { Script } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import {
+  agentHref,
   escapeHtml,
   OVERVIEW_SCRIPT,
   overviewPage,
@@ -67,5 +68,42 @@ describe('dashboard pages', () => {
     );
     expect(html).not.toMatch(/<script>|https?:\/\//);
     expect(html).toContain('<a href="/usage">Usage</a>');
+  });
+});
+
+describe('the agent switcher', () => {
+  const agents = [{ id: 'main' }, { id: 'work', name: EVIL }];
+
+  it('is absent with one agent, and the links stay plain', () => {
+    const html = overviewPage({ current: 'main', agents: [{ id: 'main' }], path: '/' });
+    expect(html).not.toContain('nav class="agents"');
+    expect(html).toContain('<a href="/usage">Usage</a>');
+    expect(overviewPage()).not.toContain('nav class="agents"');
+  });
+
+  it("links every agent's page, marks the one shown, escapes names, and the header's links keep the agent", () => {
+    const html = sessionsPage([{ key: 'telegram:1', messages: 1, bytes: 10, updatedAt: new Date(0) }], {
+      current: 'work',
+      agents,
+      path: '/sessions',
+    });
+    expect(html).toContain('<a href="/sessions?agent=main">main</a>');
+    expect(html).toMatch(
+      /<a href="\/sessions\?agent=work" class="current" aria-current="page">&lt;script&gt;/,
+    );
+    expect(html).not.toContain('<script>alert');
+    expect(html).toContain('<a href="/?agent=work">Overview</a>');
+    expect(html).toContain('<a href="/usage?agent=work">Usage</a>');
+    expect(html).toContain('<a href="/queues">Queues</a>');
+    expect(html).toContain('href="/sessions/telegram%3A1?agent=work"');
+  });
+
+  it('adds ?agent= only for another agent than main, encoded', () => {
+    const nav = (current: string) => ({ current, agents, path: '/' });
+    expect(agentHref('/usage', nav('main'))).toBe('/usage');
+    expect(agentHref('/usage', undefined)).toBe('/usage');
+    expect(agentHref('/usage', nav('work'))).toBe('/usage?agent=work');
+    expect(agentHref('/x?a=1', nav('a&b'))).toBe('/x?a=1&agent=a%26b');
+    expect(usagePage(nav('work'))).toContain('<a href="/sessions?agent=work">Sessions</a>');
   });
 });
