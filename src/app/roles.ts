@@ -8,9 +8,9 @@
 import { visionCapable } from '../agent/model-vision.js';
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
-import { agentConfig } from '../agents/agent-config.js';
+import { agentConfigOf, type LoadedAgents, loadAgentConfigs } from '../agents/load.js';
 import { agentFor } from '../agents/routes.js';
-import { type AgentsFile, loadAgents, MAIN_AGENT } from '../agents/spec.js';
+import { type AgentsFile, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
@@ -22,7 +22,7 @@ import type { Channel } from '../channels/types.js';
 import { WebhookListener } from '../channels/webhooks.js';
 import { type Config, environment, streamsTo } from '../config/index.js';
 import { OutboundDelivery } from '../delivery/outbound-delivery.js';
-import { ConfigError, describeError } from '../errors/index.js';
+import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { startMcp } from '../mcp/start.js';
 import { type AgentAsker, ASK_CHAT_PREFIX, ASK_TIME_LIMIT_MS } from '../tools/ask-agent.js';
@@ -363,22 +363,10 @@ function agentAsker(config: Config, agentBus: (agent: string) => Promise<Bus>): 
 }
 
 /** The agents of agents.json with their configurations (main's is `.env`'s), checked before anything starts. */
-function agentsOf(options: RoleOptions): { file: AgentsFile; configs: Map<string, Config> } {
-  const { config } = options;
-  const file = loadAgents({
-    file: config.agentsFile,
-    workspace: config.workspace,
-    stateDir: config.stateDir,
-  });
-  if (options.agent !== undefined && !file.agents.some((a) => a.id === options.agent))
-    throw new ConfigError(
-      `--agent ${options.agent}: no such agent (${file.file ? `agents in ${file.file}` : 'without agents.json there is only'}: ${file.agents.map((a) => a.id).join(', ')})`,
-    );
-  const env = options.env ?? environment();
-  const configs = new Map<string, Config>();
-  for (const spec of file.agents)
-    configs.set(spec.id, spec.id === MAIN_AGENT && !file.file ? config : agentConfig(config, spec, env));
-  return { file, configs };
+function agentsOf(options: RoleOptions): LoadedAgents {
+  const loaded = loadAgentConfigs(options.config, options.env ?? environment());
+  if (options.agent !== undefined) agentConfigOf(loaded, options.agent, `--agent ${options.agent}`);
+  return loaded;
 }
 
 /**

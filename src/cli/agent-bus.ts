@@ -3,11 +3,10 @@
  * agents.json, where the message is queued (the answer still comes back
  * through main's prefix, where the gateway's CLI channel keeps replies).
  */
-import { agentConfig } from '../agents/agent-config.js';
-import { loadAgents, MAIN_AGENT } from '../agents/spec.js';
+import { agentConfigOf, loadAgentConfigs } from '../agents/load.js';
+import { MAIN_AGENT } from '../agents/spec.js';
 import { Bus } from '../bus/bus.js';
 import type { Config } from '../config/index.js';
-import { ConfigError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { commandEnv, type StartupFlags } from './startup.js';
 
@@ -19,15 +18,7 @@ export async function agentBusOf(
   logger: Logger,
 ): Promise<Bus | undefined> {
   if (flags.agent === undefined || flags.agent === MAIN_AGENT) return undefined;
-  const file = loadAgents({
-    file: config.agentsFile,
-    workspace: config.workspace,
-    stateDir: config.stateDir,
-  });
-  const spec = file.agents.find((a) => a.id === flags.agent);
-  if (!spec)
-    throw new ConfigError(
-      `magpie ${command}: --agent ${flags.agent}: no such agent (${file.agents.map((a) => a.id).join(', ')})`,
-    );
-  return Bus.connect({ config: agentConfig(config, spec, commandEnv(flags)), logger });
+  const loaded = loadAgentConfigs(config, commandEnv(flags));
+  const agent = agentConfigOf(loaded, flags.agent, `magpie ${command}: --agent ${flags.agent}`);
+  return Bus.connect({ config: agent, logger });
 }

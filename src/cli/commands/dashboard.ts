@@ -1,9 +1,8 @@
 /** `magpie dashboard`: serves the local web dashboard until Ctrl-C. */
-import { agentConfig } from '../../agents/agent-config.js';
-import { loadAgents, MAIN_AGENT } from '../../agents/spec.js';
+import { loadAgentConfigs } from '../../agents/load.js';
+import { MAIN_AGENT } from '../../agents/spec.js';
 import { dashboardAgents } from '../../app/dashboard-agents.js';
 import { Bus } from '../../bus/bus.js';
-import type { Config } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
 import { loadDashboardToken } from '../../ops/dashboard-auth.js';
 import { startDashboard } from '../../ops/dashboard-server.js';
@@ -48,15 +47,7 @@ export const run = defineCommand({
     const logger = commandLogger(config, 'configured');
     const access = loadDashboardToken({ configured: config.dashboard.token, stateDir: config.stateDir });
     // agents.json: one bus per agent (main alone without the file); a bad file ends here (exit 2).
-    const file = loadAgents({
-      file: config.agentsFile,
-      workspace: config.workspace,
-      stateDir: config.stateDir,
-    });
-    const env = commandEnv(values);
-    const configs = new Map<string, Config>();
-    for (const spec of file.agents)
-      configs.set(spec.id, spec.id === MAIN_AGENT && !file.file ? config : agentConfig(config, spec, env));
+    const { file, configs } = loadAgentConfigs(config, commandEnv(values));
     const buses = new Map<string, Bus>();
     const closeBuses = async () => {
       for (const bus of buses.values()) await bus.close();

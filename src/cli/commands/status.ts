@@ -1,12 +1,12 @@
 /** `magpie status [--json]`: what is running and queued right now, read from Redis. */
 
-import { agentConfig } from '../../agents/agent-config.js';
-import { loadAgents, MAIN_AGENT } from '../../agents/spec.js';
+import { agentConfigOf, loadAgentConfigs } from '../../agents/load.js';
+import { MAIN_AGENT } from '../../agents/spec.js';
 import { Budget } from '../../budget/budget.js';
 import { budgetView } from '../../budget/report.js';
 import { Bus } from '../../bus/bus.js';
 import type { Config } from '../../config/index.js';
-import { ConfigError, ExitCode } from '../../errors/index.js';
+import { ExitCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { collectStatus, type StatusReport } from '../../ops/status.js';
 import { formatStatus } from '../../ops/status-format.js';
@@ -38,33 +38,24 @@ export const run = defineCommand({
   flags: { json: { type: 'boolean' }, agent: { type: 'string' }, ...WORKSPACE_FLAG },
   async run({ values }) {
     return withBus(values, 'silent', async ({ config, bus, logger }) => {
-      const file = loadAgents({
-        file: config.agentsFile,
-        workspace: config.workspace,
-        stateDir: config.stateDir,
-      });
-      const wanted = file.agents.filter((a) => values.agent === undefined || a.id === values.agent);
-      if (wanted.length === 0)
-        throw new ConfigError(
-          `magpie status: --agent ${values.agent}: no such agent (${file.agents.map((a) => a.id).join(', ')})`,
-        );
-      const env = commandEnv(values);
+      const loaded = loadAgentConfigs(config, commandEnv(values));
+      const { file } = loaded;
+      const ids = values.agent === undefined ? [...loaded.configs.keys()] : [values.agent];
       const reports: Record<string, StatusReport> = {};
-      for (const spec of wanted) {
-        if (spec.id === MAIN_AGENT) {
-          reports[spec.id] = await statusOf(config, bus, logger);
+      for (const id of ids) {
+        const agent = agentConfigOf(loaded, id, `magpie status: --agent ${id}`);
+        if (id === MAIN_AGENT) {
+          reports[id] = await statusOf(config, bus, logger);
           continue;
         }
         // Each agent's queues, workers, sessions and budget live under its own prefix and workspace.
-        const agent = agentConfig(config, spec, env);
         const agentBus = await Bus.connect({ config: agent, logger });
         try {
-          reports[spec.id] = await statusOf(agent, agentBus, logger);
+          reports[id] = await statusOf(agent, agentBus, logger);
         } finally {
           await agentBus.close();
         }
       }
-      const ids = Object.keys(reports);
       const only = ids.length === 1 && !file.file ? reports[ids[0] as string] : undefined;
       if (values.json) {
         process.stdout.write(`${JSON.stringify(only ?? { agents: reports }, null, 2)}\n`);
