@@ -3,31 +3,10 @@
  * in it escaped (shown as text, never interpreted), links kept only for
  * http(s) and mailto, and images shown as their text (no remote loads).
  */
-import { Marked, type Tokens } from 'marked';
-import { escapeHtml } from '../format/telegram-html.js';
-
-const LINK_SCHEMES = /^(https?:|mailto:)/i;
-
-const marked = new Marked({
-  gfm: true,
-  async: false,
-  renderer: {
-    html(token: Tokens.HTML | Tokens.Tag): string {
-      return escapeHtml(token.text);
-    },
-    link(token: Tokens.Link): string {
-      const label = this.parser.parseInline(token.tokens);
-      if (!LINK_SCHEMES.test(token.href)) return label;
-      return `<a href="${escapeHtml(token.href).replace(/"/g, '&quot;')}">${label}</a>`;
-    },
-    image(token: Tokens.Image): string {
-      return escapeHtml(token.text || token.href);
-    },
-  },
-});
+import { safeHtml } from '../format/safe-html.js';
 
 /** The HTML document of a reply written in Markdown. */
 export function markdownToHtml(markdown: string): string {
-  const body = marked.parse(markdown) as string;
+  const body = safeHtml(markdown);
   return `<!doctype html><html><body>${body}</body></html>`;
 }

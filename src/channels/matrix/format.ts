@@ -5,32 +5,11 @@
  * remote media is loaded) beside the plain `body` (the Markdown itself, which
  * clients without HTML show and read as text).
  */
-import { Marked, type Tokens } from 'marked';
-import { escapeHtml } from '../format/telegram-html.js';
-
-const LINK_SCHEMES = /^(https?:|mailto:)/i;
-
-const marked = new Marked({
-  gfm: true,
-  async: false,
-  renderer: {
-    html(token: Tokens.HTML | Tokens.Tag): string {
-      return escapeHtml(token.text);
-    },
-    link(token: Tokens.Link): string {
-      const label = this.parser.parseInline(token.tokens);
-      if (!LINK_SCHEMES.test(token.href)) return label;
-      return `<a href="${escapeHtml(token.href).replace(/"/g, '&quot;')}">${label}</a>`;
-    },
-    image(token: Tokens.Image): string {
-      return escapeHtml(token.text || token.href);
-    },
-  },
-});
+import { safeHtml } from '../format/safe-html.js';
 
 /** The HTML of a Markdown part (no document around it), trailing newline dropped. */
 export function toMatrixHtml(markdown: string): string {
-  return (marked.parse(markdown) as string).trim();
+  return safeHtml(markdown).trim();
 }
 
 /** An `m.room.message` text content: HTML with the Markdown as its plain body. */
