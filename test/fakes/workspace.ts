@@ -4,6 +4,7 @@
  * afterEach hooks, which run first).
  */
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -68,4 +69,12 @@ export async function initedFolder(prefix: string): Promise<{ dir: string; works
 /** Removes a folder made for a test file, if set-up got that far. */
 export async function removeFolder(dir: string | undefined): Promise<void> {
   if (dir) await rm(dir, { recursive: true, force: true });
+}
+
+/** A workspace folder with SOUL.md and memory/MEMORY.md holding the given lines (several-agent tests). */
+export function workspaceWith(dir: string, soul: string, memory: string): string {
+  mkdirSync(path.join(dir, 'memory'), { recursive: true });
+  writeFileSync(path.join(dir, 'SOUL.md'), `# Soul\n\n${soul}\n`);
+  writeFileSync(path.join(dir, 'memory', 'MEMORY.md'), `# Memory\n\n${memory}\n`);
+  return dir;
 }

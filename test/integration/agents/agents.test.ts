@@ -28,6 +28,7 @@ import {
 } from '../../fakes/openai-server.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
+import { workspaceWith } from '../../fakes/workspace.js';
 
 const owner = { id: 8101, first_name: 'Owner', username: 'owner' };
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/cli/bin.js');
@@ -62,13 +63,6 @@ function responder(req: RecordedRequest) {
   if (text.includes('read secret.txt'))
     return { toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: 'secret.txt' }) }] };
   return { content: `${agent} answers: ${text.slice(-60)}` };
-}
-
-function workspaceWith(dir: string, soul: string, memory: string): string {
-  mkdirSync(path.join(dir, 'memory'), { recursive: true });
-  writeFileSync(path.join(dir, 'SOUL.md'), `# Soul\n\n${soul}\n`);
-  writeFileSync(path.join(dir, 'memory', 'MEMORY.md'), `# Memory\n\n${memory}\n`);
-  return dir;
 }
 
 describe('several agents on one bus', () => {

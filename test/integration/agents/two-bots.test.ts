@@ -22,6 +22,7 @@ import {
 } from '../../fakes/openai-server.js';
 import { dmUpdate, type FakeTelegram, startFakeTelegram } from '../../fakes/telegram-server.js';
 import { startTokenRouter, type TokenRouter } from '../../fakes/token-router.js';
+import { workspaceWith } from '../../fakes/workspace.js';
 
 const TOKENS = { family: '401:family-bot-token-x1', work: '402:work-bot-token-y2' };
 const owner = { id: 9001, first_name: 'Owner', username: 'owner' };
@@ -29,13 +30,6 @@ const owner = { id: 9001, first_name: 'Owner', username: 'owner' };
 function soulOf(req: RecordedRequest): string {
   const system = JSON.stringify(req.body.messages?.[0] ?? '');
   return system.includes('FAMILY-SOUL') ? 'family' : system.includes('WORK-SOUL') ? 'work' : 'unknown';
-}
-
-function workspaceWith(dir: string, soul: string, memory: string): string {
-  mkdirSync(path.join(dir, 'memory'), { recursive: true });
-  writeFileSync(path.join(dir, 'SOUL.md'), `# Soul\n\n${soul}\n`);
-  writeFileSync(path.join(dir, 'memory', 'MEMORY.md'), `# Memory\n\n${memory}\n`);
-  return dir;
 }
 
 describe('two assistants on two bots', () => {
