@@ -65,6 +65,9 @@ describe('ask_agent', () => {
   it('says plainly when the other agent does not answer', async () => {
     const tool = createAskAgentTool(asker(async () => Promise.reject(new Error('no answer within 600 s'))));
     const result = await tool.execute({ agent: 'work', question: 'q' }, context());
-    expect(result).toMatchObject({ isError: true, forLLM: 'Error: work did not answer: no answer within 600 s' });
+    expect(result).toMatchObject({
+      isError: true,
+      forLLM: 'Error: work did not answer: no answer within 600 s',
+    });
   });
 });
