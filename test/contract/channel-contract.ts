@@ -392,6 +392,12 @@ export interface ContractRedis {
   stop(): Promise<void>;
 }
 
+/** What a contract run on a Redis of its own checks after every case ran (a test of its own, last). */
+export interface ContractAftermath {
+  name: string;
+  check(run: ContractRun): Promise<void>;
+}
+
 /**
  * Declares the contract for one channel: `describeChannelContract('telegram', telegramHarness)`.
  * Starts the stack once for all cases (each case uses chats of its own), on the run's
@@ -400,7 +406,7 @@ export interface ContractRedis {
 export function describeChannelContract(
   name: string,
   makeHarness: HarnessFactory,
-  options: { redis?: () => Promise<ContractRedis> } = {},
+  options: { redis?: () => Promise<ContractRedis>; afterCases?: ContractAftermath } = {},
 ): void {
   describe(`${name}: the Channel contract`, () => {
     let run: ContractRun | undefined;
@@ -423,6 +429,8 @@ export function describeChannelContract(
     for (const c of CASES.filter((c) => applies(c, makeHarness))) {
       it(c.name, () => c.run(current()), 60_000);
     }
+    const after = options.afterCases;
+    if (after) it(after.name, () => after.check(current()), 60_000);
   });
 }
 

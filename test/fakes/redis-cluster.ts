@@ -42,9 +42,13 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       );
     }
     const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
-    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], {
-      timeout: 20_000,
-    });
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'],
+      {
+        timeout: 20_000,
+      },
+    );
     // `--cluster create` returns once the slots are assigned; each node learns the others' over the bus.
     for (const server of servers) {
       const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
