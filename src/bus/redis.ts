@@ -159,8 +159,21 @@ export interface RedisServerInfo {
   replicas: number;
 }
 
-/** Reads the server's version, eviction policy and persistence settings. */
+/**
+ * Reads the server's version, eviction policy and persistence settings. On a Cluster
+ * every master is read and the first that evicts or keeps nothing speaks for all
+ * (a failover may put magpie's slot on any of them), else the first master.
+ */
 export async function redisServerInfo(redis: Redis): Promise<RedisServerInfo> {
+  if (!isCluster(redis)) return nodeServerInfo(redis);
+  const masters = await Promise.all((redis as unknown as Cluster).nodes('master').map(nodeServerInfo));
+  const weak = masters.find((m) => m.maxmemoryPolicy !== 'noeviction' || (!m.aof && !m.save));
+  const first = masters[0];
+  if (!first) throw new TypeError('the Cluster named no masters');
+  return weak ?? first;
+}
+
+async function nodeServerInfo(redis: Redis): Promise<RedisServerInfo> {
   const info = await redis.info();
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
   let save: string | undefined;

@@ -22,8 +22,10 @@ export interface RedisClusterHandle {
   stop(): Promise<void>;
 }
 
-/** Three masters, every slot assigned, no replicas. */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+/** Three masters, every slot assigned, no replicas; each node with `password` (requirepass) when given. */
+export async function startRedisCluster(options: { password?: string } = {}): Promise<RedisClusterHandle> {
+  const masters = 3;
+  const auth = options.password ? ['--requirepass', options.password, '--masterauth', options.password] : [];
   const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-redis-cluster-'));
   const servers: RedisHandle[] = [];
   const stop = async () => {
@@ -34,24 +36,26 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
     for (let i = 0; i < masters; i++) {
       const nodeDir = path.join(dir, `node-${i}`);
       mkdirSync(nodeDir);
-      servers.push(
-        await startRedis({
-          dir: nodeDir,
-          args: ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(nodeDir, 'nodes.conf')],
-        }),
-      );
+      const clusterArgs = [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        path.join(nodeDir, 'nodes.conf'),
+      ];
+      servers.push(await startRedis({ dir: nodeDir, args: [...clusterArgs, ...auth] }));
     }
     const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
-    await run(
-      'redis-cli',
-      ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'],
-      {
-        timeout: 20_000,
-      },
-    );
+    // The password goes by REDISCLI_AUTH, not on redis-cli's command line.
+    const env = { ...process.env, ...(options.password ? { REDISCLI_AUTH: options.password } : {}) };
+    const create = ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'];
+    await run('redis-cli', create, { timeout: 20_000, env });
     // `--cluster create` returns once the slots are assigned; each node learns the others' over the bus.
     for (const server of servers) {
-      const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      const redis = new Redis(server.url, {
+        lazyConnect: true,
+        maxRetriesPerRequest: 1,
+        password: options.password,
+      });
       try {
         await redis.connect();
         await waitFor(
