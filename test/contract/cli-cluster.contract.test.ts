@@ -4,9 +4,11 @@
  * script, MULTI and pipeline stays in one slot — the Cluster refuses anything else (CROSSSLOT),
  * and afterwards no node has refused anything so, and every key the run made sits in one slot.
  */
+import { tmpdir } from 'node:os';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { scanKeys } from '../../src/bus/redis.js';
+import { collectStatus } from '../../src/ops/status.js';
 import { type RedisClusterHandle, startRedisCluster } from '../fakes/redis-cluster.js';
 import { describeChannelContract } from './channel-contract.js';
 import { cli } from './cli-harness.js';
@@ -45,6 +47,17 @@ describeChannelContract('cli on a Redis Cluster', cli, {
       expect(bus.describe()).toMatch(
         /^cluster of 3 masters 127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+$/,
       );
+      // `magpie status` on the Cluster: the masters, the live worker and the outbound queue the
+      // run used are found (worker heartbeats and queues are read by SCAN, which goes to every master).
+      const status = await collectStatus({
+        reader: bus.opsReader,
+        url: bus.url,
+        prefix: bus.prefix,
+        workspace: tmpdir(),
+      });
+      expect(status.redis.url).toBe(bus.describe());
+      expect(status.workers.length).toBeGreaterThan(0);
+      expect(status.queues.map((q) => q.name)).toEqual(expect.arrayContaining(['inbound', 'outbound-cli']));
       const made = await scanKeys(bus.redis, `${bus.prefix}:*`);
       // magpie's own keys and BullMQ's (the inbound queue's job hashes and lists) alike.
       expect(made.some((k) => k.startsWith(`${bus.prefix}:seen:`))).toBe(true);
