@@ -72,7 +72,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
       ? undefined
       : await (await import('./build-agent.js')).resolveExecSandbox(config, logger);
   let local: LocalRedis | undefined;
-  if (role === 'start' && !config.redis.url && !config.redis.sentinel) {
+  if (role === 'start' && !config.redis.url && !config.redis.sentinel && !config.redis.cluster) {
     local = await startLocalRedis({ workspace: config.workspace, stateDir: config.stateDir, logger });
   }
   // Channels publish through a bus that fails fast when Redis is away; the

@@ -21,6 +21,7 @@ import { safeJson } from './json-topic.js';
 import { keys, opsKeys, totalsFields } from './keys.js';
 import { type LuaScript, runScript } from './lua.js';
 import { SEEN_TTL_S } from './mailbox.js';
+import { scanKeys } from './redis.js';
 
 /**
  * KEYS: the question, the totals hash; ARGV: code, decision (allowed|denied), who (id), who (name), always (0|1), now (ISO).
@@ -230,13 +231,7 @@ export class RedisApprovals {
   /** Every chat's rules (`magpie approvals list`). */
   async allRules(): Promise<Array<{ chat: string; rules: ApprovalRule[] }>> {
     const base = keys.approvalRules(this.prefix, '');
-    const chats: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', '200');
-      cursor = next;
-      chats.push(...found.map((k) => k.slice(base.length)));
-    } while (cursor !== '0');
+    const chats = (await scanKeys(this.redis, `${base}*`)).map((k) => k.slice(base.length));
     const out = await Promise.all(
       [...new Set(chats)].sort().map(async (chat) => ({ chat, rules: await this.rules(chat) })),
     );

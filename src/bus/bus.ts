@@ -165,13 +165,13 @@ export class Bus implements WebEventBus {
 
   /**
    * The server's URL (with its password: connect with it, print it through `displayUrl`);
-   * with Sentinel, {@link describe}'s text.
+   * with Sentinel or a Cluster, {@link describe}'s text.
    */
   get url(): string {
     return this.target.kind === 'server' ? this.target.url : this.describe();
   }
 
-  /** Where Redis is, printable: the URL without its password, or the Sentinels and the master now in use. */
+  /** Where Redis is, printable: the URL without its password, the Sentinels and the master now in use, or a Cluster's masters. */
   describe(): string {
     return describeTarget(this.target, this.redis);
   }

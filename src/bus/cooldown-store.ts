@@ -9,6 +9,7 @@
 import type { Redis } from 'ioredis';
 import type { CooldownCheck, CooldownEntry, CooldownFailure, CooldownPolicy } from '../messages/cooldown.js';
 import { modelKeys } from './keys.js';
+import { scanKeys } from './redis.js';
 
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -114,13 +115,7 @@ export class RedisCooldownStore {
   }
 
   async list(): Promise<CooldownEntry[]> {
-    const found: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.#redis.scan(cursor, 'MATCH', `${this.#key('')}*`, 'COUNT', 200);
-      cursor = next;
-      found.push(...batch);
-    } while (cursor !== '0');
+    const found = await scanKeys(this.#redis, `${this.#key('')}*`);
     if (found.length === 0) return [];
     const [time, ...hashes] = await Promise.all([
       this.#redis.time(),

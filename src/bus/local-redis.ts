@@ -124,11 +124,13 @@ export async function resolveRedisUrl(config: Config): Promise<string> {
 
 /**
  * Where a process finds the bus's Redis: the Sentinels' master when
- * REDIS_SENTINELS is set, else {@link resolveRedisUrl}'s server.
+ * REDIS_SENTINELS is set, the Cluster when REDIS_CLUSTER_NODES is,
+ * else {@link resolveRedisUrl}'s server.
  */
 export async function resolveRedisTarget(config: Config): Promise<RedisTarget> {
-  const { sentinel } = config.redis;
+  const { sentinel, cluster } = config.redis;
   if (sentinel) return { kind: 'sentinel', ...sentinel };
+  if (cluster) return { kind: 'cluster', ...cluster };
   return serverTarget(await resolveRedisUrl(config));
 }
 

@@ -10,6 +10,7 @@ import { SCHEDULED_QUEUE } from './cron-store.js';
 import { HELPERS_QUEUE } from './helpers-queue.js';
 import { outboundQueueKeyHead } from './keys.js';
 import { INBOUND_QUEUE } from './queues.js';
+import { scanKeys } from './redis.js';
 
 /** Depths of one queue. */
 export interface QueueDepth {
@@ -33,18 +34,10 @@ export interface QueueFailure {
 export async function discoverQueues(redis: Redis, prefix: string): Promise<string[]> {
   const names = new Set<string>([INBOUND_QUEUE, SCHEDULED_QUEUE, HELPERS_QUEUE]);
   const head = outboundQueueKeyHead(prefix);
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${head}*:meta`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of found) names.add(key.slice(prefix.length + 1, -':meta'.length));
-  } while (cursor !== '0');
-  cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${head}*:id`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of found) names.add(key.slice(prefix.length + 1, -':id'.length));
-  } while (cursor !== '0');
+  for (const key of await scanKeys(redis, `${head}*:meta`))
+    names.add(key.slice(prefix.length + 1, -':meta'.length));
+  for (const key of await scanKeys(redis, `${head}*:id`))
+    names.add(key.slice(prefix.length + 1, -':id'.length));
   return [...names].sort((a, b) => order(a) - order(b) || a.localeCompare(b));
 }
 

@@ -2,16 +2,21 @@
  * Redis connections for the bus. BullMQ workers get connections that wait
  * forever for Redis (`maxRetriesPerRequest: null`); producers fail fast when
  * Redis is away, so a channel can report the failure instead of hanging.
+ * On a Redis Cluster every connection is an ioredis Cluster (see {@link newRedis}).
  */
-import { Redis, type RedisOptions } from 'ioredis';
-import type { SentinelSettings } from '../config/redis-settings.js';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type { ClusterSettings, SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
 
 /**
- * Where the bus's Redis is: one server by URL, or the master a set of Sentinels
- * names (every connection asks them again after a failover and follows the new master).
+ * Where the bus's Redis is: one server by URL, the master a set of Sentinels
+ * names (every connection asks them again after a failover and follows the new master),
+ * or a Redis Cluster found through some of its nodes.
  */
-export type RedisTarget = { kind: 'server'; url: string } | ({ kind: 'sentinel' } & SentinelSettings);
+export type RedisTarget =
+  | { kind: 'server'; url: string }
+  | ({ kind: 'sentinel' } & SentinelSettings)
+  | ({ kind: 'cluster' } & ClusterSettings);
 
 /** The target of one server at `url`. */
 export function serverTarget(url: string): RedisTarget {
@@ -39,25 +44,95 @@ export function sentinelOptions(target: SentinelSettings): RedisOptions {
   };
 }
 
-/** A new (unconnected unless `options` say otherwise) ioredis client for `target`. */
-export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
-  return target.kind === 'server'
-    ? new Redis(target.url, options)
-    : new Redis({ ...options, ...sentinelOptions(target) });
+/**
+ * ioredis Cluster options for `options` (a connection's kind): `lazyConnect` and the
+ * offline queue apply to the Cluster as a whole, everything else to each node's
+ * connection (`redisOptions`, where BullMQ looks for `maxRetriesPerRequest: null`).
+ */
+export function clusterOptions(target: ClusterSettings, options: RedisOptions): ClusterOptions {
+  const { lazyConnect, enableOfflineQueue, ...perNode } = options;
+  return {
+    lazyConnect: lazyConnect ?? false,
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    redisOptions: {
+      ...perNode,
+      ...(target.username ? { username: target.username } : {}),
+      ...(target.password ? { password: target.password } : {}),
+      ...(target.tls ? { tls: {} } : {}),
+    },
+    // A failover or a resharding moves slots: follow MOVED/ASK and retry while the map settles.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 200,
+  };
 }
 
 /**
- * How `target` is shown (no password): the URL with `***`, or the Sentinels and
- * the master's name, with the master `connected` currently talks to.
+ * A new (unconnected unless `options` say otherwise) ioredis client for `target`.
+ *
+ * On a Cluster this is an ioredis `Cluster`, handed on as the `Redis` it speaks for:
+ * both share ioredis's command interface, BullMQ takes either (it duplicates a Cluster
+ * for its blocking connections), and the calls that differ — SCAN ({@link scanKeys}),
+ * which node a connection reached ({@link describeTarget}) — check {@link isCluster}.
+ */
+export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
+  if (target.kind === 'server') return new Redis(target.url, options);
+  if (target.kind === 'sentinel') return new Redis({ ...options, ...sentinelOptions(target) });
+  const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
+  return new Cluster(nodes, clusterOptions(target, options)) as unknown as Redis;
+}
+
+/** Whether `redis` is an ioredis Cluster (made by {@link newRedis} for a Cluster target). */
+export function isCluster(redis: Redis): boolean {
+  return (redis as unknown as { isCluster?: boolean }).isCluster === true;
+}
+
+/**
+ * Every key matching `pattern`, by SCAN. On a Cluster SCAN reads one node, so each
+ * master is scanned (magpie's keys all sit on one of them, under the hash tag).
+ *
+ * @example for (const key of await scanKeys(redis, `${prefix}:running:*`)) …
+ */
+export async function scanKeys(redis: Redis, pattern: string, count = 500): Promise<string[]> {
+  const nodes = isCluster(redis) ? (redis as unknown as Cluster).nodes('master') : [redis];
+  const found: string[] = [];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      found.push(...batch);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+  return [...new Set(found)];
+}
+
+/**
+ * How `target` is shown (no password): the URL with `***`, the Sentinels and
+ * the master's name, with the master `connected` currently talks to, or a
+ * Cluster's masters as `connected` knows them (else the nodes configured).
  *
  * @example describeTarget(target, redis) // 'sentinel mymaster at 10.0.0.2:6379 (sentinels 10.0.0.1:26379,…)'
+ * @example describeTarget(target, redis) // 'cluster of 3 masters 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379'
  */
 export function describeTarget(target: RedisTarget, connected?: Redis): string {
   if (target.kind === 'server') return displayUrl(target.url);
+  if (target.kind === 'cluster') return describeCluster(target, connected);
   const sentinels = target.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
   const stream = connected?.status === 'ready' ? connected.stream : undefined;
   const master = stream?.remoteAddress ? ` at ${stream.remoteAddress}:${stream.remotePort}` : '';
   return `sentinel ${target.name}${master} (sentinels ${sentinels})`;
+}
+
+function describeCluster(target: ClusterSettings, connected: Redis | undefined): string {
+  const configured = target.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (!connected || !isCluster(connected) || connected.status !== 'ready')
+    return `cluster (nodes ${configured})`;
+  const masters = (connected as unknown as Cluster)
+    .nodes('master')
+    .map((n) => `${n.options.host}:${n.options.port}`)
+    .sort();
+  return `cluster of ${masters.length} master${masters.length === 1 ? '' : 's'} ${masters.join(',')}`;
 }
 
 /**
@@ -84,8 +159,21 @@ export interface RedisServerInfo {
   replicas: number;
 }
 
-/** Reads the server's version, eviction policy and persistence settings. */
+/**
+ * Reads the server's version, eviction policy and persistence settings. On a Cluster
+ * every master is read and the first that evicts or keeps nothing speaks for all
+ * (a failover may put magpie's slot on any of them), else the first master.
+ */
 export async function redisServerInfo(redis: Redis): Promise<RedisServerInfo> {
+  if (!isCluster(redis)) return nodeServerInfo(redis);
+  const masters = await Promise.all((redis as unknown as Cluster).nodes('master').map(nodeServerInfo));
+  const weak = masters.find((m) => m.maxmemoryPolicy !== 'noeviction' || (!m.aof && !m.save));
+  const first = masters[0];
+  if (!first) throw new TypeError('the Cluster named no masters');
+  return weak ?? first;
+}
+
+async function nodeServerInfo(redis: Redis): Promise<RedisServerInfo> {
   const info = await redis.info();
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
   let save: string | undefined;

@@ -8,6 +8,7 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { keys } from './keys.js';
+import { scanKeys } from './redis.js';
 
 /** How long a running-turn record survives its worker without an update. */
 export const RUNNING_TTL_SECONDS = 15 * 60;
@@ -55,19 +56,7 @@ export class RedisRunningTurns {
 
   /** Every running turn, oldest first (malformed records skipped). */
   async list(): Promise<RunningTurn[]> {
-    const found = new Set<string>();
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.redis.scan(
-        cursor,
-        'MATCH',
-        keys.running(this.prefix, '*'),
-        'COUNT',
-        200,
-      );
-      for (const key of batch) found.add(key);
-      cursor = next;
-    } while (cursor !== '0');
+    const found = new Set(await scanKeys(this.redis, keys.running(this.prefix, '*')));
     if (found.size === 0) return [];
     const values = await this.redis.mget([...found]);
     const out: RunningTurn[] = [];

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { opsKeys } from './keys.js';
+import { scanKeys } from './redis.js';
 import { parseJson } from './turn-records.js';
 
 export const WorkerBeatSchema = z.object({
@@ -83,13 +84,7 @@ export class WorkerHeartbeat {
 
 /** The live workers (heartbeat keys present), oldest first. */
 export async function listWorkers(redis: Redis, prefix: string): Promise<WorkerBeat[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', opsKeys.workerPattern(prefix), 'COUNT', 1000);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
+  const keys = await scanKeys(redis, opsKeys.workerPattern(prefix));
   if (keys.length === 0) return [];
   const values = await redis.mget(...keys);
   const out: WorkerBeat[] = [];

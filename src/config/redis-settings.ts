@@ -1,7 +1,7 @@
 /**
  * The bus's Redis settings: one server (REDIS_URL, or the private redis-server
- * when unset) or a Sentinel-watched master (REDIS_SENTINELS, REDIS_SENTINEL_NAME),
- * its password (in REDIS_URL or REDIS_PASSWORD) and how many replicas must
+ * when unset), a Sentinel-watched master (REDIS_SENTINELS, REDIS_SENTINEL_NAME)
+ * or a Redis Cluster (REDIS_CLUSTER_NODES, with a hash-tagged key prefix), its password (in REDIS_URL or REDIS_PASSWORD) and how many replicas must
  * hold a write before a platform is told "received" (MAGPIE_REDIS_MIN_REPLICAS).
  */
 import { z } from 'zod';
@@ -29,6 +29,16 @@ export interface SentinelSettings {
   db: number;
 }
 
+/** A Redis Cluster reached through some of its nodes; credentials and TLS come from REDIS_URL / REDIS_PASSWORD. */
+export interface ClusterSettings {
+  /** REDIS_CLUSTER_NODES, in the order given: where the cluster's slot map is first asked for. */
+  nodes: readonly SentinelAddress[];
+  username: string | undefined;
+  password: string | undefined;
+  /** REDIS_URL is `rediss://`: TLS to every node. */
+  tls: boolean;
+}
+
 /** `Config['redis']`. */
 export interface RedisConfig {
   /** REDIS_URL with REDIS_PASSWORD put in; undefined: the private redis-server (or Sentinel). */
@@ -37,6 +47,12 @@ export interface RedisConfig {
   password: string | undefined;
   /** Set when REDIS_SENTINELS is: the master is found through them and followed across failovers. */
   sentinel: SentinelSettings | undefined;
+  /** Set when REDIS_CLUSTER_NODES is: every connection is an ioredis Cluster. */
+  cluster: ClusterSettings | undefined;
+  /**
+   * Every key's first part (MAGPIE_QUEUE_PREFIX): as given on one server or Sentinel, and
+   * hash-tagged (`{magpie}`) on a Cluster so all of magpie's and BullMQ's keys share one slot.
+   */
   prefix: string;
   concurrency: number;
   /**
@@ -52,13 +68,18 @@ const HOST = /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^\[[0-9A-Fa-f:.]+\]$/;
 
 /** `host:port,host:port` → addresses; a message naming the bad entry otherwise. */
 export function parseSentinels(text: string): SentinelAddress[] | string {
+  return parseAddresses(text, '10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379');
+}
+
+/** `host:port,host:port` → addresses; a message naming the bad entry (and showing `example`) otherwise. */
+function parseAddresses(text: string, example: string): SentinelAddress[] | string {
   const entries = text.split(',').map((s) => s.trim());
   const addresses: SentinelAddress[] = [];
   for (const entry of entries) {
     const match = /^(.+):(\d{1,5})$/.exec(entry);
     const port = match ? Number(match[2]) : 0;
     if (!match || !HOST.test(match[1]!) || port < 1 || port > 65_535) {
-      return `entry "${entry}" is not host:port (expected e.g. 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379)`;
+      return `entry "${entry}" is not host:port (expected e.g. ${example})`;
     }
     addresses.push({ host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port });
   }
@@ -72,6 +93,15 @@ export const REDIS_ENV = {
   REDIS_SENTINELS: optionalText.transform((v, ctx) => {
     if (v === undefined) return undefined;
     const parsed = parseSentinels(v);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return parsed;
+  }),
+  REDIS_CLUSTER_NODES: optionalText.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const parsed = parseAddresses(v, '10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379');
     if (typeof parsed === 'string') {
       ctx.addIssue({ code: 'custom', message: parsed });
       return z.NEVER;
@@ -112,11 +142,14 @@ export function redisConfig(e: RedisEnv, bus: { prefix: string; concurrency: num
   if (url && e.REDIS_PASSWORD) url.password = encodeURIComponent(e.REDIS_PASSWORD);
   const password = url?.password ? decodeURIComponent(url.password) : e.REDIS_PASSWORD;
   const sentinels = e.REDIS_SENTINELS;
-  if (!sentinels && e.REDIS_PASSWORD && !url) {
+  const clusterNodes = e.REDIS_CLUSTER_NODES;
+  if (!sentinels && !clusterNodes && e.REDIS_PASSWORD && !url) {
     throw new ConfigError(
-      'REDIS_PASSWORD is set but neither REDIS_URL nor REDIS_SENTINELS is: say which Redis it is for',
+      'REDIS_PASSWORD is set but none of REDIS_URL, REDIS_SENTINELS and REDIS_CLUSTER_NODES is: say which Redis it is for',
     );
   }
+  if (clusterNodes) checkClusterFits(e, url);
+  const username = url?.username ? decodeURIComponent(url.username) : undefined;
   return {
     url: url?.toString(),
     password,
@@ -125,17 +158,48 @@ export function redisConfig(e: RedisEnv, bus: { prefix: string; concurrency: num
           sentinels,
           name: e.REDIS_SENTINEL_NAME,
           sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
-          username: url?.username ? decodeURIComponent(url.username) : undefined,
+          username,
           password,
           tls: url?.protocol === 'rediss:',
           db: databaseOf(url),
         }
       : undefined,
-    prefix: bus.prefix,
+    cluster: clusterNodes
+      ? { nodes: clusterNodes, username, password, tls: url?.protocol === 'rediss:' }
+      : undefined,
+    prefix: clusterNodes ? clusterPrefix(bus.prefix) : bus.prefix,
     concurrency: bus.concurrency,
     minReplicas: e.MAGPIE_REDIS_MIN_REPLICAS,
     waitTimeoutMs: e.MAGPIE_REDIS_WAIT_TIMEOUT,
   };
+}
+
+/**
+ * The key prefix on a Cluster: MAGPIE_QUEUE_PREFIX in braces, a hash tag, so every key
+ * magpie and BullMQ make (`{magpie}:mailbox:…`, `{magpie}:turns:wait`) lands in one slot
+ * and each script and MULTI stays inside it. One server and Sentinel keep the plain prefix.
+ *
+ * @example clusterPrefix('magpie') // '{magpie}'
+ */
+export function clusterPrefix(prefix: string): string {
+  return `{${prefix}}`;
+}
+
+/** ConfigError when REDIS_CLUSTER_NODES is set with a setting a Cluster cannot honour. */
+function checkClusterFits(e: RedisEnv, url: URL | undefined): void {
+  if (e.REDIS_SENTINELS) {
+    throw new ConfigError(
+      'REDIS_CLUSTER_NODES and REDIS_SENTINELS are both set: a Cluster fails over by itself, keep one of them',
+    );
+  }
+  if (databaseOf(url) !== 0) {
+    throw new ConfigError('REDIS_URL names a database other than 0, and a Redis Cluster has only database 0');
+  }
+  if (e.MAGPIE_REDIS_MIN_REPLICAS > 0) {
+    throw new ConfigError(
+      'MAGPIE_REDIS_MIN_REPLICAS is set with REDIS_CLUSTER_NODES: WAIT is not supported on a Cluster yet, set it to 0',
+    );
+  }
 }
 
 /** The database number of `redis://host/3`; 0 when none. */

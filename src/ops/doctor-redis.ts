@@ -35,10 +35,12 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
   return {
     name: 'redis',
     async run() {
-      const { sentinel } = config.redis;
-      const url = sentinel ? undefined : (config.redis.url ?? (await findLocalRedis(config.stateDir)));
+      const { sentinel, cluster } = config.redis;
+      const url =
+        sentinel || cluster ? undefined : (config.redis.url ?? (await findLocalRedis(config.stateDir)));
       let target: RedisTarget;
       if (sentinel) target = { kind: 'sentinel', ...sentinel };
+      else if (cluster) target = { kind: 'cluster', ...cluster };
       else if (url) target = serverTarget(url);
       else {
         return skipped(
@@ -53,7 +55,9 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
           describeError(err),
           sentinel
             ? `start the Sentinels or fix REDIS_SENTINELS / REDIS_SENTINEL_NAME in .env (now ${describeTarget(target)})`
-            : `start Redis or fix REDIS_URL in .env (now ${describeTarget(target)})`,
+            : cluster
+              ? `start the Cluster's nodes or fix REDIS_CLUSTER_NODES in .env (now ${describeTarget(target)})`
+              : `start Redis or fix REDIS_URL in .env (now ${describeTarget(target)})`,
         );
       }
       shared.redis = redis;

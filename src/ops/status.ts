@@ -56,7 +56,7 @@ export interface StatusReport {
 export interface CollectStatusOptions {
   /** The bus's read side (bus/ops-reader.ts). */
   reader: OpsReader;
-  /** The Redis URL (printed with the password hidden), or the bus's `describe()` (Sentinel). */
+  /** The Redis URL (printed with the password hidden), or the bus's `describe()` (Sentinel, Cluster). */
   url: string;
   prefix: string;
   workspace: string;
@@ -107,7 +107,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
   return {
-    // A URL loses its password; Sentinel's description (bus.describe()) holds none.
+    // A URL loses its password; a Sentinel's or Cluster's description (bus.describe()) holds none.
     redis: { url: URL.canParse(options.url) ? displayUrl(options.url) : options.url, version },
     prefix,
     workers,

@@ -386,29 +386,51 @@ async function ask(
   return { code, before };
 }
 
+/** A Redis of a contract run's own (a Cluster): the variables that name it, and its stop. */
+export interface ContractRedis {
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** What a contract run on a Redis of its own checks after every case ran (a test of its own, last). */
+export interface ContractAftermath {
+  name: string;
+  check(run: ContractRun): Promise<void>;
+}
+
 /**
  * Declares the contract for one channel: `describeChannelContract('telegram', telegramHarness)`.
- * Starts the stack once for all cases (each case uses chats of its own).
+ * Starts the stack once for all cases (each case uses chats of its own), on the run's
+ * redis-server, or on the Redis `options.redis` starts (`startRedisCluster`).
  */
-export function describeChannelContract(name: string, makeHarness: HarnessFactory): void {
+export function describeChannelContract(
+  name: string,
+  makeHarness: HarnessFactory,
+  options: { redis?: () => Promise<ContractRedis>; afterCases?: ContractAftermath } = {},
+): void {
   describe(`${name}: the Channel contract`, () => {
     let run: ContractRun | undefined;
+    let own: ContractRedis | undefined;
     const current = (): ContractRun => {
       if (!run) throw new TypeError('the contract run did not start');
       return run;
     };
 
     beforeAll(async () => {
-      run = await startContractRun(inject('redisUrl'), makeHarness);
+      own = await options.redis?.();
+      run = await startContractRun(own?.env ?? inject('redisUrl'), makeHarness);
     }, 60_000);
 
     afterAll(async () => {
       await run?.stop();
+      await own?.stop();
     });
 
     for (const c of CASES.filter((c) => applies(c, makeHarness))) {
       it(c.name, () => c.run(current()), 60_000);
     }
+    const after = options.afterCases;
+    if (after) it(after.name, () => after.check(current()), 60_000);
   });
 }
 

@@ -285,8 +285,14 @@ export interface ContractRun {
   stop(): Promise<void>;
 }
 
-/** Starts the fake model, a workspace and magpie with `makeHarness`'s platform. */
-export async function startContractRun(redisUrl: string, makeHarness: HarnessFactory): Promise<ContractRun> {
+/**
+ * Starts the fake model, a workspace and magpie with `makeHarness`'s platform, on the
+ * Redis at `redis`: a URL, or the variables that name it instead (`REDIS_CLUSTER_NODES`).
+ */
+export async function startContractRun(
+  redis: string | Record<string, string>,
+  makeHarness: HarnessFactory,
+): Promise<ContractRun> {
   const openai = await startFakeOpenAI();
   const model = new ScriptedModel(openai);
   openai.setResponder((req) => {
@@ -308,7 +314,7 @@ export async function startContractRun(redisUrl: string, makeHarness: HarnessFac
     harness = await makeHarness.start({
       async startMagpie(platformEnv) {
         const config = parseConfig({
-          REDIS_URL: redisUrl,
+          ...(typeof redis === 'string' ? { REDIS_URL: redis } : redis),
           MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
           MAGPIE_WORKSPACE: workspace,
           OPENAI_API_KEY: 'test-key',

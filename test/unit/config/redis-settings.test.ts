@@ -1,4 +1,4 @@
-/** REDIS_SENTINELS, REDIS_PASSWORD and MAGPIE_REDIS_MIN_REPLICAS: parsed, refused in one line, redacted. */
+/** REDIS_SENTINELS, REDIS_CLUSTER_NODES, REDIS_PASSWORD and MAGPIE_REDIS_MIN_REPLICAS: parsed, refused in one line, redacted. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { secretValues } from '../../../src/config/secrets.js';
@@ -63,12 +63,85 @@ describe('Redis Sentinel settings', () => {
       { REDIS_URL: 'redis://:pw-one-x@h:6379', REDIS_PASSWORD: 'pw-two-x' },
       /^REDIS_URL holds a password and REDIS_PASSWORD is set too/,
     ],
-    [{ REDIS_PASSWORD: 'pw-two-x' }, /^REDIS_PASSWORD is set but neither REDIS_URL nor REDIS_SENTINELS is/],
+    [
+      { REDIS_PASSWORD: 'pw-two-x' },
+      /^REDIS_PASSWORD is set but none of REDIS_URL, REDIS_SENTINELS and REDIS_CLUSTER_NODES/,
+    ],
   ])('refuses %j in one line (exit 2), without echoing a password', (env, message) => {
     const err = configRefusal({ ...base, ...env });
     expect(err.message).toMatch(message);
     expect(err.message).not.toContain('\n');
     expect(err.message).not.toMatch(/pw-one-x|pw-two-x/);
+    expect(err.exitCode).toBe(2);
+  });
+});
+
+describe('Redis Cluster settings', () => {
+  it('reads the nodes, the credentials and TLS from REDIS_URL, and hash-tags the prefix', () => {
+    const config = parseConfig({
+      ...base,
+      REDIS_URL: 'rediss://app:p%40ss@ignored',
+      REDIS_CLUSTER_NODES: '10.0.0.1:6379, redis-b:6380,[::1]:6381',
+      MAGPIE_QUEUE_PREFIX: 'bus',
+    });
+    expect(config.redis.cluster).toEqual({
+      nodes: [
+        { host: '10.0.0.1', port: 6379 },
+        { host: 'redis-b', port: 6380 },
+        { host: '::1', port: 6381 },
+      ],
+      username: 'app',
+      password: 'p@ss',
+      tls: true,
+    });
+    expect(config.redis.prefix).toBe('{bus}');
+    expect(config.redis.sentinel).toBeUndefined();
+  });
+
+  it('keeps the plain prefix without a Cluster (no migration of an existing bus)', () => {
+    expect(parseConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' }).redis).toMatchObject({
+      cluster: undefined,
+      prefix: 'magpie',
+    });
+    expect(parseConfig({ ...base, REDIS_SENTINELS: '127.0.0.1:26379' }).redis.prefix).toBe('magpie');
+    expect(parseConfig({ ...base, REDIS_CLUSTER_NODES: '127.0.0.1:7000' }).redis.prefix).toBe('{magpie}');
+  });
+
+  it('takes REDIS_PASSWORD alone and keeps it among the secrets', () => {
+    const config = parseConfig({
+      ...base,
+      REDIS_CLUSTER_NODES: '127.0.0.1:7000',
+      REDIS_PASSWORD: 'cluster-pw-x',
+    });
+    expect(config.redis.cluster?.password).toBe('cluster-pw-x');
+    expect(secretValues(config)).toContain('cluster-pw-x');
+  });
+
+  it.each([
+    [
+      { REDIS_CLUSTER_NODES: '10.0.0.1' },
+      /^REDIS_CLUSTER_NODES entry "10.0.0.1" is not host:port \(expected e.g. 10.0.0.1:6379,/,
+    ],
+    [{ REDIS_CLUSTER_NODES: '10.0.0.1:6379,' }, /^REDIS_CLUSTER_NODES entry "" is not host:port/],
+    [{ REDIS_CLUSTER_NODES: 'a:0' }, /^REDIS_CLUSTER_NODES entry "a:0"/],
+    [{ REDIS_CLUSTER_NODES: 'a b:6379' }, /^REDIS_CLUSTER_NODES entry "a b:6379"/],
+    [
+      { REDIS_CLUSTER_NODES: 'a:6379', REDIS_SENTINELS: 'a:26379' },
+      /^REDIS_CLUSTER_NODES and REDIS_SENTINELS are both set/,
+    ],
+    [
+      { REDIS_CLUSTER_NODES: 'a:6379', REDIS_URL: 'redis://:pw-one-x@ignored/3' },
+      /^REDIS_URL names a database other than 0, and a Redis Cluster has only database 0$/,
+    ],
+    [
+      { REDIS_CLUSTER_NODES: 'a:6379', MAGPIE_REDIS_MIN_REPLICAS: '1' },
+      /^MAGPIE_REDIS_MIN_REPLICAS is set with REDIS_CLUSTER_NODES/,
+    ],
+  ])('refuses %j in one line (exit 2), without echoing a password', (env, message) => {
+    const err = configRefusal({ ...base, ...env });
+    expect(err.message).toMatch(message);
+    expect(err.message).not.toContain('\n');
+    expect(err.message).not.toMatch(/pw-one-x/);
     expect(err.exitCode).toBe(2);
   });
 });
