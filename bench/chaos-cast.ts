@@ -88,7 +88,15 @@ export class ChaosCast {
   /** Log lines of every magpie process with this `msg`. */
   count(msg: string): number {
     const needle = `"msg":${JSON.stringify(msg)}`;
-    return this.all.reduce((sum, p) => sum + p.stderr().split('\n').filter((l) => l.includes(needle)).length, 0);
+    return this.all.reduce(
+      (sum, p) =>
+        sum +
+        p
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes(needle)).length,
+      0,
+    );
   }
 
   #spawn(role: 'gateway' | 'worker'): Proc {

@@ -83,7 +83,10 @@ export function judgeChaos(evidence: ChaosEvidence): ChaosVerdict {
     if (verdict.examples.length < 20) verdict.examples.push(line);
   };
   for (const [chat, acked] of evidence.acknowledged) {
-    const replies = distinctReplies(evidence.received.filter((r) => r.chat === chat), verdict);
+    const replies = distinctReplies(
+      evidence.received.filter((r) => r.chat === chat),
+      verdict,
+    );
     const answeredBy = new Map<number, string[]>();
     let highest = 0;
     for (const reply of replies) {

@@ -23,16 +23,22 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseConfig } from '../src/app/config.js';
 import { Bus } from '../src/bus/bus.js';
-import { INBOUND_QUEUE, outboundQueueName } from '../src/bus/queues.js';
 import { safeJson } from '../src/bus/json-topic.js';
+import { INBOUND_QUEUE, outboundQueueName } from '../src/bus/queues.js';
 import { silentLogger } from '../src/log/index.js';
 import { OutboundMessageSchema } from '../src/messages/messages.js';
 import { sessionFileName } from '../src/sessions/session-key.js';
 import { daemonEnv, tempWorkspace } from '../test/e2e/daemon-helpers.js';
 import { startFakeOpenAI } from '../test/fakes/openai-server.js';
 import { waitFor } from '../test/fakes/wait-for.js';
-import { type ChaosKind, ChaosCast } from './chaos-cast.js';
-import { type ChaosVerdict, chaosAnswer, chaosMessage, judgeChaos, type ReceivedReply } from './chaos-check.js';
+import { ChaosCast, type ChaosKind } from './chaos-cast.js';
+import {
+  type ChaosVerdict,
+  chaosAnswer,
+  chaosMessage,
+  judgeChaos,
+  type ReceivedReply,
+} from './chaos-check.js';
 
 export interface ChaosOptions {
   /** How long the chats send and the chaos loop strikes. */
@@ -75,7 +81,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const say = options.progress ?? (() => {});
   const between = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
 
-  const fake = await startFakeOpenAI({ responder: (req) => ({ content: chaosAnswer(sinceLastAnswer(req.body)) }) });
+  const fake = await startFakeOpenAI({
+    responder: (req) => ({ content: chaosAnswer(sinceLastAnswer(req.body)) }),
+  });
   const workspace = tempWorkspace();
   const env = daemonEnv({
     OPENAI_BASE_URL: fake.baseURL,
@@ -92,15 +100,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await cast.start();
     const config = parseConfig({ REDIS_URL: cast.redisUrl, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
     bus = await Bus.connect({ config, logger: silentLogger() });
+    // Each waiting chat listens for the connection's return.
+    bus.redis.setMaxListeners(chats + 20);
     const senders = new Senders(bus, chats);
     say(`running: ${chats} chats, ${workers} workers, ${Math.round(options.durationMs / 1000)} s of chaos`);
 
     const started = Date.now();
     const end = started + options.durationMs;
-    const sending = senders.run(() => Date.now() < end, () => sleep(between(thinkLo, thinkHi)));
+    let broken = false;
+    const sending = senders.run(
+      () => Date.now() < end,
+      () => sleep(between(thinkLo, thinkHi)),
+    );
+    // A sender that gives up ends the chaos too; `await sending` below then throws, and finally cleans up.
+    sending.catch(() => {
+      broken = true;
+    });
     for (const kind of chaosOrder()) {
       await sleep(between(gapLo, gapHi));
-      if (Date.now() >= end) break;
+      if (Date.now() >= end || broken) break;
       await cast.strike(kind, (n) => Math.floor(Math.random() * n));
       say(`${kind} killed and back; ${senders.acknowledgedCount()} messages acknowledged`);
     }
@@ -113,7 +131,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
     await waitFor(
       async () =>
-        (await pending.pendingJobs(INBOUND_QUEUE)) + (await pending.pendingJobs(outboundQueueName('cli'))) === 0,
+        (await pending.pendingJobs(INBOUND_QUEUE)) + (await pending.pendingJobs(outboundQueueName('cli'))) ===
+        0,
       60_000,
       'the queues to empty',
       100,
@@ -257,13 +276,16 @@ class Senders {
       content: chaosMessage(chat, n),
       metadata: { replyAddress: address },
     };
-    for (let attempt = 1; ; attempt++) {
+    const giveUpAt = Date.now() + 120_000;
+    for (;;) {
       try {
         await this.bus.publishInbound(message);
         break;
       } catch (err) {
-        if (attempt >= 100) throw err;
+        if (Date.now() > giveUpAt) throw err;
         this.retries += 1;
+        // The socket may be gone before ioredis has seen its close event: let that event run first.
+        await new Promise((resolve) => setImmediate(resolve));
         if (this.bus.redis.status !== 'ready') await once(this.bus.redis, 'ready');
       }
     }
