@@ -99,6 +99,19 @@ export class ChaosCast {
     );
   }
 
+  /** The distinct `err.message`s of log lines with this `msg` (at most `limit`). */
+  reasons(msg: string, limit = 5): string[] {
+    const needle = `"msg":${JSON.stringify(msg)}`;
+    const out = new Set<string>();
+    for (const p of this.all)
+      for (const line of p.stderr().split('\n')) {
+        if (!line.includes(needle)) continue;
+        const err = (JSON.parse(line) as { err?: { message?: string } }).err?.message ?? '?';
+        if (out.size < limit) out.add(err);
+      }
+    return [...out];
+  }
+
   #spawn(role: 'gateway' | 'worker'): Proc {
     const proc = magpie([role, ...FAST_REDO], { ...this.#o.env, REDIS_URL: this.redis.url });
     this.all.push(proc);

@@ -69,6 +69,8 @@ export interface ChaosReport extends ChaosVerdict {
   publishRetries: number;
   /** Turn jobs that failed for good (the log line "job failed"). */
   failedJobs: number;
+  /** Why, as logged (distinct messages, a few). */
+  failedJobReasons: string[];
   redis: { appendfsync: 'always'; kill: 'SIGKILL' };
 }
 
@@ -155,6 +157,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       redoneTurns: cast.count('redone turn: messages already stored'),
       publishRetries: senders.retries,
       failedJobs: cast.count('job failed'),
+      failedJobReasons: cast.reasons('job failed'),
       redis: { appendfsync: 'always', kill: 'SIGKILL' },
     };
   } finally {
