@@ -106,8 +106,9 @@ export class ChaosCast {
     for (const p of this.all)
       for (const line of p.stderr().split('\n')) {
         if (!line.includes(needle)) continue;
-        const err = (JSON.parse(line) as { err?: { message?: string } }).err?.message ?? '?';
-        if (out.size < limit) out.add(err);
+        const { err } = JSON.parse(line) as { err?: string | { message?: string } };
+        const reason = typeof err === 'string' ? err : (err?.message ?? JSON.stringify(err));
+        if (out.size < limit) out.add(reason);
       }
     return [...out];
   }
