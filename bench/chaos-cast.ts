@@ -6,6 +6,8 @@
  * blows the chaos loop deals them. Each blow is SIGKILL, then a restart that
  * is awaited by its event ("Ready to accept connections", "magpie is running").
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { magpie, type Proc } from '../test/e2e/daemon-helpers.js';
 import { type RedisHandle, startRedis } from '../test/fakes/redis-server.js';
 
@@ -29,7 +31,7 @@ export class ChaosCast {
   gateway!: Proc;
   workers: Proc[] = [];
   /** Every magpie process started, dead or alive. */
-  readonly all: Proc[] = [];
+  readonly all: Array<Proc & { role: string }> = [];
   readonly blows: Record<ChaosKind, number> = { worker: 0, gateway: 0, redis: 0 };
   readonly #o: CastOptions;
 
@@ -113,9 +115,17 @@ export class ChaosCast {
     return [...out];
   }
 
+  /** Writes each magpie process's log to `dir` (`<n>-<role>.log`). */
+  writeLogs(dir: string): void {
+    mkdirSync(dir, { recursive: true });
+    this.all.forEach((p, i) => {
+      writeFileSync(path.join(dir, `${String(i).padStart(2, '0')}-${p.role}.log`), p.stderr());
+    });
+  }
+
   #spawn(role: 'gateway' | 'worker'): Proc {
     const proc = magpie([role, ...FAST_REDO], { ...this.#o.env, REDIS_URL: this.redis.url });
-    this.all.push(proc);
+    this.all.push(Object.assign(proc, { role }));
     return proc;
   }
 }

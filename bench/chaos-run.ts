@@ -55,6 +55,8 @@ export interface ChaosOptions {
   drainTimeoutMs?: number;
   /** Progress lines. @defaultValue none */
   progress?: (line: string) => void;
+  /** A folder to write every magpie process's log to (one file each). @defaultValue none */
+  logsDir?: string;
 }
 
 export interface ChaosReport extends ChaosVerdict {
@@ -71,6 +73,8 @@ export interface ChaosReport extends ChaosVerdict {
   failedJobs: number;
   /** Why, as logged (distinct messages, a few). */
   failedJobReasons: string[];
+  /** Chats whose mailbox still held messages once the queues were empty (nothing would answer them). */
+  strandedMailboxes: number;
   redis: { appendfsync: 'always'; kill: 'SIGKILL' };
 }
 
@@ -140,8 +144,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       100,
     );
     const received = await senders.collect();
+    const strandedMailboxes = await countStranded(pending, [...senders.acknowledged.keys()]);
     const seconds = Math.round((Date.now() - started) / 1000);
     await cast.stop();
+    if (options.logsDir) cast.writeLogs(options.logsDir);
     const verdict = judgeChaos({
       acknowledged: senders.acknowledged,
       received,
@@ -158,6 +164,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       publishRetries: senders.retries,
       failedJobs: cast.count('job failed'),
       failedJobReasons: cast.reasons('job failed'),
+      strandedMailboxes,
       redis: { appendfsync: 'always', kill: 'SIGKILL' },
     };
   } finally {
@@ -184,6 +191,12 @@ function sinceLastAnswer(body: { messages?: Array<{ role: string; content: unkno
     .slice(lastAnswer + 1)
     .filter((m) => m.role === 'user')
     .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+}
+
+/** How many of the chats' mailboxes are not empty. */
+async function countStranded(bus: Bus, chats: string[]): Promise<number> {
+  const lengths = await Promise.all(chats.map((chat) => bus.mailbox(`cli:${chat}`).length()));
+  return lengths.filter((n) => n > 0).length;
 }
 
 /** Each chat's session file lines (none when it has no file). */

@@ -5,7 +5,7 @@
  * been answered exactly once and in order. Prints progress on stderr and one
  * JSON object on stdout; exits 1 when a message was lost or answered twice.
  *
- *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3]
+ *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -21,6 +21,7 @@ const { values } = parseArgs({
     minutes: { type: 'string', default: '2' },
     chats: { type: 'string', default: '50' },
     workers: { type: 'string', default: '3' },
+    logs: { type: 'string' },
   },
 });
 const minutes = Number(values.minutes);
@@ -37,6 +38,7 @@ const report = await runChaos({
   chats: Number(values.chats),
   workers: Number(values.workers),
   progress: (line) => console.error(`[chaos] ${line}`),
+  ...(values.logs ? { logsDir: values.logs } : {}),
 });
 console.log(JSON.stringify(report, null, 2));
 process.exit(report.lost === 0 && report.duplicates === 0 ? 0 : 1);
