@@ -69,8 +69,10 @@ export interface ChaosReport extends ChaosVerdict {
   redoneTurns: number;
   /** Publishes retried because Redis was away. */
   publishRetries: number;
-  /** Turn jobs that failed for good (the log line "job failed"). */
+  /** Jobs that failed for good (the log line "job failed"; a failed attempt that is retried logs another). */
   failedJobs: number;
+  /** Failed attempts that were retried. */
+  retriedAttempts: number;
   /** Why, as logged (distinct messages, a few). */
   failedJobReasons: string[];
   /** Chats whose mailbox still held messages once the queues were empty (nothing would answer them). */
@@ -163,6 +165,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       redoneTurns: cast.count('redone turn: messages already stored'),
       publishRetries: senders.retries,
       failedJobs: cast.count('job failed'),
+      retriedAttempts: cast.count('job attempt failed; retried'),
       failedJobReasons: cast.reasons('job failed'),
       strandedMailboxes,
       redis: { appendfsync: 'always', kill: 'SIGKILL' },
