@@ -220,6 +220,8 @@ export class AgentLoop implements AgentRunner {
     try {
       run = await this.#startRun(req, options, meter, log);
       await run.addUser(req.user, req.ids, this.#o.context);
+      const stored = run.storedAnswer();
+      if (stored !== undefined) return this.#storedRun(run, stored);
       return await this.#finishRun(run, await this.runLLMIteration(run));
     } catch (err) {
       logTurn(log, meter.finish('error'));
@@ -322,6 +324,15 @@ export class AgentLoop implements AgentRunner {
       target: targetOfRequest(req),
       metrics,
     };
+  }
+
+  /** A redone turn whose answer the session holds already: the same answer again, nothing stored, no model call. */
+  #storedRun(run: TurnRun, answer: string): TurnResult {
+    const { req, meter, log } = run;
+    log.info('redone turn: answer already stored; sent again');
+    const metrics = meter.finish('ok');
+    logTurn(log, metrics);
+    return { sessionKey: req.sessionKey, reply: answer, target: targetOfRequest(req), metrics };
   }
 
   /** A turn that ends waiting for a person: nothing is replied; the result carries the question. */

@@ -134,6 +134,26 @@ export class TurnRun {
     this.turn.push(...fresh.map((u) => u.forModel));
   }
 
+  /**
+   * A redone turn's answer when the session already holds it: every message of
+   * the turn stored (nothing new added) and followed by a final assistant
+   * answer. Its worker died after storing the answer and before queuing the
+   * reply; asking the model again would answer "nothing new" under the same
+   * reply id, and the stored answer would never reach the chat.
+   */
+  storedAnswer(): string | undefined {
+    if (this.turn.length > 0 || this.req.ids.length === 0) return undefined;
+    const ids = new Set(this.req.ids);
+    const last = this.history.findLastIndex((m) => ids.has(inboundIdOf(m) ?? ''));
+    if (last < 0) return undefined;
+    const after = this.history.slice(last + 1);
+    if (after.some((m) => m.role === 'user')) return undefined;
+    const answer = after.findLast((m) => m.role === 'assistant');
+    if (!answer || typeof answer.content !== 'string' || answer.content === '') return undefined;
+    if ('toolCalls' in answer && answer.toolCalls?.length) return undefined;
+    return answer.content;
+  }
+
   /** The session facts the system prompt shows for this turn. */
   get promptSession(): PromptSession {
     const { req } = this;

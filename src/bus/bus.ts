@@ -36,7 +36,7 @@ import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
 import { resolveRedisTarget } from './local-redis.js';
-import { Mailbox } from './mailbox.js';
+import { Mailbox, pendingSessions } from './mailbox.js';
 import { Markers } from './markers.js';
 import { RedisMatrixStore } from './matrix-store.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
@@ -254,6 +254,21 @@ export class Bus implements WebEventBus {
   async enqueueTurn(sessionKey: string): Promise<void> {
     const data: TurnJobData = { sessionKey };
     await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+  }
+
+  /**
+   * Wakes a worker for every session whose mailbox holds messages (the turn
+   * worker's sweep): a turn job that failed for good, or one lost otherwise,
+   * must not leave acknowledged messages waiting for the chat's next message.
+   * Sessions that have a turn job already are untouched (the add is
+   * deduplicated). Resolves to the number of sessions woken.
+   */
+  async wakePendingMailboxes(): Promise<number> {
+    return this.guard(async () => {
+      const sessions = await pendingSessions(this.redis, this.prefix);
+      await Promise.all(sessions.map((sessionKey) => this.enqueueTurn(sessionKey)));
+      return sessions.length;
+    });
   }
 
   /**

@@ -86,11 +86,11 @@ export class Consumer {
         maxStalledCount: options.maxStalledCount ?? 2,
       },
     );
+    // BullMQ emits `failed` for every failed attempt; `finishedOn` is set only when no retry follows.
     this.worker.on('failed', (job, err) => {
-      this.logger.warn(
-        { job: job?.id, attemptsMade: job?.attemptsMade, err: describeError(err) },
-        'job failed',
-      );
+      const fields = { job: job?.id, attemptsMade: job?.attemptsMade, err: describeError(err) };
+      if (job?.finishedOn === undefined) this.logger.info(fields, 'job attempt failed; retried');
+      else this.logger.warn(fields, 'job failed');
     });
     this.worker.on('error', (err) => {
       this.logger.warn({ err: describeError(err) }, 'queue worker error');

@@ -8,6 +8,8 @@
 /** Redis keys of the bus under a prefix. */
 export const keys = {
   mailbox: (prefix: string, sessionKey: string) => `${prefix}:mailbox:${sessionKey}`,
+  /** The set of sessions whose mailbox holds entries (mailbox.ts): what the worker's sweep wakes. */
+  pendingMailboxes: (prefix: string) => `${prefix}:mailboxes`,
   /** Set for a day once an inbound message (by a hash of its id) reached a mailbox (mailbox.ts). */
   inboundSeen: (prefix: string, idHash: string) => `${prefix}:seen:${idHash}`,
   dead: (prefix: string) => `${prefix}:dead`,

@@ -2,7 +2,10 @@
  * A session's mailbox: a Redis list of pending InboundMessages (JSON), in
  * arrival order. A turn reads entries from the head, drains later arrivals
  * while it runs, and trims what it took only after the turn is persisted, so a
- * crashed turn is redone from the same entries.
+ * crashed turn is redone from the same entries. The set `keys.pendingMailboxes`
+ * names every session whose mailbox holds entries (added with the entry,
+ * removed by the trim that empties it, each in one script), so a sweep can
+ * wake the sessions whose turn job was lost without scanning the keyspace.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
@@ -15,17 +18,36 @@ import { type LuaScript, runScript } from './lua.js';
 /** How long an inbound message id is remembered against a second delivery (seconds). */
 export const SEEN_TTL_S = 24 * 60 * 60;
 
-/** KEYS: seen marker, mailbox; ARGV: entry, ttl. Appends only when the marker was not set. */
+/** KEYS: seen marker, mailbox, pending set; ARGV: entry, ttl, session. Appends only when the marker was not set. */
 const PUSH_ONCE: LuaScript = {
   name: 'mailboxPushOnce',
-  keys: 2,
+  keys: 3,
   lua: `
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('SADD', KEYS[3], ARGV[3])
   return 1
 end
 return 0`,
 };
+
+/** KEYS: mailbox, pending set; ARGV: count, session. Drops the first entries; an empty mailbox leaves the set. */
+const TRIM: LuaScript = {
+  name: 'mailboxTrim',
+  keys: 2,
+  lua: `
+redis.call('LTRIM', KEYS[1], ARGV[1], -1)
+if redis.call('LLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+return 0`,
+};
+
+/**
+ * The sessions whose mailbox holds entries (at most `count` a call, in no order).
+ * Whether each has a turn job is BullMQ's to say: adding one is deduplicated.
+ */
+export async function pendingSessions(redis: Redis, prefix: string, count = 1_000): Promise<string[]> {
+  return redis.srandmember(keys.pendingMailboxes(prefix), count);
+}
 
 /** What a read returned: the valid messages and how many entries were consumed. */
 export interface MailboxRead {
@@ -37,6 +59,7 @@ export interface MailboxRead {
 export class Mailbox {
   readonly key: string;
   private readonly deadKey: string;
+  private readonly pendingKey: string;
 
   constructor(
     private readonly redis: Redis,
@@ -46,6 +69,7 @@ export class Mailbox {
   ) {
     this.key = keys.mailbox(prefix, sessionKey);
     this.deadKey = keys.dead(prefix);
+    this.pendingKey = keys.pendingMailboxes(prefix);
   }
 
   /**
@@ -59,7 +83,16 @@ export class Mailbox {
    */
   async push(message: InboundMessage): Promise<boolean> {
     const seen = keys.inboundSeen(this.prefix, shortHash(message.id, 32));
-    const added = await runScript(this.redis, PUSH_ONCE, seen, this.key, JSON.stringify(message), SEEN_TTL_S);
+    const added = await runScript(
+      this.redis,
+      PUSH_ONCE,
+      seen,
+      this.key,
+      this.pendingKey,
+      JSON.stringify(message),
+      SEEN_TTL_S,
+      this.sessionKey,
+    );
     return added === 1;
   }
 
@@ -88,9 +121,12 @@ export class Mailbox {
     return { messages, count: raw.length };
   }
 
-  /** Removes the first `count` entries; entries that arrived after them stay. */
+  /**
+   * Removes the first `count` entries; entries that arrived after them stay.
+   * A mailbox left empty (`count` 0 too) leaves the set of pending mailboxes.
+   */
   async trim(count: number): Promise<void> {
-    if (count > 0) await this.redis.ltrim(this.key, count, -1);
+    await runScript(this.redis, TRIM, this.key, this.pendingKey, count, this.sessionKey);
   }
 
   /** Number of pending entries. */

@@ -28,4 +28,6 @@ export interface TurnBus {
   parkApproval(pending: PendingApproval): Promise<void>;
   /** Settles a question that is still waiting as timed out; true when it did. */
   expireApproval(sessionKey: string, code: string): Promise<boolean>;
+  /** Adds a turn job for every session whose mailbox holds messages (deduplicated); resolves to how many. */
+  wakePendingMailboxes(): Promise<number>;
 }

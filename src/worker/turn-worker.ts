@@ -3,6 +3,9 @@
  * the worker takes every pending mailbox entry (in order), runs the agent,
  * drains later arrivals between LLM iterations, queues the reply under a
  * deterministic id, and only then trims what it took from the mailbox.
+ * A sweep (on start, then every `sweepIntervalMs`) wakes every session whose
+ * mailbox still holds messages: a turn job may fail for good (stalled past its
+ * limit, its attempts spent on Redis outages) while its messages wait.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -17,6 +20,7 @@ import type { Mailbox } from '../bus/mailbox.js';
 import { APPROVAL_TIMEOUT_QUEUE, INBOUND_QUEUE } from '../bus/queues.js';
 import type { TurnRecorder } from '../bus/turn-recorder.js';
 import { AppError, describeError } from '../errors/index.js';
+import { positiveWholeNumber } from '../errors/option-checks.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import type { ApprovalMode, PendingApproval } from '../messages/approval.js';
@@ -60,6 +64,11 @@ export interface TurnWorkerOptions extends ConsumerTuning {
    * every restart, and go on when it is answered or times out. @defaultValue off
    */
   approval?: { mode: ApprovalMode; timeoutMs: number; execNetwork: boolean; unattended?: 'ask' | 'deny' };
+  /**
+   * How often the worker wakes sessions whose mailbox holds messages (also once on start): the
+   * longest a message waits after its turn job failed for good. @defaultValue 30000
+   */
+  sweepIntervalMs?: number;
 }
 
 export class TurnWorker {
@@ -70,6 +79,10 @@ export class TurnWorker {
   private readonly logger: Logger;
   private readonly tuning: ConsumerTuning;
   private readonly running = new Map<string, AbortController>();
+  /** Each session's turn job in this process: a second one waits for the first (see process). */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly sweepIntervalMs: number;
+  private sweepTimer: NodeJS.Timeout | undefined;
   private readonly streams: (channel: string) => boolean;
   private readonly livePace: TurnWorkerOptions['livePace'];
   /** Per-turn figures and running turns in Redis, for status and the dashboard. */
@@ -92,8 +105,10 @@ export class TurnWorker {
       streams,
       livePace,
       approval,
+      sweepIntervalMs,
       ...tuning
     } = options;
+    this.sweepIntervalMs = positiveWholeNumber('sweepIntervalMs', sweepIntervalMs ?? 30_000);
     this.approval = approval?.mode === 'off' ? undefined : approval;
     this.streams = streams ?? (() => false);
     this.livePace = livePace;
@@ -120,6 +135,19 @@ export class TurnWorker {
       this.timeouts = this.bus.consume(APPROVAL_TIMEOUT_QUEUE, (job) => this.expire(job), this.tuning);
       await this.timeouts.ready();
     }
+    await this.sweep();
+    this.sweepTimer = setInterval(() => void this.sweep(), this.sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+
+  /** Wakes every session whose mailbox holds messages; a failure (Redis away) waits for the next sweep. */
+  private async sweep(): Promise<void> {
+    try {
+      const woken = await this.bus.wakePendingMailboxes();
+      this.logger.debug({ sessions: woken }, 'pending mailboxes woken');
+    } catch (err) {
+      this.logger.warn({ err: describeError(err) }, 'pending mailboxes not swept; next sweep retries');
+    }
   }
 
   /** A question's time-out: settles it as timed out when it still waits (the turn job then goes on). */
@@ -141,6 +169,7 @@ export class TurnWorker {
 
   /** Stops taking jobs and lets running turns finish (bounded). Idempotent. */
   close(): Promise<void> {
+    clearInterval(this.sweepTimer);
     this.closing ??= runAll([
       () => this.consumer?.close(),
       () => this.timeouts?.close(),
@@ -149,9 +178,27 @@ export class TurnWorker {
     return this.closing;
   }
 
-  /** One turn job: takes the session's pending messages, runs them as one turn, answers, then trims what it took. */
+  /**
+   * One turn job, after any turn of its session still running here: a job whose lock expired
+   * while Redis was away is handed out again while its first run goes on, and the two must not
+   * take the same messages at once.
+   */
   private async process(job: ConsumedJob): Promise<void> {
     const sessionKey = this.sessionOf(job);
+    const before = this.inFlight.get(sessionKey);
+    const current = (before ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.processTurn(job, sessionKey));
+    this.inFlight.set(sessionKey, current);
+    try {
+      await current;
+    } finally {
+      if (this.inFlight.get(sessionKey) === current) this.inFlight.delete(sessionKey);
+    }
+  }
+
+  /** Takes the session's pending messages, runs them as one turn, answers, then trims what it took. */
+  private async processTurn(job: ConsumedJob, sessionKey: string): Promise<void> {
     const log = this.logger.child({ session: sessionKey, job: job.id });
     // A turn parked on a question goes first: its chat's messages wait until it is settled.
     if (this.approval && !(await this.settleParked(job, sessionKey, log))) return;

@@ -323,6 +323,18 @@ describe('AgentLoop', () => {
     expect(history.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
+  it('a turn redone after its answer was stored (its worker died before queuing the reply) sends that answer again, without a model call', async () => {
+    const provider = new ScriptedProvider([{ content: 'the answer' }, { content: 'nothing new to say' }]);
+    h = await harness(provider);
+    const batch = [inbound({ id: 'tg:42:7', content: 'question' })];
+    expect((await h.agent.processMessage(batch)).reply).toBe('the answer');
+    const redone = await h.agent.processMessage(batch);
+    expect(redone.reply).toBe('the answer');
+    expect(provider.requests).toHaveLength(1);
+    const history = await h.sessions.getHistory('telegram:42');
+    expect(history.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
   it('logs one info line per turn with its figures', async () => {
     const { logger, lines } = captureLogger();
     const provider = new ScriptedProvider([

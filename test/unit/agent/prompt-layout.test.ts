@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ContextBuilder } from '../../../src/agent/context.js';
 import { AgentLoop } from '../../../src/agent/loop.js';
 import { noteOf } from '../../../src/agent/prompt-note.js';
+import { ProviderError } from '../../../src/errors/index.js';
 import { MemoryStore } from '../../../src/memory/store.js';
 import type { ChatRequest } from '../../../src/providers/types.js';
 import { JsonlSessionStore } from '../../../src/sessions/jsonl-store.js';
@@ -144,10 +145,14 @@ describe('the prompt layout through the agent loop', () => {
 
   it('adds no second note when a redone turn finds its message already stored', async () => {
     const { loop, tools, sessions, workspace } = await setup();
-    const provider = new ScriptedProvider([{ content: 'first try' }, { content: 'second try' }]);
+    // The first attempt stored the message and failed at the model (a turn whose answer is stored is not asked again).
+    const provider = new ScriptedProvider([
+      new ProviderError('PROVIDER_SERVER', 'the model endpoint failed (500)', { transient: true }),
+      { content: 'second try' },
+    ]);
     const agent = loop(provider, tools());
     const message = inbound({ content: 'hello', chatId: 'redo', id: 'same-id' });
-    await agent.processMessage(message);
+    await expect(agent.processMessage(message)).rejects.toMatchObject({ code: 'PROVIDER_SERVER' });
     await appendFile(path.join(workspace, 'memory', 'MEMORY.md'), '- changed in between\n');
     await agent.processMessage(message);
     const users = (await sessions.getHistory('telegram:redo')).filter((m) => m.role === 'user');

@@ -1,0 +1,329 @@
+/**
+ * Chaos that proves nothing is lost: 50 chats send continuously through the
+ * CLI channel while a chaos loop SIGKILLs workers, the gateway and Redis at
+ * random moments (each restarted), then every acknowledged message must have
+ * been answered exactly once and in order, and every session file must be
+ * valid JSONL. Used by `npm run bench:chaos` (bench/chaos.ts) and by
+ * test/integration/chaos/chaos.test.ts with a shorter duration.
+ *
+ * "Acknowledged" is what a platform is told: `bus.publishInbound` resolved.
+ * Redis runs with `appendfsync always`, so by then the mailbox entry and the
+ * turn job are on disk and a SIGKILL of Redis cannot lose them. A publish
+ * that fails (Redis away) is retried with the same message id, as a platform
+ * redelivers, and the id's once-only mark makes the retry harmless.
+ *
+ * The hook for more kinds of chaos (a Sentinel master kill): a new
+ * `ChaosKind` and its branch in `ChaosCast.strike`.
+ */
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseConfig } from '../src/app/config.js';
+import { Bus } from '../src/bus/bus.js';
+import { safeJson } from '../src/bus/json-topic.js';
+import { INBOUND_QUEUE, outboundQueueName } from '../src/bus/queues.js';
+import { silentLogger } from '../src/log/index.js';
+import { OutboundMessageSchema } from '../src/messages/messages.js';
+import { sessionFileName } from '../src/sessions/session-key.js';
+import { daemonEnv, tempWorkspace } from '../test/e2e/daemon-helpers.js';
+import { startFakeOpenAI } from '../test/fakes/openai-server.js';
+import { waitFor } from '../test/fakes/wait-for.js';
+import { ChaosCast, type ChaosKind } from './chaos-cast.js';
+import {
+  type ChaosVerdict,
+  chaosAnswer,
+  chaosMessage,
+  judgeChaos,
+  type ReceivedReply,
+} from './chaos-check.js';
+
+export interface ChaosOptions {
+  /** How long the chats send and the chaos loop strikes. */
+  durationMs: number;
+  /** @defaultValue 50 */
+  chats?: number;
+  /** @defaultValue 3 */
+  workers?: number;
+  /** A chat's pause between an acknowledged message and its next one, ms (random in the range). @defaultValue [200, 1000] */
+  thinkMs?: [number, number];
+  /** The pause before each blow, ms (random in the range). @defaultValue [2000, 6000] */
+  chaosEveryMs?: [number, number];
+  /** How long the answers may take after the last blow. @defaultValue 120000 */
+  drainTimeoutMs?: number;
+  /** Progress lines. @defaultValue none */
+  progress?: (line: string) => void;
+  /** A folder to write every magpie process's log to (one file each). @defaultValue none */
+  logsDir?: string;
+}
+
+export interface ChaosReport extends ChaosVerdict {
+  seconds: number;
+  chats: number;
+  workers: number;
+  kills: { worker: number; gateway: number };
+  redisRestarts: number;
+  /** Turns a worker found already stored in the session (the log line "redone turn"). */
+  redoneTurns: number;
+  /** Publishes retried because Redis was away. */
+  publishRetries: number;
+  /** Jobs that failed for good (the log line "job failed"; a failed attempt that is retried logs another). */
+  failedJobs: number;
+  /** Failed attempts that were retried. */
+  retriedAttempts: number;
+  /** Why, as logged (distinct messages, a few). */
+  failedJobReasons: string[];
+  /** Chats whose mailbox still held messages once the queues were empty (nothing would answer them). */
+  strandedMailboxes: number;
+  redis: { appendfsync: 'always'; kill: 'SIGKILL' };
+}
+
+/** One chaos run; never throws for a lost or doubled message: the report counts them. */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const chats = options.chats ?? 50;
+  const workers = options.workers ?? 3;
+  const [thinkLo, thinkHi] = options.thinkMs ?? [200, 1000];
+  const [gapLo, gapHi] = options.chaosEveryMs ?? [2000, 6000];
+  const say = options.progress ?? (() => {});
+  const between = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
+
+  const fake = await startFakeOpenAI({
+    responder: (req) => ({ content: chaosAnswer(sinceLastAnswer(req.body)) }),
+  });
+  const workspace = tempWorkspace();
+  const env = daemonEnv({
+    OPENAI_BASE_URL: fake.baseURL,
+    MAGPIE_WORKSPACE: workspace,
+    MAGPIE_STREAM: 'off',
+  });
+  const cast = new ChaosCast({
+    workers,
+    env,
+    redisDir: mkdtempSync(path.join(os.tmpdir(), 'magpie-chaos-redis-')),
+  });
+  let bus: Bus | undefined;
+  try {
+    await cast.start();
+    const config = parseConfig({ REDIS_URL: cast.redisUrl, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
+    bus = await Bus.connect({ config, logger: silentLogger() });
+    // Each waiting chat listens for the connection's return.
+    bus.redis.setMaxListeners(chats + 20);
+    const senders = new Senders(bus, chats);
+    say(`running: ${chats} chats, ${workers} workers, ${Math.round(options.durationMs / 1000)} s of chaos`);
+
+    const started = Date.now();
+    const end = started + options.durationMs;
+    let broken = false;
+    const sending = senders.run(
+      () => Date.now() < end,
+      () => sleep(between(thinkLo, thinkHi)),
+    );
+    // A sender that gives up ends the chaos too; `await sending` below then throws, and finally cleans up.
+    sending.catch(() => {
+      broken = true;
+    });
+    for (const kind of chaosOrder()) {
+      await sleep(between(gapLo, gapHi));
+      if (Date.now() >= end || broken) break;
+      await cast.strike(kind, (n) => Math.floor(Math.random() * n));
+      say(`${kind} killed and back; ${senders.acknowledgedCount()} messages acknowledged`);
+    }
+    await sending;
+    say(`sending stopped: ${senders.acknowledgedCount()} messages; waiting for the answers`);
+
+    const pending = bus;
+    await waitFor(() => senders.allAnswered(), options.drainTimeoutMs ?? 120_000, 'every answer', 100).catch(
+      () => say(`${senders.unanswered()} messages still unanswered after the drain time`),
+    );
+    await waitFor(
+      async () =>
+        (await pending.pendingJobs(INBOUND_QUEUE)) + (await pending.pendingJobs(outboundQueueName('cli'))) ===
+        0,
+      60_000,
+      'the queues to empty',
+      100,
+    );
+    const received = await senders.collect();
+    const strandedMailboxes = await countStranded(pending, [...senders.acknowledged.keys()]);
+    const seconds = Math.round((Date.now() - started) / 1000);
+    await cast.stop();
+    if (options.logsDir) cast.writeLogs(options.logsDir);
+    const verdict = judgeChaos({
+      acknowledged: senders.acknowledged,
+      received,
+      sessions: readSessions(workspace, [...senders.acknowledged.keys()]),
+    });
+    return {
+      seconds,
+      chats,
+      workers,
+      ...verdict,
+      kills: { worker: cast.blows.worker, gateway: cast.blows.gateway },
+      redisRestarts: cast.blows.redis,
+      redoneTurns: cast.count('redone turn: messages already stored'),
+      publishRetries: senders.retries,
+      failedJobs: cast.count('job failed'),
+      retriedAttempts: cast.count('job attempt failed; retried'),
+      failedJobReasons: cast.reasons('job failed'),
+      strandedMailboxes,
+      redis: { appendfsync: 'always', kill: 'SIGKILL' },
+    };
+  } finally {
+    await bus?.close();
+    await cast.stop();
+    await fake.close();
+  }
+}
+
+/** Worker, gateway, Redis in a fresh random order each round, so every kind comes up. */
+function* chaosOrder(): Generator<ChaosKind> {
+  const kinds: ChaosKind[] = ['worker', 'gateway', 'redis'];
+  for (;;) {
+    const round = [...kinds].sort(() => Math.random() - 0.5);
+    yield* round;
+  }
+}
+
+/** The texts of the user messages after the model's last answer in a chat request. */
+function sinceLastAnswer(body: { messages?: Array<{ role: string; content: unknown }> }): string[] {
+  const messages = body.messages ?? [];
+  const lastAnswer = messages.map((m) => m.role).lastIndexOf('assistant');
+  return messages
+    .slice(lastAnswer + 1)
+    .filter((m) => m.role === 'user')
+    .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+}
+
+/** How many of the chats' mailboxes are not empty. */
+async function countStranded(bus: Bus, chats: string[]): Promise<number> {
+  const lengths = await Promise.all(chats.map((chat) => bus.mailbox(`cli:${chat}`).length()));
+  return lengths.filter((n) => n > 0).length;
+}
+
+/** Each chat's session file lines (none when it has no file). */
+function readSessions(workspace: string, chats: string[]): Map<string, string[]> {
+  const dir = path.join(workspace, 'sessions');
+  const files = new Set(readdirSync(dir));
+  const out = new Map<string, string[]>();
+  for (const chat of chats) {
+    const name = `${sessionFileName(`cli:${chat}`)}.jsonl`;
+    out.set(chat, files.has(name) ? readFileSync(path.join(dir, name), 'utf8').split('\n') : []);
+  }
+  return out;
+}
+
+/** One sent message: its chat, number and reply address. */
+interface Sent {
+  chat: string;
+  n: number;
+  address: string;
+  acknowledged: boolean;
+  answered: boolean;
+  unwatch?: (() => Promise<void>) | undefined;
+  /** What the address heard live: the fallback when its list has expired (a run of over ten minutes). */
+  heard: Array<{ id: string; content: string }>;
+}
+
+/** The chats: each publishes its next message once the last was acknowledged, and records what comes back. */
+class Senders {
+  readonly acknowledged = new Map<string, number[]>();
+  retries = 0;
+  readonly #sent: Sent[] = [];
+  /** The order in which reply ids were first heard. */
+  readonly #firstHeard = new Map<string, number>();
+
+  constructor(
+    private readonly bus: Bus,
+    chats: number,
+  ) {
+    for (let c = 1; c <= chats; c++) this.acknowledged.set(`c${String(c).padStart(2, '0')}`, []);
+  }
+
+  acknowledgedCount(): number {
+    return [...this.acknowledged.values()].reduce((sum, a) => sum + a.length, 0);
+  }
+
+  allAnswered(): boolean {
+    return this.unanswered() === 0;
+  }
+
+  unanswered(): number {
+    return this.#sent.filter((s) => s.acknowledged && !s.answered).length;
+  }
+
+  /** Every chat sends until `more()` is false, pausing `think()` after each acknowledged message. */
+  async run(more: () => boolean, think: () => Promise<unknown>): Promise<void> {
+    await Promise.all(
+      [...this.acknowledged.keys()].map(async (chat) => {
+        for (let n = 1; more(); n++) {
+          await this.#send(chat, n);
+          await think();
+        }
+      }),
+    );
+  }
+
+  /** Every entry of every reply list, in order of first arrival (a list that expired: what was heard live). */
+  async collect(): Promise<ReceivedReply[]> {
+    const received: ReceivedReply[] = [];
+    for (const sent of this.#sent) {
+      await sent.unwatch?.();
+      const listed = (await this.bus.readCliReplies(sent.address)).flatMap((payload) => {
+        const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+        return parsed.success ? [{ id: parsed.data.id, content: parsed.data.content }] : [];
+      });
+      for (const { id, content } of listed.length > 0 ? listed : sent.heard) {
+        const seq = this.#firstHeard.get(id) ?? Number.MAX_SAFE_INTEGER;
+        received.push({ chat: sent.chat, id, content, address: sent.address, seq });
+      }
+    }
+    return received;
+  }
+
+  async #send(chat: string, n: number): Promise<void> {
+    const address = randomUUID();
+    const sent: Sent = { chat, n, address, acknowledged: false, answered: false, heard: [] };
+    this.#sent.push(sent);
+    sent.unwatch = await this.bus.watchCliReplies(address, (payload) => this.#hear(sent, payload));
+    const message = {
+      id: `cli:${address}`,
+      channel: 'cli',
+      chatId: chat,
+      senderId: 'cli',
+      content: chaosMessage(chat, n),
+      metadata: { replyAddress: address },
+    };
+    const giveUpAt = Date.now() + 120_000;
+    for (;;) {
+      try {
+        await this.bus.publishInbound(message);
+        break;
+      } catch (err) {
+        if (Date.now() > giveUpAt) throw err;
+        this.retries += 1;
+        // The socket may be gone before ioredis has seen its close event: let that event run first.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.bus.redis.status !== 'ready') await once(this.bus.redis, 'ready');
+      }
+    }
+    sent.acknowledged = true;
+    this.acknowledged.get(chat)!.push(n);
+  }
+
+  /** A message to `sent`'s address, heard live; the first one answers it and ends the watch. */
+  #hear(sent: Sent, payload: string): void {
+    const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+    if (!parsed.success) return;
+    const { id, content } = parsed.data;
+    if (!this.#firstHeard.has(id)) this.#firstHeard.set(id, this.#firstHeard.size);
+    if (!sent.heard.some((h) => h.id === id)) sent.heard.push({ id, content });
+    if (sent.answered) return;
+    sent.answered = true;
+    const unwatch = sent.unwatch;
+    sent.unwatch = undefined;
+    // Redis away now: the watcher drops the subscription with its connection, nothing to undo.
+    void unwatch?.().catch(() => undefined);
+  }
+}
