@@ -36,7 +36,7 @@ import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
 import { RedisLiveRecords } from './live-records.js';
 import { resolveRedisTarget } from './local-redis.js';
-import { Mailbox, pendingSessions } from './mailbox.js';
+import { adoptOlderMailboxes, Mailbox, pendingSessions } from './mailbox.js';
 import { Markers } from './markers.js';
 import { RedisMatrixStore } from './matrix-store.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
@@ -265,6 +265,7 @@ export class Bus implements WebEventBus {
    */
   async wakePendingMailboxes(): Promise<number> {
     return this.guard(async () => {
+      await adoptOlderMailboxes(this.redis, this.prefix);
       const sessions = await pendingSessions(this.redis, this.prefix);
       await Promise.all(sessions.map((sessionKey) => this.enqueueTurn(sessionKey)));
       return sessions.length;

@@ -10,6 +10,8 @@ export const keys = {
   mailbox: (prefix: string, sessionKey: string) => `${prefix}:mailbox:${sessionKey}`,
   /** The set of sessions whose mailbox holds entries (mailbox.ts): what the worker's sweep wakes. */
   pendingMailboxes: (prefix: string) => `${prefix}:mailboxes`,
+  /** Set once the mailboxes of an older magpie were added to `pendingMailboxes` (mailbox.ts). */
+  pendingMailboxesAdopted: (prefix: string) => `${prefix}:mailboxes-adopted`,
   /** Set for a day once an inbound message (by a hash of its id) reached a mailbox (mailbox.ts). */
   inboundSeen: (prefix: string, idHash: string) => `${prefix}:seen:${idHash}`,
   dead: (prefix: string) => `${prefix}:dead`,

@@ -14,6 +14,7 @@ import { shortHash } from '../messages/short-hash.js';
 import { safeJson } from './json-topic.js';
 import { keys } from './keys.js';
 import { type LuaScript, runScript } from './lua.js';
+import { scanKeys } from './redis.js';
 
 /** How long an inbound message id is remembered against a second delivery (seconds). */
 export const SEEN_TTL_S = 24 * 60 * 60;
@@ -47,6 +48,24 @@ return 0`,
  */
 export async function pendingSessions(redis: Redis, prefix: string, count = 1_000): Promise<string[]> {
   return redis.srandmember(keys.pendingMailboxes(prefix), count);
+}
+
+/**
+ * Once per bus (a marker key): mailboxes that held messages before the set of
+ * pending mailboxes existed (an older magpie) are added to it, so the sweep
+ * wakes them too. Resolves to the number adopted.
+ */
+export async function adoptOlderMailboxes(redis: Redis, prefix: string): Promise<number> {
+  const first = await redis.set(keys.pendingMailboxesAdopted(prefix), '1', 'NX');
+  if (first !== 'OK') return 0;
+  const head = keys.mailbox(prefix, '');
+  let adopted = 0;
+  for (const key of await scanKeys(redis, `${head}*`)) {
+    if ((await redis.llen(key)) === 0) continue;
+    await redis.sadd(keys.pendingMailboxes(prefix), key.slice(head.length));
+    adopted += 1;
+  }
+  return adopted;
 }
 
 /** What a read returned: the valid messages and how many entries were consumed. */

@@ -63,4 +63,21 @@ describe('stranded mailboxes', () => {
       await bus.close();
     }
   });
+
+  it("an older magpie's mailbox, never in the pending set, is adopted once and answered", async () => {
+    const config = testConfig();
+    const platform = await Bus.connect({ config, logger: silentLogger() });
+    try {
+      // As an older magpie left it: the message in its mailbox, no pending set, no turn job.
+      const message = InboundMessageSchema.parse(inbound('old1', 'from before the upgrade'));
+      await platform.redis.rpush(keys.mailbox(config.redis.prefix, 'test:old1'), JSON.stringify(message));
+      expect(await platform.redis.scard(keys.pendingMailboxes(config.redis.prefix))).toBe(0);
+      const harness = await start({ agent: new ScriptedAgent(), config });
+      await waitFor(() => harness.channel.sent.length === 1, 5_000, 'the older mailbox answered');
+      expect(harness.channel.sent[0]!.content).toBe('from before the upgrade');
+      expect(await platform.redis.get(keys.pendingMailboxesAdopted(config.redis.prefix))).toBe('1');
+    } finally {
+      await platform.close();
+    }
+  });
 });
