@@ -118,7 +118,8 @@ describe('durable CLI replies', () => {
     let redis = first;
     cleanups.push(() => redis.stop());
     const config = testConfig(redis.url);
-    const agent = new NotingAgent((content) => 300 + Number(content.slice(1)) * 100);
+    // Long enough that no turn ends before every client heard its note, even on a loaded machine.
+    const agent = new NotingAgent((content) => 2_000 + Number(content.slice(1)) * 100);
     await startCliStack(connect, config, cleanups, { agent, concurrency: 10 });
 
     const clients = await Promise.all(Array.from({ length: 10 }, () => connect(config)));
