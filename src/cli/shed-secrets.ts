@@ -90,9 +90,7 @@ function shed(proc: ShedProcess): ShedOutcome {
     holdSecrets(values);
     return { kind: 'received', names: Object.keys(values) };
   }
-  const names = Object.keys(env).filter(
-    (name) => env[name] !== undefined && isShedVariable(name),
-  );
+  const names = Object.keys(env).filter((name) => env[name] !== undefined && isShedVariable(name));
   if (names.length === 0) return { kind: 'clean' };
   const secrets: Record<string, string> = {};
   const rest: NodeJS.ProcessEnv = { ...env };
