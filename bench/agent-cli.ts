@@ -3,16 +3,20 @@
  * answers at once, next to `node -e ''` on the same machine in the same run
  * (run alternately, so drift hits both). Prints one JSON object.
  *
- *   npx tsx bench/agent-cli.ts [--runs 15] [--bin path/to/bin.js] [--baseline path/to/old/bin.js]
+ *   npx tsx bench/agent-cli.ts [--runs 15] [--bin path/to/bin.js] [--baseline path/to/old/bin.js] [--key-in-dotenv]
+ *
+ * The key is in the environment by default, so magpie re-executes itself without it
+ * (cli/shed-secrets.ts): two Node start-ups. `--key-in-dotenv` puts it in `.env`
+ * instead: one start-up.
  *
  * `--baseline` times a second build of the CLI (e.g. an older commit's) in the
  * same loop, so before and after come from one run. Target: median
- * ratio ≤ 4. Builds dist/ (`npm run build`: tsc, then the esbuild bundle) first
+ * ratio ≤ 3 (issue 29). Builds dist/ (`npm run build`: tsc, then the esbuild bundle) first
  * when it is missing.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '15' },
     bin: { type: 'string' },
     baseline: { type: 'string' },
+    'key-in-dotenv': { type: 'boolean', default: false },
   },
 });
 /** `--bin` measures another build of the CLI (e.g. a bundle) against the same endpoint. */
@@ -55,10 +60,12 @@ const fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
 const dir = await mkdtemp(path.join(os.tmpdir(), 'magpie-bench-'));
 try {
   const workspace = path.join(dir, 'workspace');
+  const keyInDotenv = values['key-in-dotenv'] === true;
+  if (keyInDotenv) await writeFile(path.join(dir, '.env'), 'OPENAI_API_KEY=bench\n');
   const env = {
     PATH: process.env.PATH,
     HOME: dir,
-    OPENAI_API_KEY: 'bench',
+    ...(keyInDotenv ? {} : { OPENAI_API_KEY: 'bench' }),
     OPENAI_BASE_URL: fake.baseURL,
     MAGPIE_WORKSPACE: workspace,
     // Where exec runs decides whether start-up probes bwrap: measure either with MAGPIE_EXEC_SANDBOX=off|auto.
@@ -92,11 +99,12 @@ try {
       bench: 'agent-cli',
       bin: path.relative(root, bin),
       runs,
+      key: keyInDotenv ? '.env' : 'environment (re-executes without it)',
       magpie_ms: m,
       node_ms: n,
       ratio: Math.round((m.median / n.median) * 100) / 100,
       pairwise_ratio: stats(ratios),
-      target_ratio: 4,
+      target_ratio: 3,
       ...(o && baseline
         ? {
             baseline: {

@@ -16,7 +16,7 @@ import {
   toNano,
 } from '../messages/budget.js';
 import { formatCost } from '../messages/token-counts.js';
-import { wallTimeIn } from '../time/schedule.js';
+import { wallTimeIn } from '../time/zone.js';
 import type { BudgetStore, UnattendedBudget } from './ports.js';
 
 export interface BudgetOptions {

@@ -9,6 +9,7 @@ import { debugEnabled } from '../config/debug.js';
 import { AppError, describeError, ExitCode } from '../errors/index.js';
 import { nodeTooOld } from './node-version.js';
 import type { RunRole } from './role-command.js';
+import { shedSecretEnvironment } from './shed-secrets.js';
 
 /** What the entry hands the command line. */
 export interface CliDeps {
@@ -25,8 +26,20 @@ interface RoleCommandModule {
   run(argv: string[], runRole: RunRole): Promise<number>;
 }
 
-/** Every subcommand: its one-line help and the module that runs it. */
-const COMMANDS: Record<string, { help: string; load: (deps: CliDeps) => Promise<CommandModule> }> = {
+/** A subcommand: its one-line help, the module that runs it, whether it sheds secrets first. */
+interface CommandEntry {
+  help: string;
+  load: (deps: CliDeps) => Promise<CommandModule>;
+  /**
+   * Re-executes without secrets found in the environment (shed-secrets.ts) before its
+   * module loads, so the replaced process has done next to nothing; the command's own
+   * call then returns the same outcome. @defaultValue false
+   */
+  shedsSecrets?: boolean;
+}
+
+/** Every subcommand. */
+const COMMANDS: Record<string, CommandEntry> = {
   onboard: {
     help: 'guided set-up: endpoint, key and model (checked live), bots, web search; writes .env',
     load: () => import('./commands/onboard.js'),
@@ -38,18 +51,22 @@ const COMMANDS: Record<string, { help: string; load: (deps: CliDeps) => Promise<
   agent: {
     help: 'talk to the agent in-process (-m "text" for one message); no Redis needed',
     load: () => import('./commands/agent.js'),
+    shedsSecrets: true,
   },
   start: {
     help: 'run everything in one process: channels, worker, schedulers',
     load: (deps) => withRunner(import('./commands/start.js'), deps),
+    shedsSecrets: true,
   },
   gateway: {
     help: 'run channel adapters and outbound delivery only',
     load: (deps) => withRunner(import('./commands/gateway.js'), deps),
+    shedsSecrets: true,
   },
   worker: {
     help: 'run an agent worker and scheduled jobs',
     load: (deps) => withRunner(import('./commands/worker.js'), deps),
+    shedsSecrets: true,
   },
   send: {
     help: 'send one message through the bus to the running daemon and print the reply',
@@ -126,6 +143,8 @@ async function main(argv: string[], deps: CliDeps): Promise<number> {
     process.stderr.write(`magpie: unknown command "${name}"; run "magpie --help" for the list\n`);
     return ExitCode.config;
   }
+  // `--help` prints without re-executing, as the command alone would.
+  if (command.shedsSecrets && !rest.includes('--help') && !rest.includes('-h')) shedSecretEnvironment();
   const mod = await command.load(deps);
   return mod.run(rest);
 }

@@ -7,16 +7,31 @@
  * re-executed process through a 0600 file in a private temporary folder,
  * which it reads and removes at once, and then live only in memory
  * (config/secret-env.ts).
+ *
+ * It runs first thing in `magpie agent` and the role commands (cli/run.ts, before the
+ * command's own module loads), so the process that is replaced has loaded almost
+ * nothing; for that this file stays light: no channel registry, no zod.
  */
 import { lstatSync, mkdtempSync, readFileSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { holdSecrets, isSecretEnvName } from '../config/secret-env.js';
 import { ConfigError } from '../errors/index.js';
-import { SECRET_VARIABLES } from './secret-variables.js';
 
 /** Names the hand-over file to the re-executed process. */
 export const HANDOFF_VARIABLE = 'MAGPIE_SECRET_HANDOFF';
+
+/**
+ * Secret variables whose names {@link isSecretEnvName} does not recognise: the
+ * channels' multi-bot account lists, which hold tokens. A unit test checks that
+ * every variable of cli/secret-variables.ts (core and every channel's) is shed.
+ */
+const SECRET_ACCOUNT_LISTS: ReadonlySet<string> = new Set(['DISCORD_ACCOUNTS', 'TELEGRAM_ACCOUNTS']);
+
+/** True for a variable that must not stay in the environment: see {@link SECRET_ACCOUNT_LISTS}. */
+export function isShedVariable(name: string): boolean {
+  return isSecretEnvName(name) || SECRET_ACCOUNT_LISTS.has(name);
+}
 
 /** The private temporary folder's name starts so (mkdtemp makes it 0700). */
 const HANDOFF_PREFIX = 'magpie-handoff-';
@@ -48,14 +63,25 @@ const realProcess = (): ShedProcess => ({
   execPath: process.execPath,
 });
 
+/** What the first shedding of this process came to; later calls return it. */
+let settled: ShedOutcome | undefined;
+
 /**
  * Receives the secrets a former self handed over, or, when secrets are in the
  * environment, re-executes this process without them (it does not return
- * then). Call before the config is read.
+ * then). Call before the config is read. For the real process it runs once:
+ * a second call (cli/run.ts sheds before the command's own call) returns what
+ * the first came to.
  *
  * @throws ConfigError when MAGPIE_SECRET_HANDOFF names anything but a 0600 file of this user.
  */
-export function shedSecretEnvironment(proc: ShedProcess = realProcess()): ShedOutcome {
+export function shedSecretEnvironment(proc?: ShedProcess): ShedOutcome {
+  if (proc) return shed(proc);
+  settled ??= shed(realProcess());
+  return settled;
+}
+
+function shed(proc: ShedProcess): ShedOutcome {
   const { env } = proc;
   const handoff = env[HANDOFF_VARIABLE];
   if (handoff !== undefined) {
@@ -64,9 +90,7 @@ export function shedSecretEnvironment(proc: ShedProcess = realProcess()): ShedOu
     holdSecrets(values);
     return { kind: 'received', names: Object.keys(values) };
   }
-  const names = Object.keys(env).filter(
-    (name) => env[name] !== undefined && (isSecretEnvName(name) || SECRET_VARIABLES.has(name)),
-  );
+  const names = Object.keys(env).filter((name) => env[name] !== undefined && isShedVariable(name));
   if (names.length === 0) return { kind: 'clean' };
   const secrets: Record<string, string> = {};
   const rest: NodeJS.ProcessEnv = { ...env };

@@ -6,9 +6,10 @@
  */
 import { z } from 'zod';
 import { AppError, describeError } from '../errors/index.js';
-import { type Fetched, guardedGetter } from '../net/guarded-get.js';
+// Types only: the guarded HTTP client (http, https, dns, zlib, ipaddr.js) and the HTML parser
+// load at the first fetch, so a turn that fetches nothing (`magpie agent -m`) does not pay for them.
+import type { Fetched, GuardedGet } from '../net/guarded-get.js';
 import type { NetPolicy, Resolver } from '../net/net-guard.js';
-import { htmlToText } from './html-text.js';
 import { looksBinary } from './read-file.js';
 import { CANCELLED_RESULT } from './registry.js';
 import { fail, type Tool, type ToolResult } from './types.js';
@@ -74,13 +75,19 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof p
   const maxChars = options.maxChars ?? 50_000;
   const defaultMaxChars = Math.min(options.defaultMaxChars ?? 20_000, maxChars);
   const maxRedirects = options.maxRedirects ?? 5;
-  const get = guardedGetter({
-    policy,
-    maxBytes,
-    maxRedirects,
-    resolve: options.resolve,
-    userAgent: 'magpie/0.1 (+web_fetch)',
-  });
+  let getter: Promise<GuardedGet> | undefined;
+  const get = (url: URL, signal: AbortSignal) => {
+    getter ??= import('../net/guarded-get.js').then(({ guardedGetter }) =>
+      guardedGetter({
+        policy,
+        maxBytes,
+        maxRedirects,
+        resolve: options.resolve,
+        userAgent: 'magpie/0.1 (+web_fetch)',
+      }),
+    );
+    return getter.then((g) => g(url, signal));
+  };
 
   return {
     name: 'web_fetch',
@@ -117,7 +124,7 @@ export function createWebFetchTool(options: WebFetchOptions = {}): Tool<typeof p
       }
       const raw = decodeBody(fetched.body, contentType);
       const isHtml = /html/i.test(contentType) || (!contentType && /^\s*<(!doctype html|html)/i.test(raw));
-      const text = isHtml ? htmlToText(raw) : raw;
+      const text = isHtml ? (await import('./html-text.js')).htmlToText(raw) : raw;
       const limit = Math.min(askedChars ?? defaultMaxChars, maxChars);
       const shown = text.slice(0, limit);
       const notes = [`status ${fetched.status}`, contentType || 'unknown type'];

@@ -6,7 +6,7 @@
  * no message quotes a request header or a URL's credentials.
  */
 import { AppError } from '../../errors/index.js';
-import { decodeEntities } from '../html-text.js';
+import { decodeEntities } from '../entities.js';
 
 export interface SearchRequest {
   /** Who answers, for messages ("Brave Search"). */

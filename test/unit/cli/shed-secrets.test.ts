@@ -8,7 +8,13 @@ import { chmodSync, existsSync, mkdtempSync, statSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HANDOFF_VARIABLE, type ShedProcess, shedSecretEnvironment } from '../../../src/cli/shed-secrets.js';
+import { SECRET_VARIABLES } from '../../../src/cli/secret-variables.js';
+import {
+  HANDOFF_VARIABLE,
+  isShedVariable,
+  type ShedProcess,
+  shedSecretEnvironment,
+} from '../../../src/cli/shed-secrets.js';
 import { environment } from '../../../src/config/index.js';
 import { heldSecrets } from '../../../src/config/secret-env.js';
 
@@ -90,5 +96,22 @@ describe('shedSecretEnvironment', () => {
     expect(() =>
       shedSecretEnvironment(fakeProcess({ [HANDOFF_VARIABLE]: path.join(dir, 'missing') }).proc),
     ).toThrow(/does not exist/);
+  });
+
+  it('sheds every secret variable of magpie and its channels (the registry is not loaded to decide)', () => {
+    const missed = [...SECRET_VARIABLES].filter((name) => !isShedVariable(name));
+    expect(missed).toEqual([]);
+    const env = Object.fromEntries([...SECRET_VARIABLES].map((name) => [name, `value-of-${name}`]));
+    const { proc, calls } = fakeProcess({ PATH: '/usr/bin', ...env });
+    // The fake execve throws, so the outcome is 'kept'; what matters is the environment it was handed.
+    expect(shedSecretEnvironment(proc)).toMatchObject({ kind: 'kept', names: [...SECRET_VARIABLES] });
+    expect(calls).toHaveLength(1);
+    for (const name of SECRET_VARIABLES) expect(calls[0]?.env[name]).toBeUndefined();
+    expect(calls[0]?.env.PATH).toBe('/usr/bin');
+  });
+
+  it('leaves a variable that is neither a secret by name nor a listed one', () => {
+    expect(isShedVariable('DISCORD_ALLOWED_USERS')).toBe(false);
+    expect(isShedVariable('TELEGRAM_ACCOUNTS')).toBe(true);
   });
 });
