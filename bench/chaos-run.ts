@@ -97,6 +97,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     OPENAI_BASE_URL: fake.baseURL,
     MAGPIE_WORKSPACE: workspace,
     MAGPIE_STREAM: 'off',
+    // 50 chats writing every second are past the default guard of 30 model calls a minute
+    // per chat; a turn stopped there answers with the limit line, not the message.
+    MAGPIE_MAX_CALLS_PER_MINUTE: '100000',
   });
   const cast = new ChaosCast({
     workers,
