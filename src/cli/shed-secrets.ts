@@ -22,15 +22,12 @@ import { ConfigError } from '../errors/index.js';
 export const HANDOFF_VARIABLE = 'MAGPIE_SECRET_HANDOFF';
 
 /**
- * Secret variables whose names {@link isSecretEnvName} does not recognise: the
- * channels' multi-bot account lists, which hold tokens. A unit test checks that
- * every variable of cli/secret-variables.ts (core and every channel's) is shed.
+ * True for a variable that must not stay in the environment: a secret by its name
+ * (config/secret-env.ts). A unit test checks that every secret variable of the core
+ * and of every channel is shed.
  */
-const SECRET_ACCOUNT_LISTS: ReadonlySet<string> = new Set(['DISCORD_ACCOUNTS', 'TELEGRAM_ACCOUNTS']);
-
-/** True for a variable that must not stay in the environment: see {@link SECRET_ACCOUNT_LISTS}. */
 export function isShedVariable(name: string): boolean {
-  return isSecretEnvName(name) || SECRET_ACCOUNT_LISTS.has(name);
+  return isSecretEnvName(name);
 }
 
 /** The private temporary folder's name starts so (mkdtemp makes it 0700). */

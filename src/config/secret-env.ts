@@ -7,8 +7,11 @@
  * re-executed self (cli/shed-secrets.ts) and held here.
  */
 
-/** Names whose values are secrets: keys, tokens, passwords, credentials, OPENAI_*, REDIS_URL. */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH/i;
+/**
+ * Names whose values are secrets: keys, tokens, passwords, credentials, OPENAI_*, REDIS_URL,
+ * and `<CHANNEL>_ACCOUNTS` (named bot accounts: `name=token` pairs).
+ */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|_ACCOUNTS$/i;
 
 /** True when an environment variable's value is a secret (and must not reach a command or a child). */
 export function isSecretEnvName(name: string): boolean {
