@@ -30,8 +30,15 @@ const seen: string[] = [];
 
 beforeAll(async () => {
   redis = new Redis(inject('redisUrl'));
+  // The test Redis is shared with the other test files, whose scripts MONITOR
+  // also sees: only this file's connection (its address) is counted.
+  const info = String(await redis.client('INFO'));
+  const address = /(?:^|\s)addr=(\S+)/.exec(info)?.[1];
+  if (!address) throw new Error(`no addr= in CLIENT INFO: ${info}`);
   monitor = await new Redis(inject('redisUrl')).monitor();
-  monitor.on('monitor', (_t: string, args: string[]) => seen.push(args[0]!.toLowerCase()));
+  monitor.on('monitor', (_t: string, args: string[], source: string) => {
+    if (source === address) seen.push(args[0]!.toLowerCase());
+  });
 });
 afterAll(() => {
   monitor.disconnect();
