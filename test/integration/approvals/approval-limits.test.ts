@@ -133,7 +133,7 @@ describe('approvals: time-out, untrusted text, waiting turns hold no worker', ()
     const waiting = await waitFor(async () => {
       const list = await bus!.approvals.list();
       return list.filter((p) => p.state === 'waiting').length >= 20 && list;
-    });
+    }, 30_000); // twenty turns on two slots: slow when the machine is busy
     expect(waiting.length).toBeGreaterThanOrEqual(20);
     // Operations see them: `magpie status` lists them, /metrics counts them.
     expect(

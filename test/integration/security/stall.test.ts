@@ -98,8 +98,10 @@ function newChat() {
 async function ask(chat: { id: number }, text: string, timeoutMs = 20_000) {
   const start = performance.now();
   fake.pushUpdate(dmUpdate({ ...owner, id: chat.id }, text));
-  await fake.waitFor(() => fake.sent(chat.id).length > 0, timeoutMs);
-  return { reply: fake.sent(chat.id)[0]!.text, ms: performance.now() - start };
+  // A slow tool first shows a progress line ("⏳ fetching …") that the reply replaces in place.
+  const answered = () => fake.sent(chat.id).find((m) => !m.text.startsWith('⏳'));
+  await fake.waitFor(() => answered() !== undefined, timeoutMs);
+  return { reply: answered()!.text, ms: performance.now() - start };
 }
 
 /** Chat B's plain message is answered within 2 s of sending. */
