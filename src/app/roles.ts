@@ -13,9 +13,9 @@ import { agentConfigOf, type LoadedAgents, loadAgentConfigs } from '../agents/lo
 import { agentFor } from '../agents/routes.js';
 import { type AgentsFile, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
-import { Bus } from '../bus/bus.js';
 import { BackupQueue } from '../bus/backup-queue.js';
 import { RedisBackupStore } from '../bus/backup-store.js';
+import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
 import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
@@ -233,7 +233,13 @@ async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<B
     repeat: schedule && { ...schedule, timezone: config.timezone },
     logger,
     run: async (tick) => {
-      const options = { workspace: config.workspace, stateDir: config.stateDir, prefix: bus.prefix, dir, keep };
+      const options = {
+        workspace: config.workspace,
+        stateDir: config.stateDir,
+        prefix: bus.prefix,
+        dir,
+        keep,
+      };
       await scheduledBackup({ ...options, envFile: path.resolve('.env'), store, logger }, tick.at);
     },
   });

@@ -12,7 +12,13 @@ import type { RedisBackupStore } from '../bus/backup-store.js';
 import { AppError, ExitCode } from '../errors/index.js';
 import { writeArchive } from './archive.js';
 import { copyStable, entryOf } from './copy-files.js';
-import { FORMAT_VERSION, MANIFEST_NAME, type Manifest, type ManifestEntry, magpieVersion } from './manifest.js';
+import {
+  FORMAT_VERSION,
+  MANIFEST_NAME,
+  type Manifest,
+  type ManifestEntry,
+  magpieVersion,
+} from './manifest.js';
 import { secretPaths, skipInState, skipInWorkspace } from './parts.js';
 import { encryptSecrets, SECRETS_NAME, type SecretFiles } from './secrets.js';
 
@@ -51,7 +57,9 @@ export async function createBackup(options: BackupOptions): Promise<BackupResult
   try {
     const redis = await options.store.snapshot();
     const redisJson = Buffer.from(
-      JSON.stringify(redis.map((e) => ({ key: e.key, pttlMs: e.pttlMs, payload: e.payload.toString('base64') }))),
+      JSON.stringify(
+        redis.map((e) => ({ key: e.key, pttlMs: e.pttlMs, payload: e.payload.toString('base64') })),
+      ),
     );
     await writeFile(path.join(staging, REDIS_NAME), redisJson, { mode: 0o600 });
     const entries: ManifestEntry[] = [entryOf(REDIS_NAME, redisJson)];
@@ -73,7 +81,9 @@ export async function createBackup(options: BackupOptions): Promise<BackupResult
       redisKeys: redis.length,
       entries,
     };
-    await writeFile(path.join(staging, MANIFEST_NAME), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(path.join(staging, MANIFEST_NAME), `${JSON.stringify(manifest, null, 2)}\n`, {
+      mode: 0o600,
+    });
     const bytes = await writeArchive(staging, manifest, out);
     return { file: out, bytes, manifest };
   } finally {

@@ -47,7 +47,11 @@ export function entryOf(name: string, content: Buffer): ManifestEntry {
   return { path: name, size: content.length, sha256: createHash('sha256').update(content).digest('hex') };
 }
 
-async function listFiles(root: string, relative: string, skip: (relative: string) => boolean): Promise<string[]> {
+async function listFiles(
+  root: string,
+  relative: string,
+  skip: (relative: string) => boolean,
+): Promise<string[]> {
   let dirents: import('node:fs').Dirent[];
   try {
     dirents = await readdir(path.join(root, relative), { withFileTypes: true });
@@ -85,5 +89,8 @@ async function readStable(file: string): Promise<Buffer | undefined> {
       throw new AppError('INTERNAL', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
     }
   }
-  throw new AppError('INTERNAL', `${file} kept changing while it was read (${MAX_READS} tries): try the backup again`);
+  throw new AppError(
+    'INTERNAL',
+    `${file} kept changing while it was read (${MAX_READS} tries): try the backup again`,
+  );
 }

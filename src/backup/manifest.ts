@@ -68,7 +68,10 @@ export function readManifest(text: string, dir: string): Manifest {
 
 /** The error for an archive that cannot be trusted (exit 1). */
 export function corrupted(why: string): AppError {
-  return new AppError('INVALID_MESSAGE', `the archive is damaged or not a magpie backup: ${why}; nothing was restored`);
+  return new AppError(
+    'INVALID_MESSAGE',
+    `the archive is damaged or not a magpie backup: ${why}; nothing was restored`,
+  );
 }
 
 /** This magpie's version, from its package.json (two folders up from src/backup and dist/chunks). */

@@ -22,7 +22,9 @@ export async function backupPassphrase(options: PassphraseOptions): Promise<stri
   if (options.configured) return options.configured;
   const streams = options.streams ?? { input: process.stdin, output: process.stderr };
   if (streams.input.isTTY !== true)
-    throw new ConfigError('--with-secrets needs a passphrase: set MAGPIE_BACKUP_PASSPHRASE or run on a terminal');
+    throw new ConfigError(
+      '--with-secrets needs a passphrase: set MAGPIE_BACKUP_PASSPHRASE or run on a terminal',
+    );
   const prompter = new Prompter(streams);
   try {
     const first = await prompter.ask('Backup passphrase', { hidden: true });

@@ -47,7 +47,9 @@ export interface RestoreResult {
   secretsRestored: boolean;
 }
 
-const RedisJsonSchema = z.array(z.object({ key: z.string().min(1), pttlMs: z.number().int(), payload: z.string() }));
+const RedisJsonSchema = z.array(
+  z.object({ key: z.string().min(1), pttlMs: z.number().int(), payload: z.string() }),
+);
 
 /** Restores one archive; see the file's header. */
 export async function restoreBackup(options: RestoreOptions): Promise<RestoreResult> {
@@ -88,7 +90,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
     return {
       manifest,
       redisKeys: restored,
-      replaced: options.force ? occupied.map((o) => (setAside && o.startsWith('workspace') ? `${o}, kept as ${setAside}` : o)) : [],
+      replaced: options.force
+        ? occupied.map((o) => (setAside && o.startsWith('workspace') ? `${o}, kept as ${setAside}` : o))
+        : [],
       secretsRestored: secrets !== undefined,
     };
   } finally {
@@ -110,13 +114,15 @@ async function readRedisEntries(dir: string): Promise<RedisEntry[]> {
 async function stateEntries(dir: string, manifest: Manifest, secrets: SecretFiles | undefined) {
   const files = new Map<string, Buffer>();
   for (const entry of manifest.entries) {
-    if (entry.path.startsWith('state/')) files.set(entry.path.slice(6), await readFile(path.join(dir, entry.path)));
+    if (entry.path.startsWith('state/'))
+      files.set(entry.path.slice(6), await readFile(path.join(dir, entry.path)));
   }
   for (const [name, content] of Object.entries(secrets ?? {})) {
     if (name.startsWith('state/')) files.set(name.slice(6), content);
   }
   for (const relative of files.keys()) {
-    if (relative.split('/').includes('..') || path.isAbsolute(relative)) throw corrupted(`${relative} leaves the state folder`);
+    if (relative.split('/').includes('..') || path.isAbsolute(relative))
+      throw corrupted(`${relative} leaves the state folder`);
   }
   return files;
 }
@@ -149,7 +155,11 @@ async function entriesOf(dir: string): Promise<number> {
 }
 
 /** Renames the extracted workspace into place; resolves with where a replaced one was set aside. */
-async function moveWorkspaceIn(temp: string, workspace: string, now: () => Date): Promise<string | undefined> {
+async function moveWorkspaceIn(
+  temp: string,
+  workspace: string,
+  now: () => Date,
+): Promise<string | undefined> {
   const extracted = path.join(temp, 'workspace');
   if (!existsSync(extracted)) await mkdir(extracted, { mode: 0o700 });
   let setAside: string | undefined;

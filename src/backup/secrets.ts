@@ -22,7 +22,9 @@ const SecretsSchema = z.record(z.string(), z.string());
 export async function encryptSecrets(files: SecretFiles, passphrase: string): Promise<Buffer> {
   const encrypter = new Encrypter();
   encrypter.setPassphrase(passphrase);
-  const json = JSON.stringify(Object.fromEntries(Object.entries(files).map(([k, v]) => [k, v.toString('base64')])));
+  const json = JSON.stringify(
+    Object.fromEntries(Object.entries(files).map(([k, v]) => [k, v.toString('base64')])),
+  );
   return Buffer.from(await encrypter.encrypt(json));
 }
 
@@ -36,11 +38,12 @@ export async function decryptSecrets(sealed: Buffer, passphrase: string): Promis
   } catch {
     throw new AppError(
       'CONFIG_INVALID',
-      'the passphrase does not open the archive\'s secrets (wrong MAGPIE_BACKUP_PASSPHRASE?); nothing was restored',
+      "the passphrase does not open the archive's secrets (wrong MAGPIE_BACKUP_PASSPHRASE?); nothing was restored",
       { exitCode: ExitCode.config },
     );
   }
   const parsed = SecretsSchema.safeParse(JSON.parse(text));
-  if (!parsed.success) throw new AppError('INVALID_MESSAGE', 'the archive\'s secrets are malformed; nothing was restored');
+  if (!parsed.success)
+    throw new AppError('INVALID_MESSAGE', "the archive's secrets are malformed; nothing was restored");
   return Object.fromEntries(Object.entries(parsed.data).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
 }

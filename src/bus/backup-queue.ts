@@ -30,6 +30,12 @@ export interface BackupQueueOptions {
   logger: Logger;
 }
 
+/** When a tick was due: a scheduler's job id ends in it (`repeat:backup:<ms>`); else the job's creation. */
+function tickOf(job: Job): number {
+  const due = Number(/:(\d+)$/.exec(job.id ?? '')?.[1]);
+  return Number.isFinite(due) && due > 0 ? due : job.timestamp;
+}
+
 /** The backup schedule and this process's worker for it. */
 export class BackupQueue {
   private readonly queue: Queue;
@@ -53,12 +59,17 @@ export class BackupQueue {
         : { pattern: `${repeat.minute} ${repeat.hour} * * *`, tz: repeat.timezone };
     await this.queue.upsertJobScheduler(SCHEDULER_ID, every, {
       name: 'backup',
-      opts: { attempts: 2, backoff: { type: 'fixed', delay: 60_000 }, removeOnComplete: 20, removeOnFail: 20 },
+      opts: {
+        attempts: 2,
+        backoff: { type: 'fixed', delay: 60_000 },
+        removeOnComplete: 20,
+        removeOnFail: 20,
+      },
     });
     this.worker = new Worker(
       BACKUP_QUEUE,
       async (job: Job) => {
-        await this.options.run({ id: job.id ?? String(job.timestamp), at: job.timestamp });
+        await this.options.run({ id: job.id ?? String(job.timestamp), at: tickOf(job) });
         return 'backed up';
       },
       { connection: this.options.workerConnection, prefix: this.options.prefix, concurrency: 1 },

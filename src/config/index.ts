@@ -289,7 +289,12 @@ export interface Config {
    * undefined: none), how many are kept, their folder (`<stateDir>/backups` by
    * default) and the passphrase of `--with-secrets` (a secret).
    */
-  backup: { schedule: { hour: number; minute: number } | undefined; keep: number; dir: string; passphrase: string | undefined };
+  backup: {
+    schedule: { hour: number; minute: number } | undefined;
+    keep: number;
+    dir: string;
+    passphrase: string | undefined;
+  };
   /**
    * The cron tool's limits per chat: tasks of any kind (MAGPIE_CRON_MAX_PER_CHAT, 50), agent-mode
    * tasks (MAGPIE_CRON_MAX_AGENT_PER_CHAT, 5), and the shortest time between two runs of an
@@ -422,7 +427,10 @@ function buildConfig(
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
     backup: {
       schedule: e.MAGPIE_BACKUP_SCHEDULE
-        ? { hour: Number(e.MAGPIE_BACKUP_SCHEDULE.slice(0, 2)), minute: Number(e.MAGPIE_BACKUP_SCHEDULE.slice(3)) }
+        ? {
+            hour: Number(e.MAGPIE_BACKUP_SCHEDULE.slice(0, 2)),
+            minute: Number(e.MAGPIE_BACKUP_SCHEDULE.slice(3)),
+          }
         : undefined,
       keep: e.MAGPIE_BACKUP_KEEP,
       dir: e.MAGPIE_BACKUP_DIR ? path.resolve(e.MAGPIE_BACKUP_DIR) : path.join(stateDir, 'backups'),

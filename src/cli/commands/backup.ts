@@ -1,9 +1,9 @@
 /** `magpie backup [--out FILE] [--with-secrets]`: one archive of the workspace and the Redis state, taken while the daemon runs. */
 
 import path from 'node:path';
-import { backupFileName } from '../../backup/schedule.js';
 import { createBackup } from '../../backup/backup.js';
 import { backupPassphrase } from '../../backup/passphrase.js';
+import { backupFileName } from '../../backup/schedule.js';
 import { RedisBackupStore } from '../../bus/backup-store.js';
 import { ExitCode } from '../../errors/index.js';
 import { defineCommand } from '../command.js';

@@ -35,7 +35,9 @@ export const run = defineCommand({
   async run({ values, positionals }) {
     const [file, ...extra] = positionals;
     if (file === undefined || extra.length > 0)
-      throw new ConfigError('magpie restore: give exactly one archive, e.g. magpie restore magpie-backup.tar.gz');
+      throw new ConfigError(
+        'magpie restore: give exactly one archive, e.g. magpie restore magpie-backup.tar.gz',
+      );
     const config = commandConfig(values);
     const logger = commandLogger(config, 'quiet');
     const secrets = values['with-secrets']
