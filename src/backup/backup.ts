@@ -5,7 +5,7 @@
  * and a manifest with each entry's sha256, in one .tar.gz written atomically.
  */
 import { constants } from 'node:fs';
-import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { RedisBackupStore } from '../bus/backup-store.js';
@@ -36,8 +36,11 @@ export interface BackupOptions {
   store: Pick<RedisBackupStore, 'snapshot'>;
   /** The archive to write (replaced atomically if it exists). */
   out: string;
-  /** With a passphrase: the secrets too, encrypted. @defaultValue no secrets */
-  secrets?: { passphrase: string } | undefined;
+  /**
+   * With a passphrase: the secrets too, encrypted (`workFactor`: scrypt's log2 N,
+   * lowered only by tests). @defaultValue no secrets
+   */
+  secrets?: { passphrase: string; workFactor?: number } | undefined;
   /** @defaultValue () => new Date() */
   now?: () => Date;
 }
@@ -68,7 +71,8 @@ export async function createBackup(options: BackupOptions): Promise<BackupResult
       ...(await copyStable({ from: options.stateDir, staging, under: 'state', skip: skipInState })),
     );
     if (options.secrets) {
-      const sealed = await encryptSecrets(await readSecrets(options, staging), options.secrets.passphrase);
+      const { passphrase, workFactor } = options.secrets;
+      const sealed = await encryptSecrets(await readSecrets(options, staging), passphrase, workFactor);
       await writeFile(path.join(staging, SECRETS_NAME), sealed, { mode: 0o600 });
       entries.push(entryOf(SECRETS_NAME, sealed));
     }
@@ -118,9 +122,16 @@ async function readIfThere(file: string): Promise<Buffer | undefined> {
 
 async function checkWritable(dir: string): Promise<void> {
   try {
+    if (!(await stat(dir)).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
     await access(dir, constants.W_OK);
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'it does not exist' : 'it is not writable';
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'it does not exist'
+        : code === 'ENOTDIR'
+          ? 'it is not a folder'
+          : 'it is not writable';
     throw new AppError('CONFIG_INVALID', `cannot write the backup into ${dir}: ${why}`, {
       exitCode: ExitCode.config,
     });

@@ -18,10 +18,18 @@ export type SecretFiles = Record<string, Buffer>;
 
 const SecretsSchema = z.record(z.string(), z.string());
 
-/** `files` encrypted with `passphrase`. */
-export async function encryptSecrets(files: SecretFiles, passphrase: string): Promise<Buffer> {
+/** age's scrypt work factor (log2 N) for new archives: age's own default, about a second. */
+export const SCRYPT_WORK_FACTOR = 18;
+
+/** `files` encrypted with `passphrase` (scrypt work factor `workFactor`, recorded in the entry). */
+export async function encryptSecrets(
+  files: SecretFiles,
+  passphrase: string,
+  workFactor = SCRYPT_WORK_FACTOR,
+): Promise<Buffer> {
   const encrypter = new Encrypter();
   encrypter.setPassphrase(passphrase);
+  encrypter.setScryptWorkFactor(workFactor);
   const json = JSON.stringify(
     Object.fromEntries(Object.entries(files).map(([k, v]) => [k, v.toString('base64')])),
   );
