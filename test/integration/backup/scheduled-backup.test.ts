@@ -53,7 +53,12 @@ describe('scheduled backups', () => {
         logger: silentLogger(),
         run: async (tick) => {
           ticks.push({ worker, id: tick.id });
-          const options = { workspace: path.join(root, 'ws'), stateDir: path.join(root, 'state'), dir, keep: 2 };
+          const options = {
+            workspace: path.join(root, 'ws'),
+            stateDir: path.join(root, 'state'),
+            dir,
+            keep: 2,
+          };
           await scheduledBackup(
             { ...options, envFile: path.join(root, '.env'), prefix, store, logger: silentLogger() },
             tick.at,
