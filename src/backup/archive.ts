@@ -47,9 +47,11 @@ export async function extractArchive(file: string, dir: string): Promise<Manifes
     });
   }
   try {
-    await extract({
+    // Synchronous: a failed asynchronous extract can still be writing when it rejects.
+    extract({
       file,
       cwd: dir,
+      sync: true,
       strict: true,
       preservePaths: false,
       // Links could point outside the folder: only files and folders are ever written by magpie backup.

@@ -38,15 +38,17 @@ export const run = defineCommand({
       const secrets = values['with-secrets']
         ? { passphrase: await backupPassphrase({ configured: config.backup.passphrase, confirm: true }) }
         : undefined;
+      const store = new RedisBackupStore(bus.redis, bus.prefix);
       const result = await createBackup({
         workspace: config.workspace,
         stateDir: config.stateDir,
         envFile: path.resolve('.env'),
         prefix: bus.prefix,
-        store: new RedisBackupStore(bus.redis, bus.prefix),
+        store,
         out: values.out || backupFileName(Date.now()),
         secrets,
       });
+      await store.recordLast({ file: result.file, at: result.manifest.createdAt, bytes: result.bytes });
       const { manifest } = result;
       process.stdout.write(
         `backup written: ${result.file} (${result.bytes} bytes; ${manifest.entries.length - 1} files, ${manifest.redisKeys} Redis keys${manifest.secrets ? ', secrets encrypted' : ''})\n`,
