@@ -62,6 +62,11 @@ describe('magpie backup and restore on the command line', () => {
     expect(await status.exited).toBe(0);
     const report = JSON.parse(status.stdout()) as StatusReport;
     expect(report.backup).toMatchObject({ file: out, bytes: statSync(out).size });
+    const human = magpie(['status'], env);
+    expect(await human.exited).toBe(0);
+    expect(human.stdout()).toContain(
+      `Backup     last ${report.backup?.at}, ${statSync(out).size} bytes: ${out}\n`,
+    );
 
     const target = newMachine('m1');
     const restore = await run(['restore', out], target);
