@@ -20,8 +20,8 @@ export type BackupRepeat = { hour: number; minute: number; timezone: string } | 
 export interface BackupQueueOptions {
   /** The bus's command connection (borrowed). */
   redis: Redis;
-  /** A worker connection (`maxRetriesPerRequest: null`); disconnected by `close()`. */
-  workerConnection: Redis;
+  /** Makes a worker connection (`maxRetriesPerRequest: null`), only when a schedule is set; disconnected by `close()`. */
+  workerConnection: () => Redis;
   prefix: string;
   /** When to back up; undefined removes the schedule (MAGPIE_BACKUP_SCHEDULE unset). */
   repeat: BackupRepeat | undefined;
@@ -40,6 +40,7 @@ function tickOf(job: Job): number {
 export class BackupQueue {
   private readonly queue: Queue;
   private worker: Worker | undefined;
+  private connection: Redis | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: BackupQueueOptions) {
@@ -66,13 +67,14 @@ export class BackupQueue {
         removeOnFail: 20,
       },
     });
+    this.connection = this.options.workerConnection();
     this.worker = new Worker(
       BACKUP_QUEUE,
       async (job: Job) => {
         await this.options.run({ id: job.id ?? String(job.timestamp), at: tickOf(job) });
         return 'backed up';
       },
-      { connection: this.options.workerConnection, prefix: this.options.prefix, concurrency: 1 },
+      { connection: this.connection, prefix: this.options.prefix, concurrency: 1 },
     );
     this.worker.on('failed', (job, err) =>
       logger.error({ job: job?.id, err: describeError(err) }, 'scheduled backup failed'),
@@ -90,7 +92,7 @@ export class BackupQueue {
       } catch (err) {
         this.options.logger.warn({ err: describeError(err) }, 'closing the backup queue failed');
       } finally {
-        this.options.workerConnection.disconnect();
+        this.connection?.disconnect();
       }
     })();
     return this.closing;

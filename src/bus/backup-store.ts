@@ -87,6 +87,16 @@ end
 return out
 `;
 
+const COUNT_LUA = `
+local n, cursor = 0, '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1] .. ':*', 'COUNT', 1000)
+  cursor = page[1]
+  n = n + #page[2]
+until cursor == '0'
+return n
+`;
+
 const RESTORE_LUA = `
 local head = ARGV[1] .. ':'
 local replace = ARGV[2] == '1'
@@ -166,16 +176,9 @@ export class RedisBackupStore {
     return entries;
   }
 
-  /** How many keys are under the prefix now (0: an empty target). */
+  /** How many keys are under the prefix now (0: an empty target); a script, so a Cluster counts on the prefix's node. */
   async count(): Promise<number> {
-    let n = 0;
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      n += found.length;
-    } while (cursor !== '0');
-    return n;
+    return Number(await this.redis.call('EVAL', COUNT_LUA, 1, this.#routeKey(), this.prefix));
   }
 
   /**

@@ -47,7 +47,7 @@ describe('scheduled backups', () => {
       const store = new RedisBackupStore(redis, prefix);
       const queue = new BackupQueue({
         redis,
-        workerConnection: connect(true),
+        workerConnection: () => connect(true),
         prefix,
         repeat: { everyMs: 300 },
         logger: silentLogger(),
