@@ -7,7 +7,7 @@
  * before anything is restored.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { create, extract } from 'tar';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -17,10 +17,13 @@ import { corrupted, MANIFEST_NAME, type Manifest, readManifest } from './manifes
 export async function writeArchive(staging: string, manifest: Manifest, file: string): Promise<number> {
   const temp = `${file}.${process.pid}.partial`;
   try {
+    // Owner-only from the first byte: the archive holds conversations and memory.
+    await writeFile(temp, '', { mode: 0o600, flag: 'wx' });
     await create({ gzip: true, file: temp, cwd: staging, portable: true, strict: true }, [
       MANIFEST_NAME,
       ...manifest.entries.map((e) => e.path),
     ]);
+    await chmod(temp, 0o600);
     await rename(temp, file);
     return (await stat(file)).size;
   } catch (err) {

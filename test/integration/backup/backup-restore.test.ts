@@ -140,6 +140,7 @@ describe('backup and restore', () => {
     const out = path.join(root, 'b.tar.gz');
     const { manifest, bytes } = await backupOf(out);
     expect(bytes).toBe((await stat(out)).size);
+    expect((await stat(out)).mode & 0o777).toBe(0o600);
     expect(manifest.format).toBe(1);
     expect(manifest.prefix).toBe(prefix);
     expect(manifest.secrets).toBe(false);
