@@ -6,7 +6,7 @@
  * private temporary folder and checking every entry against the manifest
  * before anything is restored.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmod, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { create, extract } from 'tar';
@@ -15,7 +15,7 @@ import { corrupted, MANIFEST_NAME, type Manifest, readManifest } from './manifes
 
 /** Writes `staging` (manifest.json and `manifest.entries`) to `file`, atomically; resolves with its size. */
 export async function writeArchive(staging: string, manifest: Manifest, file: string): Promise<number> {
-  const temp = `${file}.${process.pid}.partial`;
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
   try {
     // Owner-only from the first byte: the archive holds conversations and memory.
     await writeFile(temp, '', { mode: 0o600, flag: 'wx' });
