@@ -39,6 +39,7 @@ module.exports = {
     onlyImporter('only-signal-imports-eventsource', '^src/channels/signal/', 'eventsource', 'The Signal adapter is the only user of eventsource (signal-cli\'s event stream).'),
     onlyImporter('only-openai-provider-imports-openai', '^src/providers/openai/', 'openai', 'providers/openai maps the SDK and its errors to the LLMProvider port.'),
     onlyImporter('only-mcp-imports-mcp-sdk', '^src/mcp/', '@modelcontextprotocol/sdk', 'src/mcp is the only MCP client.'),
+    onlyImporter('only-backup-imports-tar-and-age', '^src/backup/', 'tar|age-encryption', 'src/backup alone writes and reads archives (tar) and seals their secrets (age).'),
     {
       name: 'nothing-imports-main',
       comment: 'src/main.ts is the composition root: it imports the parts, nothing imports it.',

@@ -5,9 +5,10 @@
  * gateway's bus for each agent) and `magpie dashboard` (a bus of its own per
  * agent).
  */
-import type { AgentsFile } from '../agents/spec.js';
+import { type AgentsFile, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
 import { budgetView } from '../budget/report.js';
+import { RedisBackupStore } from '../bus/backup-store.js';
 import type { Bus } from '../bus/bus.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
@@ -33,6 +34,10 @@ export function dashboardAgents(
       budget: budgetView(
         new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
       ),
+      // Scheduled backups are main's (app/roles.ts startBackups).
+      ...(spec.id === MAIN_AGENT
+        ? { lastBackup: () => new RedisBackupStore(bus.redis, bus.prefix).last() }
+        : {}),
     };
   });
   const [main, ...others] = shown as [DashboardAgent, ...DashboardAgent[]];

@@ -5,6 +5,7 @@
  * `gateway` (channels and outbound delivery) or `worker` (turns and
  * schedules). Shuts down in order: intake → workers → queues → Redis.
  */
+import path from 'node:path';
 import { visionCapable } from '../agent/model-vision.js';
 import type { StateStore } from '../agent/ports.js';
 import type { AgentRunner } from '../agent/types.js';
@@ -12,6 +13,8 @@ import { agentConfigOf, type LoadedAgents, loadAgentConfigs } from '../agents/lo
 import { agentFor } from '../agents/routes.js';
 import { type AgentsFile, MAIN_AGENT } from '../agents/spec.js';
 import { Budget } from '../budget/budget.js';
+import { BackupQueue } from '../bus/backup-queue.js';
+import { RedisBackupStore } from '../bus/backup-store.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
@@ -211,7 +214,37 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   parts.push({ name: 'turn worker', close: () => worker.close() });
   parts.push({ name: 'helper worker', close: () => helperWorker.close() });
   parts.push({ name: 'scheduler', close: () => schedule.close() });
+  if (config.agent.id === MAIN_AGENT) {
+    const backups = await startBackups(bus, config, logger);
+    parts.push({ name: 'backups', close: () => backups.close() });
+  }
   return parts;
+}
+
+/** MAGPIE_BACKUP_SCHEDULE's daily backup: one job per day across every worker (src/backup/schedule.ts); unset removes it. */
+async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<BackupQueue> {
+  const { scheduledBackup } = await import('../backup/schedule.js');
+  const store = new RedisBackupStore(bus.redis, bus.prefix);
+  const { schedule, dir, keep } = config.backup;
+  const queue = new BackupQueue({
+    redis: bus.redis,
+    workerConnection: () => bus.createWorkerConnection(),
+    prefix: bus.prefix,
+    repeat: schedule && { ...schedule, timezone: config.timezone },
+    logger,
+    run: async (tick) => {
+      const options = {
+        workspace: config.workspace,
+        stateDir: config.stateDir,
+        prefix: bus.prefix,
+        dir,
+        keep,
+      };
+      await scheduledBackup({ ...options, envFile: path.resolve('.env'), store, logger }, tick.at);
+    },
+  });
+  await queue.start();
+  return queue;
 }
 
 /**

@@ -111,6 +111,14 @@ const COMMANDS: Record<string, CommandEntry> = {
     load: () => import('./commands/mcp.js'),
   },
   dashboard: { help: 'serve the local web dashboard', load: () => import('./commands/dashboard.js') },
+  backup: {
+    help: 'write one archive of the workspace and the Redis state while magpie runs (--out FILE, --with-secrets)',
+    load: () => import('./commands/backup.js'),
+  },
+  restore: {
+    help: 'restore an archive of "magpie backup" into an empty workspace and Redis (--force, --with-secrets)',
+    load: () => import('./commands/restore.js'),
+  },
 };
 
 /** A role command bound to the entry's role runner. */

@@ -117,6 +117,12 @@ const CORE_ENV_TAIL = {
   MAGPIE_CRON_MAX_AGENT_PER_CHAT: positiveInt(5),
   MAGPIE_CRON_MIN_INTERVAL: duration('15m'),
   MAGPIE_TIMEZONE: timeZone,
+  MAGPIE_BACKUP_SCHEDULE: optionalText.refine((v) => v === undefined || /^([01]\d|2[0-3]):[0-5]\d$/.test(v), {
+    message: 'must be a time of day HH:MM (24-hour), e.g. 03:30',
+  }),
+  MAGPIE_BACKUP_KEEP: positiveInt(7),
+  MAGPIE_BACKUP_DIR: optionalText,
+  MAGPIE_BACKUP_PASSPHRASE: optionalText,
   MAGPIE_MCP_CONFIG: z
     .string()
     .optional()
@@ -279,6 +285,17 @@ export interface Config {
   channelSecrets: readonly string[];
   heartbeat: { intervalMs: number; activeHours: string | undefined };
   /**
+   * Backups (src/backup): the daily time of scheduled ones (HH:MM in `timezone`,
+   * undefined: none), how many are kept, their folder (`<stateDir>/backups` by
+   * default) and the passphrase of `--with-secrets` (a secret).
+   */
+  backup: {
+    schedule: { hour: number; minute: number } | undefined;
+    keep: number;
+    dir: string;
+    passphrase: string | undefined;
+  };
+  /**
    * The cron tool's limits per chat: tasks of any kind (MAGPIE_CRON_MAX_PER_CHAT, 50), agent-mode
    * tasks (MAGPIE_CRON_MAX_AGENT_PER_CHAT, 5), and the shortest time between two runs of an
    * agent-mode task (MAGPIE_CRON_MIN_INTERVAL, 15m; reminders are not limited by it).
@@ -408,6 +425,17 @@ function buildConfig(
     channels: settings,
     channelSecrets: channelSecrets(channels, settings),
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },
+    backup: {
+      schedule: e.MAGPIE_BACKUP_SCHEDULE
+        ? {
+            hour: Number(e.MAGPIE_BACKUP_SCHEDULE.slice(0, 2)),
+            minute: Number(e.MAGPIE_BACKUP_SCHEDULE.slice(3)),
+          }
+        : undefined,
+      keep: e.MAGPIE_BACKUP_KEEP,
+      dir: e.MAGPIE_BACKUP_DIR ? path.resolve(e.MAGPIE_BACKUP_DIR) : path.join(stateDir, 'backups'),
+      passphrase: e.MAGPIE_BACKUP_PASSPHRASE,
+    },
     cron: {
       maxPerChat: e.MAGPIE_CRON_MAX_PER_CHAT,
       maxAgentPerChat: e.MAGPIE_CRON_MAX_AGENT_PER_CHAT,

@@ -8,10 +8,10 @@
  */
 
 /**
- * Names whose values are secrets: keys, tokens, passwords, credentials, OPENAI_*, REDIS_URL,
+ * Names whose values are secrets: keys, tokens, passwords, passphrases, credentials, OPENAI_*, REDIS_URL,
  * and `<CHANNEL>_ACCOUNTS` (named bot accounts: `name=token` pairs).
  */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|_ACCOUNTS$/i;
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|_ACCOUNTS$/i;
 
 /** True when an environment variable's value is a secret (and must not reach a command or a child). */
 export function isSecretEnvName(name: string): boolean {

@@ -1,7 +1,7 @@
 /**
  * The secret values in a Config: keys (LLM and fallback models, web search),
  * each channel's secrets (its descriptor names them: bot tokens, credentials in
- * its API root), the dashboard token, and the credentials inside configured URLs
+ * its API root), the dashboard token, the backup passphrase, and the credentials inside configured URLs
  * (user, password, secret-looking query values). Loggers, doctor and error lines redact them in every spelling.
  */
 import type { Config } from './index.js';
@@ -19,6 +19,7 @@ export function secretValues(config: Config): string[] {
     config.llm.apiKey,
     ...config.channelSecrets,
     config.dashboard.token,
+    config.backup.passphrase,
     ...urlCredentials(config.llm.baseURL),
     ...urlCredentials(config.redis.url),
     config.redis.password,

@@ -11,6 +11,7 @@ import type { Logger } from '../log/index.js';
 import { JsonlSessionStore } from '../sessions/jsonl-store.js';
 import { type AgentNav, escapeHtml, page } from './dashboard-pages.js';
 import type { OpsReader } from './ports.js';
+import type { LastBackupView } from './status.js';
 
 /** One agent the dashboard shows: its bus's read side, prefix, workspace and budget. */
 export interface DashboardAgent {
@@ -24,6 +25,8 @@ export interface DashboardAgent {
   workspace: string;
   /** Its spending limits and spend (dashboard-server.ts DashboardOptions.budget). @defaultValue none */
   budget?: BudgetView;
+  /** The last backup recorded (shown with the schedules). @defaultValue none */
+  lastBackup?: () => Promise<LastBackupView | undefined>;
 }
 
 /** An agent as the dashboard shows it: with its workspace's session store. */

@@ -139,7 +139,8 @@ fill('turns',d.turns.map(x=>row([new Date(x.at).toLocaleTimeString(),x.session,{
  x.model?x.model+(x.fallbacks?' (fallback)':''):'–',n((x.wallMs/1000).toFixed(2)+' s'),n(x.llmCalls),n(x.promptTokens),n(x.cachedTokens||0),n(x.completionTokens),cost(p,x),
  x.toolCalls.map(c=>c.name+' '+c.ms+'ms'+(c.ok?'':' ✗')).join(', ')||'–'])),'no turns yet');
 const s=d.status.schedules;const rows=[];if(s.heartbeat)rows.push(row(['heartbeat',s.heartbeat.everyMs?'every '+Math.round(s.heartbeat.everyMs/60000)+' min':'',t(s.heartbeat.next)]));
-for(const k of s.tasks)rows.push(row([k.id+' → '+k.session+(k.mode==='agent'?' [AGENT: full turn with tools]':'')+': '+k.message,k.schedule,t(k.next)]));fill('schedules',rows,'heartbeat off, no tasks');
+for(const k of s.tasks)rows.push(row([k.id+' → '+k.session+(k.mode==='agent'?' [AGENT: full turn with tools]':'')+': '+k.message,k.schedule,t(k.next)]));
+const b=d.status.backup;if(b)rows.push(row(['last backup: '+b.file,n(b.bytes+' bytes'),t(b.at)]));fill('schedules',rows,'heartbeat off, no tasks');
 fill('errors',d.status.errors.map(e=>row([t(e.at),e.source,e.message])),'none');
 }catch(e){console.warn(e);}}
 tick();setInterval(tick,2000);

@@ -181,6 +181,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
           workspace: agent.workspace,
           ...usageOptions,
           ...(agent.budget ? { budget: agent.budget } : {}),
+          ...(agent.lastBackup ? { lastBackup: agent.lastBackup } : {}),
         }),
         agent.reader.turns(30),
       ]);

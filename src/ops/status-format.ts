@@ -56,6 +56,8 @@ export function formatStatus(report: StatusReport, now = Date.now()): string {
       `  ${t.id}  ${t.schedule}, next ${t.next ?? 'now'} → ${t.session}${agent}: ${cut(t.message, 50)}`,
     );
   }
+  const b = report.backup;
+  lines.push(`Backup     ${b ? `last ${b.at}, ${b.bytes} bytes: ${b.file}` : 'none recorded'}`);
   lines.push(`Sessions   ${report.sessions}`);
   lines.push(...usageLines(report.usage));
   if (report.budget) lines.push(...formatBudgetLines(report.budget));

@@ -49,6 +49,8 @@ export interface StatusReport {
   /** Which models answered the recent turns, fallbacks, and models resting after failures. */
   models: ModelsReport;
   errors: StatusError[];
+  /** The last backup recorded (absent: none, or not asked for). */
+  backup?: LastBackupView;
   /** Milliseconds the collection took. */
   tookMs: number;
 }
@@ -68,6 +70,15 @@ export interface CollectStatusOptions {
   prices?: TokenPrices;
   /** The spending limits' counters (src/budget/report.ts budgetView). @defaultValue none: no budget section */
   budget?: BudgetView;
+  /** The last backup recorded (bus/backup-store.ts). @defaultValue none: no backup line */
+  lastBackup?: () => Promise<LastBackupView | undefined>;
+}
+
+/** The last backup: its file, when it finished (ISO) and its size. */
+export interface LastBackupView {
+  file: string;
+  at: string;
+  bytes: number;
 }
 
 /** Collects the status report. */
@@ -104,6 +115,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     reader.deliveryFailures(options.errors ?? 5),
     options.budget ? collectBudgetStatus(options.budget) : undefined,
   ]);
+  const backup = await options.lastBackup?.();
   const alive = new Set(workers.map((w) => w.id));
   const now = Date.now();
   return {
@@ -129,6 +141,7 @@ export async function collectStatus(options: CollectStatusOptions): Promise<Stat
     ...(budget ? { budget } : {}),
     models: await collectModelStatus(reader, turns),
     errors: mergeErrors(failures, turns, deliveries, options.errors ?? 5),
+    ...(backup ? { backup } : {}),
     tookMs: Math.round(performance.now() - started),
   };
 }

@@ -4,6 +4,7 @@ import { agentConfigOf, loadAgentConfigs } from '../../agents/load.js';
 import { MAIN_AGENT } from '../../agents/spec.js';
 import { Budget } from '../../budget/budget.js';
 import { budgetView } from '../../budget/report.js';
+import { RedisBackupStore } from '../../bus/backup-store.js';
 import { Bus } from '../../bus/bus.js';
 import type { Config } from '../../config/index.js';
 import { ExitCode } from '../../errors/index.js';
@@ -79,6 +80,7 @@ function statusOf(config: Config, bus: Bus, logger: Logger): Promise<StatusRepor
     workspace: config.workspace,
     timezone: config.timezone,
     ...(config.prices ? { prices: config.prices } : {}),
+    lastBackup: () => new RedisBackupStore(bus.redis, bus.prefix).last(),
     budget: budgetView(
       new Budget({ config: config.budget, store: bus.budgetStore(), timezone: config.timezone, logger }),
     ),
