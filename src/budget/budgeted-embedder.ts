@@ -11,7 +11,7 @@ import { BudgetError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { toNano } from '../messages/budget.js';
 import { estimateCost, type TokenCounts } from '../messages/token-counts.js';
-import type { EmbedOptions, Embedder, Embeddings } from '../providers/embedder.js';
+import type { Embedder, Embeddings, EmbedOptions } from '../providers/embedder.js';
 import type { Budget } from './budget.js';
 import { SYSTEM_SESSION } from './budgeted-provider.js';
 

@@ -72,7 +72,8 @@ export function keywordOnlyLine(result: SearchResult): string | undefined {
 /** The tool result the model reads. */
 export function formatForModel(query: string, result: SearchResult, filters: SearchFilters): string {
   const notice = keywordOnlyLine(result);
-  if (result.hits.length === 0) return [noResults(query, result, filters), ...(notice ? [notice] : [])].join('\n');
+  if (result.hits.length === 0)
+    return [noResults(query, result, filters), ...(notice ? [notice] : [])].join('\n');
   const count = result.hits.length;
   const lines = [
     `${count} result${count === 1 ? '' : 's'} for "${query}"${describeRange(filters)}, best first:`,
@@ -101,7 +102,8 @@ export function formatForPeople(
   bold?: { open: string; close: string },
 ): string {
   const notice = keywordOnlyLine(result);
-  if (result.hits.length === 0) return [noResults(query, result, filters), ...(notice ? [notice] : [])].join('\n');
+  if (result.hits.length === 0)
+    return [noResults(query, result, filters), ...(notice ? [notice] : [])].join('\n');
   const lines: string[] = [];
   for (const hit of result.hits) {
     lines.push(`${hit.path}:${hit.line}  ${describeSource(hit, 'people')}`);

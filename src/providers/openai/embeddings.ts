@@ -7,7 +7,7 @@
  */
 import OpenAI from 'openai';
 import { CancelledError, ProviderError } from '../../errors/index.js';
-import { type EmbedOptions, type Embedder, type Embeddings, normalized } from '../embedder.js';
+import { type Embedder, type Embeddings, type EmbedOptions, normalized } from '../embedder.js';
 import { type ErrorContext, timeoutError, toProviderError } from './errors.js';
 
 export interface OpenAIEmbedderOptions {
