@@ -134,7 +134,9 @@ export const RRF_K = 60;
 export function fuseRanks(rankings: readonly (readonly number[])[]): { id: number; score: number }[] {
   const scores = new Map<number, number>();
   for (const ranking of rankings) {
-    ranking.forEach((id, i) => scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + i + 1)));
+    ranking.forEach((id, i) => {
+      scores.set(id, (scores.get(id) ?? 0) + 1 / (RRF_K + i + 1));
+    });
   }
   return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score);
 }
