@@ -24,6 +24,7 @@ import { HelperRunner } from '../helpers/runner.js';
 import { DEFAULT_MAX_DEPTH, HELPER_MAX_ITERATIONS, type HelperTracker } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
 import { MemoryIndex } from '../memory/search/memory-index.js';
+import { memoryEmbedder } from './memory-embedder.js';
 import { MemoryStore } from '../memory/store.js';
 import type { CooldownStore } from '../providers/cooldown.js';
 import type { LLMProvider } from '../providers/types.js';
@@ -206,6 +207,7 @@ async function agentTools(
   const { config, logger } = options;
   const { workspace, secrets, execSandbox } = built;
   const searchBackend = searchBackendFor(config.search);
+  const embedder = memoryEmbedder(config, logger, options.budget);
   return new ToolRegistry(
     await buildTools({
       workspace,
@@ -224,6 +226,7 @@ async function agentTools(
         timezone: config.timezone,
         logger,
         secrets,
+        ...(embedder ? { embedder } : {}),
       }),
       skills: built.skills,
       helpers: built.helpers,
