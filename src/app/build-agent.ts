@@ -24,7 +24,6 @@ import { HelperRunner } from '../helpers/runner.js';
 import { DEFAULT_MAX_DEPTH, HELPER_MAX_ITERATIONS, type HelperTracker } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
 import { MemoryIndex } from '../memory/search/memory-index.js';
-import { memoryEmbedder } from './memory-embedder.js';
 import { MemoryStore } from '../memory/store.js';
 import type { CooldownStore } from '../providers/cooldown.js';
 import type { LLMProvider } from '../providers/types.js';
@@ -38,6 +37,7 @@ import { ToolRegistry } from '../tools/registry.js';
 import { resolveSandbox, type SandboxStatus, sandboxAccess } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
 import type { HelperQueue } from '../tools/spawn.js';
+import { memoryEmbedder } from './memory-embedder.js';
 
 /** Tools that come and go while the agent runs (the MCP servers' tools, see src/mcp/manager.ts). */
 export interface DynamicTools {
