@@ -36,6 +36,7 @@ const { values } = parseArgs({
     'embedding-key-env': { type: 'string' },
     notes: { type: 'string', default: '1000' },
     'scan-runs': { type: 'string', default: '15' },
+    'scan-only': { type: 'boolean', default: false },
   },
 });
 const NOTES = Number(values.notes);
@@ -143,7 +144,7 @@ function timeScan(
   count: number,
   dimensions: number,
   runs: number,
-): { p50: number; p99: number } {
+): { p50: number; p99: number; cpuP50: number; cpuP99: number } {
   const file = path.join(dir, `scan-${count}-${dimensions}.db`);
   const { db } = openIndexDatabase(file, { workspace: dir, timezone: TZ });
   try {
@@ -163,21 +164,46 @@ function timeScan(
     }
     db.exec('COMMIT');
     const times: number[] = [];
+    const cpu: number[] = [];
     for (let r = 0; r < runs; r++) {
       const q = normalized(Array.from({ length: dimensions }, gauss));
       const started = performance.now();
+      const cpuStart = process.cpuUsage();
       nearestPassages(db, 'm', q, 30);
+      const used = process.cpuUsage(cpuStart);
       times.push(performance.now() - started);
+      cpu.push((used.user + used.system) / 1000);
     }
-    times.sort((a, b) => a - b);
-    const at = (p: number) =>
-      Math.round(times[Math.min(times.length - 1, Math.ceil(p * times.length) - 1)]! * 10) / 10;
-    return { p50: at(0.5), p99: at(0.99) };
+    const at = (xs: number[], p: number) => {
+      const sorted = [...xs].sort((a, b) => a - b);
+      return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]! * 10) / 10;
+    };
+    return { p50: at(times, 0.5), p99: at(times, 0.99), cpuP50: at(cpu, 0.5), cpuP99: at(cpu, 0.99) };
   } finally {
     db.close();
     rmSync(file, { force: true });
     rmSync(`${file}-wal`, { force: true });
   }
+}
+
+/** Recall@5 of keywords alone, then (every passage embedded first) of hybrid search. */
+async function measureRecall(
+  options: { workspace: string; stateDir: string; timezone: string },
+  embedder: OpenAIEmbedder,
+  facts: Fact[],
+) {
+  const keyword = await recallAt5(new MemoryIndex(options), facts);
+  const hybridIndex = new MemoryIndex({
+    ...options,
+    embedder,
+    embedAfterSearch: false,
+    queryTimeoutMs: 10_000,
+  });
+  const started = performance.now();
+  const embedded = await hybridIndex.embedPending();
+  const ms = Math.round(performance.now() - started);
+  const hybrid = await recallAt5(hybridIndex, facts);
+  return { recallAt5: { bm25: keyword, hybrid }, embedding: { ...embedded, ms } };
 }
 
 async function main(): Promise<void> {
@@ -196,22 +222,13 @@ async function main(): Promise<void> {
       timeoutMs: 60_000,
     });
     const options = { workspace: ws, stateDir: path.join(root, 'state'), timezone: TZ };
-    const keyword = await recallAt5(new MemoryIndex(options), facts);
-    const hybridIndex = new MemoryIndex({
-      ...options,
-      embedder,
-      embedAfterSearch: false,
-      queryTimeoutMs: 10_000,
-    });
-    const started = performance.now();
-    const embedded = await hybridIndex.embedPending();
-    const embedMs = Math.round(performance.now() - started);
-    const hybrid = await recallAt5(hybridIndex, facts);
+    const recall = values['scan-only'] ? undefined : await measureRecall(options, embedder, facts);
     const runs = Number(values['scan-runs']);
-    const scan: Record<string, { p50: number; p99: number }> = {};
+    const scan: Record<string, ReturnType<typeof timeScan>> = {};
     for (const [dimensions, counts] of [
-      [768, [5_000, 10_000, 20_000, 40_000]],
-      [1536, [5_000, 10_000, 20_000]],
+      [256, [5_000, 10_000, 20_000]],
+      [768, [2_000, 5_000, 10_000, 20_000]],
+      [1536, [2_000, 5_000, 10_000, 20_000]],
     ] as const) {
       for (const count of counts) scan[`${count}x${dimensions}`] = timeScan(root, count, dimensions, runs);
     }
@@ -227,8 +244,7 @@ async function main(): Promise<void> {
             model,
             url: standIn ? 'the test stand-in (concept table; measures the plumbing, not a model)' : baseURL,
           },
-          recallAt5: { bm25: keyword, hybrid },
-          embedding: { ...embedded, ms: embedMs },
+          ...recall,
           vectorScanMs: scan,
           machine: {
             cpus: os.cpus().length,
