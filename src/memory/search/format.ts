@@ -5,7 +5,7 @@
  * terminal). Both say plainly when nothing matched and what was searched.
  */
 import { formatDay } from './dates.js';
-import { MARK_END, MARK_START, type MemoryHit, type SearchResult } from './search.js';
+import { MARK_END, MARK_START, type MemoryHit, NO_EMBEDDING_MODEL, type SearchResult } from './search.js';
 
 /** The filters a search ran with, as days (YYYYMMDD). */
 export interface SearchFilters {
@@ -101,7 +101,8 @@ export function formatForPeople(
   filters: SearchFilters,
   bold?: { open: string; close: string },
 ): string {
-  const notice = keywordOnlyLine(result);
+  // People set MAGPIE_EMBEDDING_MODEL (or not) themselves: only a failing endpoint is news to them.
+  const notice = result.keywordOnly === NO_EMBEDDING_MODEL ? undefined : keywordOnlyLine(result);
   if (result.hits.length === 0)
     return [noResults(query, result, filters), ...(notice ? [notice] : [])].join('\n');
   const lines: string[] = [];

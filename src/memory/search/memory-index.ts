@@ -34,7 +34,13 @@ import { FileLock } from './file-lock.js';
 import { loadSources, type SourceTable, type SyncStats, syncIndex } from './indexer.js';
 import { type EmbedFigures, MeaningSearch, type QueryMeaning } from './meaning.js';
 import { toMatchExpressions } from './query.js';
-import { indexedFiles, runSearch, type SearchOptions, type SearchResult } from './search.js';
+import {
+  indexedFiles,
+  NO_EMBEDDING_MODEL,
+  runSearch,
+  type SearchOptions,
+  type SearchResult,
+} from './search.js';
 import { scanSources } from './sources.js';
 
 export type { SyncStats } from './indexer.js';
@@ -140,7 +146,7 @@ export class MemoryIndex {
         ? Promise.resolve({ keywordOnly: 'the query has no words' })
         : meaning
           ? meaning.query(query, options.signal)
-          : Promise.resolve({ keywordOnly: 'no embedding model is set (MAGPIE_EMBEDDING_MODEL)' });
+          : Promise.resolve({ keywordOnly: NO_EMBEDDING_MODEL });
     asked.catch(() => undefined); // an abort is reported by the index operation below
     const result = await this.withIndex(options.signal, false, async (db) => {
       const q = await asked;

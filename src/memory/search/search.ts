@@ -6,7 +6,10 @@
  * that have them all is cheaper than ranking every chunk with a common word.
  * Optionally only within a range of days, best first, each hit with a snippet around the words that matched and
  * where it came from (file and line, the note's or message's date, the
- * conversation and who spoke).
+ * conversation and who spoke). Given the query's vector, the search is
+ * hybrid: that keyword ranking and the passages nearest the vector are
+ * fused by reciprocal rank fusion (vectors.ts), and a passage found by
+ * meaning alone is shown from its start.
  */
 import { AppError } from '../../errors/index.js';
 import { redactSecrets } from '../../log/index.js';
@@ -69,6 +72,9 @@ export interface SearchResult {
   /** Why the search matched words only, though meaning was wanted (e.g. the embedding endpoint is unreachable). */
   keywordOnly?: string;
 }
+
+/** The `keywordOnly` reason of an index without an embedding model. */
+export const NO_EMBEDDING_MODEL = 'no embedding model is set (MAGPIE_EMBEDDING_MODEL)';
 
 /** Marks around a matched word in a snippet. */
 export const MARK_START = '\u0002';
