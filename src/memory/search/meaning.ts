@@ -7,7 +7,7 @@
  * waiting for it; the next pass picks up where the last one stopped.
  */
 import { AppError, BudgetError, CancelledError, describeError, hasCode } from '../../errors/index.js';
-import type { Logger } from '../../log/index.js';
+import { type Logger, redactSecrets } from '../../log/index.js';
 import type { Embedder } from '../../providers/embedder.js';
 import type { SqlDatabase } from './database.js';
 import { countPending, pendingPassages, pruneVectors, storeVectors } from './vectors.js';
@@ -18,6 +18,8 @@ export type IndexRunner = <T>(signal: AbortSignal | undefined, use: (db: SqlData
 export interface MeaningOptions {
   embedder: Embedder;
   logger: Logger;
+  /** Values never sent to the endpoint (every spelling): a passage holding one is embedded redacted. @defaultValue [] */
+  secrets?: readonly string[];
   /** How long a search waits for its query's vector before going on by keywords. @defaultValue 2_000 */
   queryTimeoutMs?: number;
   /** Passages per embedding call. @defaultValue 128 */
@@ -52,6 +54,7 @@ export class MeaningSearch {
   private readonly batchSize: number;
   private readonly restMs: number;
   private readonly now: () => number;
+  private readonly secrets: readonly string[];
   /** Until when the endpoint is left alone, and the reason searches are told. */
   private resting: { until: number; why: string } | undefined;
   private pass: Promise<EmbedFigures> | undefined;
@@ -64,6 +67,7 @@ export class MeaningSearch {
     this.batchSize = positive(options.batchSize, 128, 'batchSize');
     this.restMs = positive(options.restMs, 30_000, 'restMs');
     this.now = options.now ?? Date.now;
+    this.secrets = options.secrets ?? [];
   }
 
   /** The query's vector; never throws but for an abort (a failure is a reason to search by keywords). */
@@ -71,7 +75,7 @@ export class MeaningSearch {
     const rest = this.rest();
     if (rest) return { keywordOnly: rest };
     try {
-      const { vectors } = await this.embedder.embed([text], {
+      const { vectors } = await this.embedder.embed([redactSecrets(text, this.secrets)], {
         timeoutMs: this.queryTimeoutMs,
         ...(signal ? { signal } : {}),
       });
@@ -122,7 +126,7 @@ export class MeaningSearch {
       try {
         figures.calls += 1;
         ({ vectors } = await this.embedder.embed(
-          batch.map((p) => p.text),
+          batch.map((p) => redactSecrets(p.text, this.secrets)),
           signal ? { signal } : {},
         ));
       } catch (err) {

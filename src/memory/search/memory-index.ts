@@ -119,6 +119,7 @@ export class MemoryIndex {
       ? new MeaningSearch({
           embedder: options.embedder,
           logger: this.logger,
+          secrets: this.secrets,
           ...(options.queryTimeoutMs !== undefined ? { queryTimeoutMs: options.queryTimeoutMs } : {}),
         })
       : undefined;

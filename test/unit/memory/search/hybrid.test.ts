@@ -164,3 +164,26 @@ describe('hybrid memory search', () => {
     });
   });
 });
+
+describe('hybrid memory search, edges', () => {
+  it('keeps since/until for the passages found by meaning', async () => {
+    writeCarNotes();
+    const index = space.index({ embedder: embedder(), embedAfterSearch: false });
+    await index.embedPending();
+    const inApril = await index.search('what vehicle do I drive?', { since: 20240401, until: 20240430 });
+    expect(inApril.hits.map((h) => h.date)).toEqual(expect.arrayContaining(['2024-04-02']));
+    expect(inApril.hits.every((h) => h.date === '2024-04-02')).toBe(true);
+    const inMarch = await index.search('what vehicle do I drive?', { since: 20240301, until: 20240331 });
+    expect(inMarch.hits[0]).toMatchObject({ date: '2024-03-09', line: 3 });
+  });
+
+  it('never sends a configured secret to the endpoint: passages and queries are embedded redacted', async () => {
+    writeNote(space.ws, '2024-02-02', ['- The router admin password is hunter2-Zq9!x, keep it safe.']);
+    const index = space.index({ embedder: embedder(), embedAfterSearch: false, secrets: ['hunter2-Zq9!x'] });
+    await index.embedPending();
+    await index.search('router hunter2-Zq9!x');
+    expect(server.inputs.length).toBe(2);
+    for (const input of server.inputs) expect(input).not.toContain('hunter2');
+    expect(server.inputs[0]).toContain('[redacted]');
+  });
+});
