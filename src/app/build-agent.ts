@@ -37,6 +37,7 @@ import { ToolRegistry } from '../tools/registry.js';
 import { resolveSandbox, type SandboxStatus, sandboxAccess } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
 import type { HelperQueue } from '../tools/spawn.js';
+import { memoryEmbedder } from './memory-embedder.js';
 
 /** Tools that come and go while the agent runs (the MCP servers' tools, see src/mcp/manager.ts). */
 export interface DynamicTools {
@@ -206,6 +207,7 @@ async function agentTools(
   const { config, logger } = options;
   const { workspace, secrets, execSandbox } = built;
   const searchBackend = searchBackendFor(config.search);
+  const embedder = memoryEmbedder(config, logger, options.budget);
   return new ToolRegistry(
     await buildTools({
       workspace,
@@ -224,6 +226,7 @@ async function agentTools(
         timezone: config.timezone,
         logger,
         secrets,
+        ...(embedder ? { embedder } : {}),
       }),
       skills: built.skills,
       helpers: built.helpers,

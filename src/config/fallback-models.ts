@@ -69,7 +69,7 @@ export function parseModels(
     .map((s) => s.trim())
     .filter((s) => s !== '');
   for (const item of items) {
-    const entry = parseEntry(item, primary, env, needKeys);
+    const entry = parseModelEntry(item, primary, env, needKeys);
     const twin = entries.find((e) => e.model === entry.model && sameEndpoint(e.baseURL, entry.baseURL));
     if (twin) {
       const where = twin.setting === 'MAGPIE_MODEL' ? ' (it is MAGPIE_MODEL)' : ' twice';
@@ -80,12 +80,21 @@ export function parseModels(
   return withIds(entries);
 }
 
-function parseEntry(
+/**
+ * One entry (`model`, `model@url`, `model@url#KEY_VAR`) as MAGPIE_FALLBACK_MODELS reads it;
+ * `setting` names the variable it comes from in the entry and in error messages
+ * (MAGPIE_EMBEDDING_MODEL reads its one model this way too).
+ *
+ * @throws ConfigError (exit 2) with one line naming the entry and what is wrong with it.
+ */
+export function parseModelEntry(
   item: string,
   primary: PrimaryEndpoint,
   env: NodeJS.ProcessEnv,
   needKeys: boolean,
+  setting = 'MAGPIE_FALLBACK_MODELS',
 ): Omit<ModelEndpointConfig, 'id'> {
+  const bad = (entry: string, why: string) => badEntry(setting, entry, why);
   let rest = item;
   let keyVar: string | undefined;
   const hash = item.lastIndexOf('#');
@@ -101,7 +110,7 @@ function parseEntry(
   const withUrl = WITH_URL.exec(rest);
   if (withUrl) {
     model = withUrl[1]!.trim();
-    baseURL = checkedUrl(item, withUrl[2]!.trim());
+    baseURL = checkedUrl(item, withUrl[2]!.trim(), bad);
   } else {
     const at = rest.lastIndexOf('@');
     if (at > 0 && /[/:]/.test(rest.slice(at + 1))) {
@@ -132,13 +141,13 @@ function parseEntry(
     model,
     baseURL: baseURL ?? primary.baseURL,
     apiKey,
-    setting: 'MAGPIE_FALLBACK_MODELS',
+    setting,
     keyVar,
   };
 }
 
 /** The endpoint of an entry: http(s), and no user name or password (the client would refuse to send them). */
-function checkedUrl(item: string, text: string): string {
+function checkedUrl(item: string, text: string, bad: (entry: string, why: string) => ConfigError): string {
   if (!URL.canParse(text))
     throw bad(item, `"${text}" is not a URL (expected e.g. http://127.0.0.1:11434/v1)`);
   const url = new URL(text);
@@ -173,10 +182,12 @@ function sameEndpoint(a: string, b: string): boolean {
 }
 
 function bad(item: string, why: string): ConfigError {
+  return badEntry('MAGPIE_FALLBACK_MODELS', item, why);
+}
+
+function badEntry(setting: string, item: string, why: string): ConfigError {
   // A user name or password in the entry's URL is never shown.
   const hidden = item.replace(/\/\/[^/\s]*@/g, '//…@');
   const shown = hidden.length > 80 ? `${hidden.slice(0, 77)}...` : hidden;
-  return new ConfigError(
-    `MAGPIE_FALLBACK_MODELS entry "${shown}": ${why}: fix it in .env (see .env.example)`,
-  );
+  return new ConfigError(`${setting} entry "${shown}": ${why}: fix it in .env (see .env.example)`);
 }

@@ -31,7 +31,7 @@ import {
   positiveInt,
   timeZone,
 } from './env-values.js';
-import { type ModelEndpointConfig, parseModels } from './fallback-models.js';
+import { type ModelEndpointConfig, parseModelEntry, parseModels } from './fallback-models.js';
 import { REDIS_ENV, type RedisConfig, redisConfig } from './redis-settings.js';
 import {
   APPROVAL_ENV,
@@ -75,6 +75,7 @@ const CORE_ENV_HEAD = {
     }),
   MAGPIE_CONTEXT_TOKENS: optionalPositive(),
   MAGPIE_TRANSCRIBE_MODEL: optionalText,
+  MAGPIE_EMBEDDING_MODEL: optionalText,
   MAGPIE_PROMPT_CACHE: promptCacheSchema,
   MAGPIE_PRICE_INPUT: priceSchema,
   MAGPIE_PRICE_CACHED_INPUT: priceSchema,
@@ -205,6 +206,11 @@ export interface Config {
     models: readonly ModelEndpointConfig[];
     /** How long a failed model first rests; doubles while it keeps failing, at most 10 min. */
     cooldownMs: number;
+    /**
+     * MAGPIE_EMBEDDING_MODEL (`model`, `model@url`, `model@url#KEY_VAR`, read like a fallback entry):
+     * the model whose `/v1/embeddings` gives memory search its vectors; unset: keyword search only.
+     */
+    embedding: ModelEndpointConfig | undefined;
   };
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated when set. */
   prices: PriceConfig | undefined;
@@ -471,7 +477,17 @@ function llmConfig(e: Env, env: NodeJS.ProcessEnv, needs: ConfigNeeds): Config['
       needs.llm === true,
     ),
     cooldownMs: e.MAGPIE_FALLBACK_COOLDOWN,
+    embedding: embeddingModel(e, env, needs),
   };
+}
+
+/** MAGPIE_EMBEDDING_MODEL as one model entry (its id is its name), or undefined when unset. */
+function embeddingModel(e: Env, env: NodeJS.ProcessEnv, needs: ConfigNeeds): ModelEndpointConfig | undefined {
+  const text = e.MAGPIE_EMBEDDING_MODEL;
+  if (text === undefined) return undefined;
+  const primary = { model: e.MAGPIE_MODEL, baseURL: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY };
+  const entry = parseModelEntry(text, primary, env, needs.llm === true, 'MAGPIE_EMBEDDING_MODEL');
+  return { id: entry.model, ...entry };
 }
 
 /** The web search backend in use and every backend's settings. */

@@ -1,5 +1,5 @@
 /**
- * The secret values in a Config: keys (LLM and fallback models, web search),
+ * The secret values in a Config: keys (LLM, fallback and embedding models, web search),
  * each channel's secrets (its descriptor names them: bot tokens, credentials in
  * its API root), the dashboard token, the backup passphrase, and the credentials inside configured URLs
  * (user, password, secret-looking query values). Loggers, doctor and error lines redact them in every spelling.
@@ -30,6 +30,8 @@ export function secretValues(config: Config): string[] {
     ...urlCredentials(config.search.tavily.apiRoot),
     ...urlCredentials(config.search.searxng.url),
     ...config.llm.models.flatMap((m) => [m.apiKey, ...urlCredentials(m.baseURL)]),
+    config.llm.embedding?.apiKey,
+    ...(config.llm.embedding ? urlCredentials(config.llm.embedding.baseURL) : []),
   ];
   return [...new Set(values.filter((v): v is string => typeof v === 'string' && !isPlaceholder(v)))];
 }

@@ -3,11 +3,14 @@
  * each of MAGPIE_FALLBACK_MODELS) its endpoint lists it, and with `--live` it
  * answers a one-token completion. Each model is its own check with its own
  * time limit; a failure names the setting to fix (OPENAI_BASE_URL or the entry
- * in MAGPIE_FALLBACK_MODELS, OPENAI_API_KEY or the entry's #VAR).
+ * in MAGPIE_FALLBACK_MODELS, OPENAI_API_KEY or the entry's #VAR). The
+ * embedding model (MAGPIE_EMBEDDING_MODEL) is shown, and with `--live`
+ * asked for one vector.
  */
 import { hasMoneyLimit, priceOf } from '../config/budget.js';
 import type { Config, ModelEndpointConfig } from '../config/index.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
+import { OpenAIEmbedder } from '../providers/openai/embeddings.js';
 import { OpenAIProvider } from '../providers/openai/provider.js';
 import { type Check, failed, pass, skipped, warned } from './doctor.js';
 
@@ -22,8 +25,55 @@ export function modelChecks(config: Config, live: boolean): Check[] {
     ...models.map((m, i) => listCheck(m, i === 0 ? 'llm endpoint' : `fallback ${m.id}`)),
     ...(hasMoneyLimit(config.budget) ? [pricesCheck(config)] : []),
   ];
+  const embedding = config.llm.embedding;
+  if (embedding) reach.push(embeddingCheck(embedding));
   if (!live) return reach;
-  return [...reach, ...models.map((m, i) => liveCheck(m, i === 0 ? 'llm live' : `fallback ${m.id} live`))];
+  return [
+    ...reach,
+    ...models.map((m, i) => liveCheck(m, i === 0 ? 'llm live' : `fallback ${m.id} live`)),
+    ...(embedding ? [embeddingLiveCheck(embedding)] : []),
+  ];
+}
+
+/** Shows which model gives memory search its vectors (no call: `--live` makes one). */
+function embeddingCheck(m: ModelEndpointConfig): Check {
+  return {
+    name: 'embedding model',
+    async run() {
+      if (m.keyVar && !m.apiKey)
+        return failed(`${m.keyVar} is not set`, `put the key of ${m.baseURL} in ${m.keyVar} in .env`);
+      return pass(`memory search by meaning with ${m.model} on ${m.baseURL} (MAGPIE_EMBEDDING_MODEL)`);
+    },
+  };
+}
+
+/** One short embedding call: the endpoint answers with a vector. */
+function embeddingLiveCheck(m: ModelEndpointConfig): Check {
+  return {
+    name: 'embedding live',
+    async run(signal) {
+      if (m.keyVar && !m.apiKey) return skipped(`${m.keyVar} is not set`);
+      try {
+        const started = Date.now();
+        const embedder = new OpenAIEmbedder({
+          apiKey: m.apiKey,
+          baseURL: m.baseURL,
+          model: m.model,
+          timeoutMs: 3_000,
+          settings: { url: 'MAGPIE_EMBEDDING_MODEL', key: m.keyVar ?? 'MAGPIE_EMBEDDING_MODEL' },
+        });
+        const { vectors } = await embedder.embed(['magpie doctor'], signal ? { signal } : {});
+        return pass(`a ${vectors[0]?.length}-number vector from ${m.model} in ${Date.now() - started} ms`);
+      } catch (err) {
+        return failed(
+          describeError(err),
+          hasCode(err, 'PROVIDER_AUTH')
+            ? `put a valid key for ${m.baseURL} in ${m.keyVar ?? 'the variable named after # in MAGPIE_EMBEDDING_MODEL'}`
+            : `start the embedding server or fix MAGPIE_EMBEDDING_MODEL in .env (now ${m.model}@${m.baseURL}); unset it for keyword search only`,
+        );
+      }
+    },
+  };
 }
 
 /**

@@ -38,7 +38,8 @@ export function createMemorySearchTool(index: MemorySearcher): Tool<typeof param
   return {
     name: 'memory_search',
     description:
-      'Search memory/MEMORY.md, every daily note and every past conversation (ranked full-text); use it for past ' +
+      'Search memory/MEMORY.md, every daily note and every past conversation (ranked full-text, and by meaning ' +
+      'when an embedding model is set; the result says when it searched words only); use it for past ' +
       'events, people, places, dates, numbers and decisions that are not in your prompt.\n' +
       'Your prompt holds MEMORY.md and only the last few days of notes; everything older, and what the user and ' +
       'you said in earlier chats, is found here — search before saying you do not know. English word forms ' +

@@ -4,11 +4,12 @@
  * memory_search tool — and a rebuild of that index from every file.
  */
 import { statSync } from 'node:fs';
+import { memoryEmbedder } from '../../app/memory-embedder.js';
 import { secretValues } from '../../config/secrets.js';
 import { AppError, ConfigError, ExitCode } from '../../errors/index.js';
 import { formatDay, parseDay } from '../../memory/search/dates.js';
 import { formatForPeople, hitJson, type SearchFilters } from '../../memory/search/format.js';
-import { type IndexFigures, MemoryIndex } from '../../memory/search/memory-index.js';
+import { type EmbedFigures, type IndexFigures, MemoryIndex } from '../../memory/search/memory-index.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../memory/search/search.js';
 import { type CommandIO, type CommandOut, defineCommand } from '../command.js';
 import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
@@ -80,28 +81,33 @@ export const runMemory = defineCommand({
     }));
     const config = commandConfig(values);
     const logger = commandLogger(config, 'quiet');
+    // Not held to the budget: that needs the daemon's Redis; a reindex's embedding calls are the owner's own.
+    const embedder = memoryEmbedder(config, logger);
     const index = new MemoryIndex({
       workspace: config.workspace,
       stateDir: config.stateDir,
       timezone: config.timezone,
       logger,
       secrets: secretValues(config),
+      // A one-shot command: passages are embedded by reindex, not behind a search.
+      ...(embedder ? { embedder, embedAfterSearch: false } : {}),
     });
     if (action === 'reindex') {
       const started = performance.now();
       const figures = await index.reindex();
+      const embedded = embedder ? await index.embedPending() : undefined;
       const seconds = (performance.now() - started) / 1000;
       io.out.write(
         values.json
-          ? `${JSON.stringify({ ...figures, seconds: round(seconds), index: index.dbPath, bytes: sizeOf(index.dbPath) }, null, 2)}\n`
-          : `${describeReindex(figures, seconds, index.dbPath)}\n`,
+          ? `${JSON.stringify({ ...figures, ...(embedded ? { embedding: { model: embedder?.model, ...embedded } } : {}), seconds: round(seconds), index: index.dbPath, bytes: sizeOf(index.dbPath) }, null, 2)}\n`
+          : `${describeReindex(figures, seconds, index.dbPath)}\n${embedded ? `${describeEmbedded(embedded, embedder?.model ?? '')}\n` : ''}`,
       );
       return ExitCode.ok;
     }
     const result = await searchOrUsage(index, query, limit, filters);
     if (values.json) {
       io.out.write(
-        `${JSON.stringify({ query, ...filtersJson(filters), hits: result.hits.map(hitJson), searched: result.searched }, null, 2)}\n`,
+        `${JSON.stringify({ query, ...filtersJson(filters), hits: result.hits.map(hitJson), searched: result.searched, ...(result.keywordOnly ? { keywordOnly: result.keywordOnly } : {}) }, null, 2)}\n`,
       );
     } else {
       const bold = io.out.isTTY ? { open: '\u001b[1m', close: '\u001b[22m' } : undefined;
@@ -149,6 +155,11 @@ function describeReindex(f: IndexFigures, seconds: number, dbPath: string): stri
   const mb = (sizeOf(dbPath) / 1024 / 1024).toFixed(1);
   const passages = `${f.totalChunks} passage${f.totalChunks === 1 ? '' : 's'}`;
   return `Indexed ${list}: ${passages} in ${seconds.toFixed(1)} s (${dbPath}, ${mb} MB).`;
+}
+
+function describeEmbedded(e: EmbedFigures, model: string): string {
+  const done = `Embedded ${e.embedded} passage${e.embedded === 1 ? '' : 's'} with ${model}`;
+  return e.stopped ? `${done}; ${e.pending} still without a vector: ${e.stopped}.` : `${done}.`;
 }
 
 function sizeOf(file: string): number {

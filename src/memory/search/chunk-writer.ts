@@ -4,6 +4,7 @@
  */
 import type { Chunk } from './chunks.js';
 import type { SqlDatabase, SqlStatement } from './database.js';
+import { passageHash, passageText } from './vectors.js';
 
 /**
  * Writes chunks to `chunk` and their text to `chunk_fts`, a file at a time:
@@ -26,7 +27,7 @@ export class ChunkWriter {
     private readonly bulk: boolean,
   ) {
     this.insertChunk = db.prepare(
-      'INSERT INTO chunk (source_id, line, day, ts, role, heading, body) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO chunk (source_id, line, day, ts, role, heading, body, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.indexText = db.prepare(
       'INSERT INTO chunk_fts (rowid, body, heading) SELECT id, body, heading FROM chunk WHERE source_id = ? AND id >= ?',
@@ -50,6 +51,7 @@ export class ChunkWriter {
         c.role ?? null,
         c.heading,
         c.body,
+        passageHash(passageText(c.heading, c.body)),
       ]);
       first ??= lastInsertRowid;
     }

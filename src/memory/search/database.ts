@@ -12,7 +12,10 @@
  * `chunk` (a paragraph of a note or one message of a conversation) and
  * `chunk_fts`, an FTS5 index over the chunks (BM25 ranking, Porter stemming,
  * diacritics folded) whose text lives in `chunk`. The indexer writes both
- * (per-row triggers would make a first build six times slower).
+ * (per-row triggers would make a first build six times slower). With an
+ * embedding model, `embedding` holds each passage's vector (Float32, length
+ * one) keyed by the model and the sha256 of the passage's text (`chunk.hash`),
+ * so an unchanged passage is never embedded twice, across restarts too.
  */
 import { randomUUID } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
@@ -41,7 +44,7 @@ export interface SqlStatement {
 export type SqlValue = number | bigint | string | Uint8Array | null;
 
 /** Bumped whenever the schema or what goes into a chunk changes: an index of another version is rebuilt. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const SCHEMA = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -65,9 +68,17 @@ CREATE TABLE chunk (
   ts INTEGER,
   role TEXT,
   heading TEXT NOT NULL DEFAULT '',
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  hash BLOB NOT NULL
 );
 CREATE INDEX chunk_source ON chunk (source_id);
+CREATE INDEX chunk_hash ON chunk (hash);
+CREATE TABLE embedding (
+  model TEXT NOT NULL,
+  hash BLOB NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (model, hash)
+) WITHOUT ROWID;
 CREATE INDEX chunk_day ON chunk (day);
 CREATE VIRTUAL TABLE chunk_fts USING fts5 (
   body, heading, content = 'chunk', content_rowid = 'id',

@@ -9,11 +9,16 @@
  * two workers never write at once. A missing index is built; one that is
  * damaged, or was built for another schema, workspace or time zone, is
  * deleted and rebuilt.
+ *
+ * With an embedder the search is hybrid: keyword (BM25) and vector
+ * (cosine) rankings fused (see meaning.ts and vectors.ts); passages without
+ * a vector are embedded after each search, in the background.
  */
 import { mkdirSync, realpathSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { AppError, ExitCode } from '../../errors/index.js';
 import { type Logger, secretSpellings, silentLogger } from '../../log/index.js';
+import type { Embedder } from '../../providers/embedder.js';
 import {
   bumpVersion,
   closeDatabase,
@@ -27,10 +32,19 @@ import {
 import { LocalClock } from './dates.js';
 import { FileLock } from './file-lock.js';
 import { loadSources, type SourceTable, type SyncStats, syncIndex } from './indexer.js';
-import { indexedFiles, runSearch, type SearchOptions, type SearchResult } from './search.js';
+import { type EmbedFigures, MeaningSearch, type QueryMeaning } from './meaning.js';
+import { toMatchExpressions } from './query.js';
+import {
+  indexedFiles,
+  NO_EMBEDDING_MODEL,
+  runSearch,
+  type SearchOptions,
+  type SearchResult,
+} from './search.js';
 import { scanSources } from './sources.js';
 
 export type { SyncStats } from './indexer.js';
+export type { EmbedFigures } from './meaning.js';
 export type { MemoryHit, SearchOptions, SearchResult } from './search.js';
 
 export interface MemoryIndexOptions {
@@ -51,6 +65,12 @@ export interface MemoryIndexOptions {
    * redacted instead of as a snippet that might cut through it. @defaultValue []
    */
   secrets?: Iterable<string | undefined>;
+  /** Vectors for search by meaning (MAGPIE_EMBEDDING_MODEL); unset: keyword search only. */
+  embedder?: Embedder;
+  /** How long a search waits for its query's vector. @defaultValue 2_000 */
+  queryTimeoutMs?: number;
+  /** Embed passages that have no vector after each search (off for one-shot commands). @defaultValue true */
+  embedAfterSearch?: boolean;
 }
 
 /** Figures about the index, for `magpie memory` and the benchmark. */
@@ -84,6 +104,8 @@ export class MemoryIndex {
   private chain: Promise<unknown> = Promise.resolve();
   /** The source table as of the last sync, with the index version it belongs to. */
   private sources: { version: string; table: SourceTable } | undefined;
+  private readonly meaning: MeaningSearch | undefined;
+  private readonly embedAfterSearch: boolean;
 
   /** @throws RangeError for an unknown time zone. */
   constructor(options: MemoryIndexOptions) {
@@ -93,6 +115,15 @@ export class MemoryIndex {
     this.clock = new LocalClock(options.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone);
     this.logger = options.logger ?? silentLogger();
     this.secrets = secretSpellings(options.secrets ?? []);
+    this.meaning = options.embedder
+      ? new MeaningSearch({
+          embedder: options.embedder,
+          logger: this.logger,
+          secrets: this.secrets,
+          ...(options.queryTimeoutMs !== undefined ? { queryTimeoutMs: options.queryTimeoutMs } : {}),
+        })
+      : undefined;
+    this.embedAfterSearch = options.embedAfterSearch ?? true;
     this.lock = new FileLock({
       path: path.join(this.dir, 'index.lock'),
       timeoutMs: options.lockTimeoutMs ?? 60_000,
@@ -108,11 +139,47 @@ export class MemoryIndex {
    * @example
    * const { hits } = await index.search('Marta Coimbra', { since: 20250101 });
    */
-  search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
-    return this.withIndex(options.signal, false, (db) =>
-      runSearch(db, { clock: this.clock, secrets: this.secrets }, query, options),
-    );
+  async search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
+    const { meaning } = this;
+    // The query's vector is asked for while the index is synced (a query without words is refused first).
+    const asked: Promise<QueryMeaning> =
+      toMatchExpressions(query) === undefined
+        ? Promise.resolve({ keywordOnly: 'the query has no words' })
+        : meaning
+          ? meaning.query(query, options.signal)
+          : Promise.resolve({ keywordOnly: NO_EMBEDDING_MODEL });
+    asked.catch(() => undefined); // an abort is reported by the index operation below
+    const result = await this.withIndex(options.signal, false, async (db) => {
+      const q = await asked;
+      const context = {
+        clock: this.clock,
+        secrets: this.secrets,
+        ...(meaning && 'vector' in q ? { meaning: { model: meaning.model, vector: q.vector } } : {}),
+      };
+      const found = runSearch(db, context, query, options);
+      return 'keywordOnly' in q ? { ...found, keywordOnly: q.keywordOnly } : found;
+    });
+    if (meaning && this.embedAfterSearch) meaning.embedInBackground(this.runner);
+    return result;
   }
+
+  /**
+   * Embeds every passage that has no vector yet (nothing without an embedder).
+   * Stops at the first failed call; the figures say why.
+   */
+  embedPending(signal?: AbortSignal): Promise<EmbedFigures> {
+    if (!this.meaning) return Promise.resolve({ embedded: 0, calls: 0, pending: 0 });
+    return this.meaning.embedPending(this.runner, signal);
+  }
+
+  /** Resolves when a background embedding pass (if one runs) has ended: for tests and shutdown. */
+  async settled(): Promise<void> {
+    await this.meaning?.settled();
+  }
+
+  /** An operation on the synced index, for the embedding passes. */
+  private readonly runner = <T>(signal: AbortSignal | undefined, use: (db: SqlDatabase) => T) =>
+    this.withIndex(signal, false, (db) => use(db));
 
   /** Brings the index up to date with the files and returns what that took. */
   update(signal?: AbortSignal): Promise<IndexFigures> {

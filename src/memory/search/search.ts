@@ -6,7 +6,10 @@
  * that have them all is cheaper than ranking every chunk with a common word.
  * Optionally only within a range of days, best first, each hit with a snippet around the words that matched and
  * where it came from (file and line, the note's or message's date, the
- * conversation and who spoke).
+ * conversation and who spoke). Given the query's vector, the search is
+ * hybrid: that keyword ranking and the passages nearest the vector are
+ * fused by reciprocal rank fusion (vectors.ts), and a passage found by
+ * meaning alone is shown from its start.
  */
 import { AppError } from '../../errors/index.js';
 import { redactSecrets } from '../../log/index.js';
@@ -15,6 +18,7 @@ import type { SqlDatabase } from './database.js';
 import { formatDay, type LocalClock } from './dates.js';
 import { toMatchExpressions } from './query.js';
 import type { SourceKind } from './sources.js';
+import { fuseRanks, nearestPassages } from './vectors.js';
 
 export interface SearchOptions {
   /** Hits returned at most, 1-50. @defaultValue 8 */
@@ -32,6 +36,8 @@ export interface SearchContext {
   clock: LocalClock;
   /** Values never shown, in every spelling (see secretSpellings). */
   secrets: readonly string[];
+  /** The query's vector and the model that made it: the search is hybrid (keywords and meaning). */
+  meaning?: { model: string; vector: Float32Array };
 }
 
 /** One hit. */
@@ -52,7 +58,10 @@ export interface MemoryHit {
   heading?: string;
   /** Text around the matched words; the words themselves are between {@link MARK_START} and {@link MARK_END}. */
   snippet: string;
-  /** BM25 score (lower is better, as SQLite reports it). */
+  /**
+   * Lower is better: the BM25 score as SQLite reports it, or in a hybrid search minus the
+   * reciprocal-rank-fusion score.
+   */
   score: number;
 }
 
@@ -60,7 +69,12 @@ export interface SearchResult {
   hits: MemoryHit[];
   /** What was searched: files in the index. */
   searched: { notes: number; sessions: number; longTerm: boolean };
+  /** Why the search matched words only, though meaning was wanted (e.g. the embedding endpoint is unreachable). */
+  keywordOnly?: string;
 }
+
+/** The `keywordOnly` reason of an index without an embedding model. */
+export const NO_EMBEDDING_MODEL = 'no embedding model is set (MAGPIE_EMBEDDING_MODEL)';
 
 /** Marks around a matched word in a snippet. */
 export const MARK_START = '\u0002';
@@ -72,6 +86,10 @@ export const DEFAULT_LIMIT = 8;
 
 /** Tokens of context a snippet shows at most. */
 const SNIPPET_TOKENS = 40;
+/** Characters shown of a passage found by meaning alone (no word to centre a snippet on). */
+const MEANING_SNIPPET_CHARS = 280;
+/** Candidates each ranking gives the fusion: at least this many, else three times the limit. */
+const FUSION_POOL = 30;
 
 /**
  * Runs a search on an up-to-date index.
@@ -80,7 +98,7 @@ const SNIPPET_TOKENS = 40;
  */
 export function runSearch(
   db: SqlDatabase,
-  { clock, secrets }: SearchContext,
+  { clock, secrets, meaning }: SearchContext,
   query: string,
   options: SearchOptions,
 ): SearchResult {
@@ -114,35 +132,67 @@ export function runSearch(
   // Chunks holding every word first, then (while fewer than `limit`) those holding at least two,
   // then those holding any; each group in BM25 order over all the words. Ranking only the chunks
   // with two words together is what keeps a question of common words cheap.
+  // A hybrid search asks both rankings for a deeper pool, then fuses them.
+  const pool = meaning ? Math.max(FUSION_POOL, limit * 3) : limit;
   const ranked: Record<string, unknown>[] = [];
   const seen = new Set<number>();
   const take = (rows: Record<string, unknown>[]) => {
     for (const row of rows) {
-      if (ranked.length >= limit) return;
+      if (ranked.length >= pool) return;
       if (seen.has(Number(row.id))) continue;
       seen.add(Number(row.id));
       ranked.push(row);
     }
   };
-  take(rank(match.all, limit));
-  if (ranked.length < limit && match.pairs) take(rank(match.any, limit + ranked.length, match.pairs));
-  if (ranked.length < limit && match.terms > 1) take(rank(match.any, limit + ranked.length));
+  take(rank(match.all, pool));
+  if (ranked.length < pool && match.pairs) take(rank(match.any, pool + ranked.length, match.pairs));
+  if (ranked.length < pool && match.terms > 1) take(rank(match.any, pool + ranked.length));
+  const chosen: { id: number; score: number }[] = meaning
+    ? fuseRanks([
+        ranked.map((r) => Number(r.id)),
+        nearestPassages(
+          db,
+          meaning.model,
+          meaning.vector,
+          pool,
+          dated ? { since: since ?? 0, until: until ?? 99_991_231 } : undefined,
+        ).map((r) => r.id),
+      ])
+        .slice(0, limit)
+        .map(({ id, score }) => ({ id, score: -score }))
+    : ranked.map((r) => ({ id: Number(r.id), score: Number(r.score) }));
   const detail = db.prepare(
     `SELECT c.line, c.day, c.ts, c.role, c.heading, s.path, s.kind,
             c.body, snippet(chunk_fts, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS snip
        FROM chunk_fts JOIN chunk c ON c.id = chunk_fts.rowid JOIN source s ON s.id = c.source_id
       WHERE chunk_fts MATCH ? AND chunk_fts.rowid = ?`,
   );
+  // A passage found by meaning alone holds none of the words: shown from its start.
+  const plain = db.prepare(
+    `SELECT c.line, c.day, c.ts, c.role, c.heading, s.path, s.kind, c.body
+       FROM chunk c JOIN source s ON s.id = c.source_id WHERE c.id = ?`,
+  );
   const hits: MemoryHit[] = [];
   try {
-    for (const { id, score } of ranked) {
-      const row = detail.get([MARK_START, MARK_END, match.any, Number(id)]);
-      if (row) hits.push(toHit(row, Number(score), clock, secrets));
+    for (const { id, score } of chosen) {
+      const row = detail.get([MARK_START, MARK_END, match.any, id]) ?? leading(plain.get([id]));
+      if (row) hits.push(toHit(row, score, clock, secrets));
     }
   } finally {
     detail.finalize();
+    plain.finalize();
   }
   return { hits, searched: indexedFiles(db) };
+}
+
+/** A row without a snippet given the start of its passage as one, cut at a word. */
+function leading(row: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!row) return null;
+  const body = String(row.body ?? '').replace(/\s+/g, ' ');
+  if (body.length <= MEANING_SNIPPET_CHARS) return { ...row, snip: body };
+  const cut = body.slice(0, MEANING_SNIPPET_CHARS);
+  const space = cut.lastIndexOf(' ');
+  return { ...row, snip: `${space > MEANING_SNIPPET_CHARS / 2 ? cut.slice(0, space) : cut}…` };
 }
 
 function toHit(

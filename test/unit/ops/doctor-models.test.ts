@@ -132,3 +132,29 @@ describe('doctor: prices under a money limit', () => {
     expect(await doctor(tokensOnly, false)).not.toContain('budget prices');
   });
 });
+
+describe('doctor: the embedding model', () => {
+  it('shows it, and with --live gets one vector from it; a dead endpoint is a ✗ naming the setting', async () => {
+    const { startFakeEmbeddings } = await import('../../fakes/embedding-server.js');
+    const embeddings = await startFakeEmbeddings();
+    try {
+      const c = config('', {
+        MAGPIE_EMBEDDING_MODEL: `stand-in-embed@${embeddings.baseURL}#MISTRAL_API_KEY`,
+      });
+      const shown = await doctor(c, false);
+      expect(shown).toMatch(
+        /^✓ embedding model +memory search by meaning with stand-in-embed on http:\/\/127\.0\.0\.1:\d+\/v1/m,
+      );
+      expect(embeddings.requests).toBe(0);
+      const live = await doctor(c, true);
+      expect(live).toMatch(/^✓ embedding live +a 256-number vector from stand-in-embed in \d+ ms$/m);
+      expect(embeddings.inputs).toEqual(['magpie doctor']);
+      await embeddings.close();
+      const down = await doctor(c, true);
+      expect(down).toMatch(/^✗ embedding live +cannot reach the model endpoint/m);
+      expect(down).toContain('fix MAGPIE_EMBEDDING_MODEL in .env');
+    } finally {
+      await embeddings.close();
+    }
+  });
+});

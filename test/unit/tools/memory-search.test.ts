@@ -56,7 +56,8 @@ describe('memory_search', () => {
     expect(result).toEqual({
       forLLM:
         'No results for "zeppelin" in MEMORY.md, 1 daily note and 1 conversation log. ' +
-        'Try other words (a name, a place, a distinctive term).',
+        'Try other words (a name, a place, a distinctive term).\n' +
+        '(keyword search only: no embedding model is set (MAGPIE_EMBEDDING_MODEL))',
     });
   });
 
@@ -68,7 +69,8 @@ describe('memory_search', () => {
     expect(none.forLLM).toBe(
       'No results for "Coimbra" in 1 daily note and 1 conversation log from 2025-01-01 on. ' +
         'Try other words (a name, a place, a distinctive term) or a wider date range. ' +
-        'MEMORY.md has no date, so since/until leave it out.',
+        'MEMORY.md has no date, so since/until leave it out.\n' +
+        '(keyword search only: no embedding model is set (MAGPIE_EMBEDDING_MODEL))',
     );
   });
 

@@ -83,7 +83,8 @@ describe('finding what was said', () => {
     expect(result.searched).toEqual({ notes: 1, sessions: 1, longTerm: true });
     expect(formatForModel('zeppelin', result, {})).toBe(
       'No results for "zeppelin" in MEMORY.md, 1 daily note and 1 conversation log. ' +
-        'Try other words (a name, a place, a distinctive term).',
+        'Try other words (a name, a place, a distinctive term).\n' +
+        '(keyword search only: no embedding model is set (MAGPIE_EMBEDDING_MODEL))',
     );
   });
 
