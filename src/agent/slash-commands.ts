@@ -50,7 +50,9 @@ const HANDLERS: { [N in InTurnCommandName]: (ctx: SlashCommandContext) => Promis
   model: (ctx) => runModelCommand(ctx.argument, modelContext(ctx)),
   approvals: (ctx) => approvalsCommand(ctx),
   forget: async (ctx) =>
-    ctx.forget ? ctx.forget(ctx.argument) : 'Memory cannot be changed from this chat (no memory history here).',
+    ctx.forget
+      ? ctx.forget(ctx.argument)
+      : 'Memory cannot be changed from this chat (no memory history here).',
   usage: async (ctx) =>
     ctx.usage
       ? ctx.usage.usageText(ctx.sessionKey)

@@ -120,7 +120,10 @@ const CORE_ENV_TAIL = {
       const t = v?.trim() ?? '';
       if (t === '') return undefined;
       if (!/^([01]\d|2[0-3]):[0-5]\d$/.test(t)) {
-        ctx.addIssue({ code: 'custom', message: `"${t}" must be a time of day HH:MM (e.g. 03:30), or empty for off` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${t}" must be a time of day HH:MM (e.g. 03:30), or empty for off`,
+        });
         return z.NEVER;
       }
       return t;

@@ -35,7 +35,10 @@ export async function forget(history: MemoryHistory, argument: string | undefine
     .split(/\s+/)
     .filter((w) => w !== '');
   if (words.length === 0) {
-    return { reply: 'Say what to forget: /forget and words of the fact, e.g. /forget dentist Tuesday.', rev: undefined };
+    return {
+      reply: 'Say what to forget: /forget and words of the fact, e.g. /forget dentist Tuesday.',
+      rev: undefined,
+    };
   }
   if (words.length > MAX_WORDS) {
     return { reply: `Give at most ${MAX_WORDS} words to /forget.`, rev: undefined };

@@ -38,7 +38,10 @@ export class Git {
    *
    * @throws AppError INTERNAL when git is missing or fails with `check`.
    */
-  run(args: readonly string[], options: { input?: string; check?: boolean; author?: string } = {}): Promise<GitResult> {
+  run(
+    args: readonly string[],
+    options: { input?: string; check?: boolean; author?: string } = {},
+  ): Promise<GitResult> {
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       GIT_DIR: this.gitDir,

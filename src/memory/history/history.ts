@@ -145,11 +145,15 @@ export class MemoryHistory {
       held = await this.lock.acquire();
     } catch (err) {
       // The history must not stop a tool: the change goes ahead, and the next record catches it up.
-      this.logger?.warn({ err: describeError(err), tool: who }, 'memory history unavailable; change not recorded');
+      this.logger?.warn(
+        { err: describeError(err), tool: who },
+        'memory history unavailable; change not recorded',
+      );
       return change();
     }
     try {
-      if (this.seen === undefined || this.fingerprint() !== this.seen) await this.safely(who, () => this.recordLocked(HAND_EDIT));
+      if (this.seen === undefined || this.fingerprint() !== this.seen)
+        await this.safely(who, () => this.recordLocked(HAND_EDIT));
       const before = this.fingerprint();
       try {
         return await change();
@@ -219,9 +223,13 @@ export class MemoryHistory {
       const short = sha.slice(0, 7);
       const previous = await this.contentAt(`${sha}~1`);
       if (previous === undefined) {
-        throw new AppError('NOT_FOUND', `${rev} is the first recorded version of MEMORY.md; there is nothing before it`, {
-          exitCode: ExitCode.config,
-        });
+        throw new AppError(
+          'NOT_FOUND',
+          `${rev} is the first recorded version of MEMORY.md; there is nothing before it`,
+          {
+            exitCode: ExitCode.config,
+          },
+        );
       }
       const before = await this.store.readLongTerm();
       await this.store.writeLongTerm(previous);
@@ -245,7 +253,9 @@ export class MemoryHistory {
   /** The full commit id of `rev` (hex, `HEAD` or `HEAD~N`). @throws AppError NOT_FOUND (exit 2) when unknown. */
   async resolve(rev: string): Promise<string> {
     await this.init();
-    const sha = /^([0-9a-f]{4,40}|HEAD(~\d{1,4})?)$/i.test(rev) ? await this.resolveOrUndefined(rev) : undefined;
+    const sha = /^([0-9a-f]{4,40}|HEAD(~\d{1,4})?)$/i.test(rev)
+      ? await this.resolveOrUndefined(rev)
+      : undefined;
     if (sha === undefined) {
       throw new AppError('NOT_FOUND', `unknown revision "${rev}"; "magpie memory log" lists them`, {
         exitCode: ExitCode.config,

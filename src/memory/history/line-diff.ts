@@ -28,7 +28,8 @@ export function lineChanges(before: string, after: string): { added: string[]; r
 /** e.g. `+ - Marta lives in Coimbra (and 2 more lines)`; `first` marks the first recorded version. */
 export function changeSummary(before: string, after: string, first = false): string {
   const { added, removed } = lineChanges(before, after);
-  const headline = added[0] !== undefined ? `+ ${added[0]}` : removed[0] !== undefined ? `- ${removed[0]}` : 'whitespace';
+  const headline =
+    added[0] !== undefined ? `+ ${added[0]}` : removed[0] !== undefined ? `- ${removed[0]}` : 'whitespace';
   const more = added.length + removed.length - 1;
   const text = `${clip(headline)}${more > 0 ? ` (and ${more} more line${more === 1 ? '' : 's'})` : ''}`;
   return first ? `first recorded version: ${text}` : text;
