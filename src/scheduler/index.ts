@@ -66,7 +66,8 @@ export async function startScheduler(options: StartSchedulerOptions): Promise<Ru
     connection: bus.createWorkerConnection(),
     prefix: bus.prefix,
     processor: (job) =>
-      options.jobs?.[job.name]?.(job) ?? processJob(job, { bus, heartbeat, logger, budget: options.budget }),
+      (options.jobs && Object.hasOwn(options.jobs, job.name) ? options.jobs[job.name]?.(job) : undefined) ??
+      processJob(job, { bus, heartbeat, logger, budget: options.budget }),
     logger,
     concurrency: tuning.concurrency,
     lockDurationMs: tuning.lockDurationMs,
