@@ -84,6 +84,8 @@ export class Git {
           resolve({ stdout, code });
         },
       );
+      // A command that reads no input may exit before it is written: its exit status tells.
+      child.stdin?.on('error', () => undefined);
       child.stdin?.end(options.input ?? '');
     });
   }

@@ -105,7 +105,8 @@ export class MemoryHistory {
     const seen = this.fingerprint();
     const [now, before] = await Promise.all([this.store.readLongTerm(), this.contentAt('HEAD')]);
     this.seen = seen;
-    if (before !== undefined && now === before) return undefined;
+    // Nothing recorded yet and nothing written yet: no version to keep.
+    if (now === (before ?? '')) return undefined;
     return this.commit(now, who, summary ?? changeSummary(before ?? '', now, before === undefined));
   }
 
