@@ -41,6 +41,8 @@ export async function runHistoryAction(
   const history = new MemoryHistory({ workspace: config.workspace });
   try {
     if (action === 'log') {
+      // A hand edit not yet noticed (no worker running) is recorded first, so the log is complete.
+      await history.record();
       const entries = await history.log();
       if (values.json) out.write(`${JSON.stringify(entries, null, 2)}\n`);
       else
