@@ -4,8 +4,7 @@
  * (its scheduler upserted, or removed when MAGPIE_MEMORY_CONSOLIDATE is
  * empty; the job itself runs in whichever worker takes it).
  */
-import type { Redis } from 'ioredis';
-import { CONSOLIDATE_JOB, scheduleConsolidation } from '../bus/memory-schedule.js';
+import { CONSOLIDATE_JOB, type ScheduleTarget, scheduleConsolidation } from '../bus/memory-schedule.js';
 import type { ScheduledJob } from '../bus/scheduled-worker.js';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
@@ -14,11 +13,9 @@ import { Consolidator, describeConsolidation } from '../memory/consolidation/con
 import { MemoryHistory } from '../memory/history/history.js';
 import type { LLMProvider } from '../providers/types.js';
 
-export interface MemoryJobsOptions {
+/** The bus's Redis connection (borrowed) and key prefix, and the rest. */
+export interface MemoryJobsOptions extends ScheduleTarget {
   config: Config;
-  /** The bus's Redis connection (borrowed) and key prefix. */
-  connection: Redis;
-  prefix: string;
   /** The worker's budgeted provider: consolidation counts against the limits like a turn. */
   provider: LLMProvider;
   logger: Logger;

@@ -13,6 +13,12 @@ import { SCHEDULED_QUEUE } from './cron-store.js';
 export const CONSOLIDATE_JOB = 'memory-consolidate';
 const SCHEDULER_ID = 'memory-consolidate';
 
+/** Where the scheduler is kept: a Redis connection (borrowed, not closed) and the key prefix. */
+export interface ScheduleTarget {
+  connection: Redis;
+  prefix: string;
+}
+
 /**
  * Upserts the consolidation's job scheduler for `at` (HH:MM in `timezone`), or removes it
  * when `at` is undefined. True when a scheduler was upserted or removed.
@@ -20,7 +26,7 @@ const SCHEDULER_ID = 'memory-consolidate';
  * @example await scheduleConsolidation({ connection: bus.redis, prefix: bus.prefix }, '03:30', 'Europe/Lisbon')
  */
 export async function scheduleConsolidation(
-  target: { connection: Redis; prefix: string },
+  target: ScheduleTarget,
   at: string | undefined,
   timezone: string,
 ): Promise<boolean> {
