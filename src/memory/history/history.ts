@@ -7,7 +7,7 @@
  * made under a file lock, so two workers never interleave; history is only
  * ever added to (undo is a new commit).
  */
-import { lstatSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError, describeError, ExitCode } from '../../errors/index.js';
@@ -140,6 +140,12 @@ export class MemoryHistory {
    * recorded first, as a hand edit, then the change as `who`'s.
    */
   async around<T>(who: string, change: () => Promise<T>): Promise<T> {
+    if (this.fingerprint() === 'missing' && !existsSync(this.gitDir)) {
+      // No memory and no history yet: nothing to record unless this change writes MEMORY.md.
+      const result = await change();
+      if (this.fingerprint() !== 'missing') await this.safely(who, () => this.record(who));
+      return result;
+    }
     let held: { release(): void };
     try {
       await this.init();

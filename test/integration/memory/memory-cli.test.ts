@@ -5,11 +5,12 @@
  * entry and refuses an unknown rev with one line and exit 2.
  */
 import { execFile } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { silentLogger } from '../../../src/log/index.js';
 import { Consolidator } from '../../../src/memory/consolidation/consolidator.js';
 import { MemoryHistory } from '../../../src/memory/history/history.js';
@@ -37,6 +38,13 @@ tempDirPerTest((dir) => {
 });
 
 async function magpie(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return magpieWith({}, ...args);
+}
+
+async function magpieWith(
+  extra: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
@@ -51,6 +59,7 @@ async function magpie(...args: string[]): Promise<{ code: number; stdout: string
           OPENAI_BASE_URL: fake.baseURL,
           MAGPIE_MODEL: 'fake-model',
           MAGPIE_TIMEZONE: 'UTC',
+          ...extra,
         },
       },
     );
@@ -71,7 +80,6 @@ describe('magpie memory log / diff / undo', () => {
       toolContext(ws),
     );
     await writeFile(path.join(ws, 'memory', '20261125.md'), 'unused: not a dated folder\n');
-    const { mkdir } = await import('node:fs/promises');
     await mkdir(path.join(ws, 'memory', '202611'));
     await writeFile(path.join(ws, 'memory', '202611', '20261125.md'), '- Bruno plays go\n');
     fake.enqueue({ content: '<<<MEMORY.md\n- Ana likes tea\n- Bruno plays go\n>>>' });
@@ -133,5 +141,31 @@ describe('magpie memory log / diff / undo', () => {
     }
     expect(await readFile(path.join(ws, 'memory', 'MEMORY.md'), 'utf8')).toBe('- Ana likes tea\n');
     expect((await history.log()).map((e) => e.who)).toEqual(['write_file']);
+  });
+
+  it('consolidate runs it now through the budgeted provider on Redis, then skips with no model call', async () => {
+    const history = new MemoryHistory({ workspace: ws });
+    await history.write('write_file', '- Ana likes tea\n');
+    await mkdir(path.join(ws, 'memory', '202611'), { recursive: true });
+    await writeFile(path.join(ws, 'memory', '202611', '20261125.md'), '- Bruno plays go\n');
+    fake.enqueue({ content: '<<<MEMORY.md\n- Ana likes tea\n- Bruno plays go\n>>>' });
+    const redis = { REDIS_URL: inject('redisUrl'), MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}` };
+    const start = fake.requests.length;
+
+    const first = await magpieWith(redis, 'consolidate');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^Consolidated MEMORY.md \([0-9a-f]{7}\): \+1 -0 lines\.\n/);
+    expect(first.stdout).toContain('+- Bruno plays go\n');
+    expect(fake.requests.length).toBe(start + 1);
+    expect(await readFile(path.join(ws, 'memory', 'MEMORY.md'), 'utf8')).toBe(
+      '- Ana likes tea\n- Bruno plays go\n',
+    );
+
+    const again = await magpieWith(redis, 'consolidate');
+    expect(again).toMatchObject({
+      code: 0,
+      stdout: 'Consolidation skipped: nothing new since the last consolidation.\n',
+    });
+    expect(fake.requests.length).toBe(start + 1);
   });
 });
