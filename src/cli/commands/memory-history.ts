@@ -47,7 +47,9 @@ export async function runHistoryAction(
       if (values.json) out.write(`${JSON.stringify(entries, null, 2)}\n`);
       else
         out.write(
-          entries.length === 0 ? 'No changes of memory/MEMORY.md recorded yet.\n' : formatLog(entries),
+          entries.length === 0
+            ? 'No changes of memory/MEMORY.md recorded yet.\n'
+            : formatLog(entries, config.timezone),
         );
       return ExitCode.ok;
     }
@@ -66,12 +68,22 @@ export async function runHistoryAction(
   }
 }
 
-/** `rev  2026-11-26 03:30  who  +a -r  summary`, one line per change. */
-export function formatLog(entries: readonly HistoryEntry[]): string {
+/** `rev  2026-11-26 03:30  who  +a -r  summary`, one line per change, times in `timezone`. */
+export function formatLog(entries: readonly HistoryEntry[], timezone: string): string {
   const width = Math.max(...entries.map((e) => e.who.length));
+  // Swedish dates read as ISO: 2026-11-26 03:30.
+  const time = new Intl.DateTimeFormat('sv-SE', {
+    timeZone: timezone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+  });
   return entries
     .map((e) => {
-      const at = e.at.toISOString().slice(0, 16).replace('T', ' ');
+      const at = time.format(e.at);
       const counts = `+${e.added} -${e.removed}`.padEnd(9);
       return `${e.rev}  ${at}  ${e.who.padEnd(width)}  ${counts} ${e.summary}\n`;
     })

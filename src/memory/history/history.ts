@@ -291,7 +291,7 @@ export class MemoryHistory {
     const subject = summary.replace(/[\r\n]+/g, ' ').slice(0, 200);
     const commit = (
       await this.git.out(['commit-tree', tree, ...(parent ? ['-p', parent] : [])], {
-        input: `${subject}\n`,
+        input: `${subject}\n\nby ${who.replace(/[\r\n]+/g, ' ')}\n`,
         author: who,
       })
     ).trim();
