@@ -78,7 +78,15 @@ export class MemoryHistory {
   init(): Promise<void> {
     this.ready ??= (async () => {
       await mkdir(this.gitDir, { recursive: true, mode: 0o700 });
-      await this.git.out(['init', '--bare', '--quiet', '--initial-branch=main']);
+      const head = path.join(this.gitDir, 'HEAD');
+      // Under the lock (once per instance): two processes running `git init` at once fight
+      // over its config file, and one must not use a repository the other is still making.
+      const held = await this.lock.acquire();
+      try {
+        if (!existsSync(head)) await this.git.out(['init', '--bare', '--quiet', '--initial-branch=main']);
+      } finally {
+        held.release();
+      }
     })().catch((err: unknown) => {
       this.ready = undefined;
       throw err;
