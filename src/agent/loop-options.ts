@@ -91,4 +91,6 @@ export interface AgentLoopOptions {
   approvalRules?: ApprovalRules;
   /** /usage's figures (the budget in the daemon). @defaultValue none: /usage says usage is not kept */
   usage?: UsageView;
+  /** /forget: removes matching facts from MEMORY.md, recorded in its history. @defaultValue none: /forget says it cannot */
+  forget?: (argument: string | undefined) => Promise<string>;
 }

@@ -36,6 +36,8 @@ export interface SlashCommandContext {
   chatKey?: string;
   /** /usage's text for a session (the budget's spend records); absent: usage is not kept here. */
   usage?: UsageView;
+  /** /forget: removes what matches the words from MEMORY.md and says what it did (memory/history/forget.ts). */
+  forget?: (argument: string | undefined) => Promise<string>;
 }
 
 /** The in-turn commands' handlers: each returns the reply text. */
@@ -47,6 +49,10 @@ const HANDLERS: { [N in InTurnCommandName]: (ctx: SlashCommandContext) => Promis
   status: (ctx) => statusText(ctx),
   model: (ctx) => runModelCommand(ctx.argument, modelContext(ctx)),
   approvals: (ctx) => approvalsCommand(ctx),
+  forget: async (ctx) =>
+    ctx.forget
+      ? ctx.forget(ctx.argument)
+      : 'Memory cannot be changed from this chat (no memory history here).',
   usage: async (ctx) =>
     ctx.usage
       ? ctx.usage.usageText(ctx.sessionKey)

@@ -23,6 +23,8 @@ import { AppError, ExitCode } from '../errors/index.js';
 import { HelperRunner } from '../helpers/runner.js';
 import { DEFAULT_MAX_DEPTH, HELPER_MAX_ITERATIONS, type HelperTracker } from '../helpers/types.js';
 import type { Logger } from '../log/index.js';
+import { forget } from '../memory/history/forget.js';
+import { MemoryHistory } from '../memory/history/history.js';
 import { MemoryIndex } from '../memory/search/memory-index.js';
 import { MemoryStore } from '../memory/store.js';
 import type { CooldownStore } from '../providers/cooldown.js';
@@ -112,6 +114,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
   const secrets = secretValues(config);
   const sessions = new JsonlSessionStore({ dir: path.join(workspace, 'sessions'), logger });
   const memory = new MemoryStore({ workspace, timezone: config.timezone });
+  const history = new MemoryHistory({ workspace, logger });
   const skills = new SkillsLoader({ dir: path.join(workspace, 'skills'), logger });
   const contextFor = (registry: ToolRegistry) =>
     new ContextBuilder({
@@ -151,7 +154,14 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
       }),
     ),
   });
-  const tools: ToolRegistry = await agentTools(options, { workspace, secrets, execSandbox, skills, helpers });
+  const tools: ToolRegistry = await agentTools(options, {
+    workspace,
+    secrets,
+    execSandbox,
+    skills,
+    helpers,
+    history,
+  });
   options.mcp?.attach(tools);
   const context = contextFor(tools);
   const agent = new AgentLoop({
@@ -174,6 +184,7 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(config.prices ? { prices: config.prices } : {}),
     ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
     ...(budget ? { usage: { usageText: (session: string) => usageText(budget, session) } } : {}),
+    forget: async (argument) => (await forget(history, argument)).reply,
   });
   return { agent, provider, sessions, memory, tools, context, skills, helpers };
 }
@@ -202,6 +213,7 @@ async function agentTools(
     execSandbox: SandboxStatus;
     skills: SkillsLoader;
     helpers: HelperRunner;
+    history: MemoryHistory;
   },
 ): Promise<ToolRegistry> {
   const { config, logger } = options;
@@ -230,6 +242,7 @@ async function agentTools(
       }),
       skills: built.skills,
       helpers: built.helpers,
+      memoryHistory: built.history,
       ...(options.helperQueue ? { helperQueue: options.helperQueue } : {}),
       ...(options.cronStore ? { cronStore: options.cronStore } : {}),
       ...(options.askAgent ? { askAgent: options.askAgent } : {}),

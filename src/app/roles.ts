@@ -181,6 +181,7 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   const parts: Part[] = [];
   const state: StateStore = bus.stateStore();
   const scheduler = await import('../scheduler/index.js');
+  const { startMemoryJobs } = await import('./memory-jobs.js');
   const helpersModule = await import('../helpers/index.js');
   const helperQueue = new helpersModule.HelpersQueue(bus, logger);
   const mcp = await startMcpServers(options);
@@ -204,9 +205,18 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   });
   await helperWorker.start();
   parts.push({ name: 'helper queue', close: () => helperQueue.close() });
+  // MEMORY.md's history and its daily consolidation (a job of the scheduled queue).
+  const memory = await startMemoryJobs({
+    config,
+    connection: bus.redis,
+    prefix: bus.prefix,
+    provider: built.provider,
+    logger,
+  });
+  parts.push({ name: 'memory upkeep', close: () => memory.close() });
   // Heartbeat and cron: BullMQ job schedulers, so one fires per tick however many workers run.
   const schedule = await scheduler.startScheduler({
-    ...{ config, bus, agent, state, logger, store: cronStore, budget },
+    ...{ config, bus, agent, state, logger, store: cronStore, budget, jobs: memory.jobs },
   });
   // Closed in reverse: the scheduler (intake) first, then the turn worker, then the agent's background work.
   parts.push({ name: 'worker heartbeat', close: () => beat.close() });

@@ -89,6 +89,11 @@ export const COMMANDS = [
     description: 'the "always allow" rules of this chat; /approvals remove N drops one',
     runs: 'in-turn',
   },
+  {
+    command: 'forget',
+    description: 'remove from long-term memory what holds all these words: /forget WORDS (undoable)',
+    runs: 'in-turn',
+  },
   { command: 'status', description: 'model, conversation length and tokens used', runs: 'in-turn' },
   {
     command: 'usage',

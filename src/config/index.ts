@@ -114,6 +114,22 @@ const CORE_ENV_HEAD = {
 const CORE_ENV_TAIL = {
   MAGPIE_HEARTBEAT_INTERVAL: duration('30m', { allowZero: true }),
   MAGPIE_HEARTBEAT_ACTIVE_HOURS: activeHours,
+  MAGPIE_MEMORY_CONSOLIDATE: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const t = v?.trim() ?? '';
+      if (t === '') return undefined;
+      if (!/^([01]\d|2[0-3]):[0-5]\d$/.test(t)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${t}" must be a time of day HH:MM (e.g. 03:30), or empty for off`,
+        });
+        return z.NEVER;
+      }
+      return t;
+    }),
+  MAGPIE_MEMORY_MAX_CHARS: positiveInt(12_000),
   MAGPIE_CRON_MAX_PER_CHAT: positiveInt(50),
   MAGPIE_CRON_MAX_AGENT_PER_CHAT: positiveInt(5),
   MAGPIE_CRON_MIN_INTERVAL: duration('15m'),
@@ -302,6 +318,11 @@ export interface Config {
     passphrase: string | undefined;
   };
   /**
+   * Memory consolidation: the time of day it runs (MAGPIE_MEMORY_CONSOLIDATE, HH:MM in
+   * `timezone`; undefined = off) and MEMORY.md's size cap (MAGPIE_MEMORY_MAX_CHARS, 12000).
+   */
+  memory: { consolidateAt: string | undefined; maxChars: number };
+  /**
    * The cron tool's limits per chat: tasks of any kind (MAGPIE_CRON_MAX_PER_CHAT, 50), agent-mode
    * tasks (MAGPIE_CRON_MAX_AGENT_PER_CHAT, 5), and the shortest time between two runs of an
    * agent-mode task (MAGPIE_CRON_MIN_INTERVAL, 15m; reminders are not limited by it).
@@ -442,6 +463,7 @@ function buildConfig(
       dir: e.MAGPIE_BACKUP_DIR ? path.resolve(e.MAGPIE_BACKUP_DIR) : path.join(stateDir, 'backups'),
       passphrase: e.MAGPIE_BACKUP_PASSPHRASE,
     },
+    memory: { consolidateAt: e.MAGPIE_MEMORY_CONSOLIDATE, maxChars: e.MAGPIE_MEMORY_MAX_CHARS },
     cron: {
       maxPerChat: e.MAGPIE_CRON_MAX_PER_CHAT,
       maxAgentPerChat: e.MAGPIE_CRON_MAX_AGENT_PER_CHAT,

@@ -40,6 +40,8 @@ export interface StartSchedulerOptions {
   tuning?: SchedulerTuning;
   /** Heartbeat ticks and scheduled agent turns are skipped at a spending limit. @defaultValue none */
   budget?: UnattendedBudget;
+  /** Processors of further jobs on the scheduled queue, by job name (memory consolidation). @defaultValue none */
+  jobs?: Readonly<Record<string, (job: ScheduledJob) => Promise<string>>>;
 }
 
 /** The running scheduler of one process. */
@@ -63,7 +65,9 @@ export async function startScheduler(options: StartSchedulerOptions): Promise<Ru
   const worker = new ScheduledWorker({
     connection: bus.createWorkerConnection(),
     prefix: bus.prefix,
-    processor: (job) => processJob(job, { bus, heartbeat, logger, budget: options.budget }),
+    processor: (job) =>
+      (options.jobs && Object.hasOwn(options.jobs, job.name) ? options.jobs[job.name]?.(job) : undefined) ??
+      processJob(job, { bus, heartbeat, logger, budget: options.budget }),
     logger,
     concurrency: tuning.concurrency,
     lockDurationMs: tuning.lockDurationMs,

@@ -10,7 +10,7 @@ import { type AgentAsker, createAskAgentTool } from './ask-agent.js';
 import type { CronTaskStore } from './cron.js';
 import { createEditFileTool } from './edit-file.js';
 import { createExecTool } from './exec.js';
-import type { FileToolOptions } from './file-tool.js';
+import type { ChangeRecorder, FileToolOptions } from './file-tool.js';
 import { createListDirTool } from './list-dir.js';
 import { createLoadSkillTool } from './load-skill.js';
 import { createMemorySearchTool, type MemorySearcher } from './memory-search.js';
@@ -58,6 +58,8 @@ export interface ToolDeps {
   fetchTimeoutMs?: number;
   /** The configured web search backend; without one there is no `web_search`. */
   searchBackend?: SearchBackend;
+  /** MEMORY.md's history: the file tools record their changes of it there. @defaultValue none */
+  memoryHistory?: ChangeRecorder;
   /** The memory search index; without one there is no `memory_search`. */
   memoryIndex?: MemorySearcher;
   /** The skills; without them there is no `load_skill`. */
@@ -193,7 +195,10 @@ export function available(descriptor: ToolDescriptor, deps: ToolDeps): boolean {
 
 /** The file-changing tools' options: refusing every call when the workspace is read-only. */
 function writes(deps: ToolDeps): FileToolOptions {
-  return { readOnly: deps.workspaceReadOnly === true };
+  return {
+    readOnly: deps.workspaceReadOnly === true,
+    ...(deps.memoryHistory ? { history: deps.memoryHistory } : {}),
+  };
 }
 
 function core(name: string, readOnly: boolean, create: (deps: ToolDeps) => Tool) {

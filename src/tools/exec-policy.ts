@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isSecretEnvName } from '../config/secret-env.js';
 import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
+import { MEMORY_HISTORY_DIR } from '../workspace/workspace-path.js';
 import { parseShell, type ShellCommand, type ShellWord } from './exec-policy-parse.js';
 import type { PathScope } from './exec-policy-paths.js';
 import { catastrophic, guard, type Invocation, SHELLS, suppliedCode } from './exec-policy-rules.js';
@@ -28,7 +29,7 @@ export interface PolicyOptions {
   workspace?: string;
   /** Files and folders no command may name (magpie's `.env`, its state folder). @defaultValue [] */
   protectedPaths?: readonly string[];
-  /** Folders and files in the workspace commands may not change. @defaultValue ['<workspace>/sessions', '<workspace>/.magpie-id'] */
+  /** Folders and files in the workspace commands may not change. @defaultValue ['<workspace>/sessions', '<workspace>/.memory-history', '<workspace>/.magpie-id'] */
   readOnly?: readonly string[];
   /** Processes no command may kill. @defaultValue magpie's pid and its parent's */
   protectedPids?: readonly number[];
@@ -121,7 +122,13 @@ export function denyReason(command: string, options: PolicyOptions = {}): string
       protectedPaths: (options.protectedPaths ?? []).map((p) => path.resolve(p)),
       readOnly:
         options.readOnly ??
-        (workspace ? [path.join(workspace, 'sessions'), path.join(workspace, WORKSPACE_ID_FILE)] : []),
+        (workspace
+          ? [
+              path.join(workspace, 'sessions'),
+              path.join(workspace, MEMORY_HISTORY_DIR),
+              path.join(workspace, WORKSPACE_ID_FILE),
+            ]
+          : []),
     },
     pids: options.protectedPids ?? [process.pid, process.ppid],
     vars: new Map(),

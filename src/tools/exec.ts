@@ -186,7 +186,7 @@ export function createExecTool(workspace: string, options: ExecOptions = {}): To
 function sandboxedWrites(sandbox: BwrapSandbox): string {
   const workspace = sandbox.workspaceReadOnly
     ? 'the workspace is read-only (MAGPIE_SANDBOX_MODE=read-only)'
-    : 'the workspace is writable (sessions/ and .magpie-id read-only)';
+    : 'the workspace is writable (sessions/, .memory-history/ and .magpie-id read-only)';
   const roots = sandbox.writableRoots;
   return roots.length > 0 ? `${workspace}; also writable: ${roots.join(', ')}` : workspace;
 }

@@ -12,6 +12,14 @@ import { fileError } from '../workspace/workspace-path.js';
 import type { Confinement } from '../workspace/workspace-walk.js';
 import { fail, ok, type Tool } from './types.js';
 
+/**
+ * Records a tool's change of memory/MEMORY.md in its history (memory/history/history.ts):
+ * runs the change under the history's lock, a hand edit before it recorded first.
+ */
+export interface ChangeRecorder {
+  around<T>(who: string, change: () => Promise<T>): Promise<T>;
+}
+
 /** Options of the file-changing tools. */
 export interface FileToolOptions {
   /** How paths are confined (tests force `portable`). @defaultValue 'auto' */
@@ -21,6 +29,8 @@ export interface FileToolOptions {
    * every call is refused with {@link readOnlyRefusal}, touching nothing. @defaultValue false
    */
   readOnly?: boolean;
+  /** Where changes of MEMORY.md are recorded, by the tool's name. @defaultValue none */
+  history?: ChangeRecorder;
 }
 
 /** What a file-changing tool answers, whatever it was asked, when the workspace is read-only. */
@@ -73,7 +83,8 @@ export function fileTool<P extends z.ZodType<{ path: string }>>(
       parameters: definition.parameters,
       async execute(args) {
         try {
-          return ok(await definition.change(files, args));
+          const change = () => definition.change(files, args);
+          return ok(await (options.history ? options.history.around(definition.name, change) : change()));
         } catch (err) {
           return fail(fileError(err, args.path).message);
         }

@@ -16,6 +16,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Config } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 import { WORKSPACE_ID_FILE } from '../workspace/identity.js';
+import { MEMORY_HISTORY_DIR } from '../workspace/workspace-path.js';
 import {
   bwrapArgs,
   executable,
@@ -68,7 +69,7 @@ export interface BwrapSandboxOptions {
    * the user commands run as must be able to write them. @defaultValue []
    */
   writableRoots?: readonly string[];
-  /** Folders inside the workspace made read-only (made when missing). @defaultValue ['<workspace>/sessions'] */
+  /** Folders inside the workspace made read-only (made when missing). @defaultValue ['<workspace>/sessions', '<workspace>/.memory-history'] */
   readOnly?: string[];
   /** Paths hidden when they lie inside the workspace (magpie's data, `.env`). @defaultValue ['<workspace>/.redis'] */
   hidden?: string[];
@@ -291,7 +292,10 @@ export class BwrapSandbox {
    */
   async prepare(command: string, cpuSeconds: number): Promise<PreparedCommand> {
     const { workspace } = this.options;
-    const readOnly = this.options.readOnly ?? [path.join(workspace, 'sessions')];
+    const readOnly = this.options.readOnly ?? [
+      path.join(workspace, 'sessions'),
+      path.join(workspace, MEMORY_HISTORY_DIR),
+    ];
     for (const dir of readOnly) {
       await mkdir(dir, { recursive: true });
       if (!(await lstat(dir)).isDirectory())

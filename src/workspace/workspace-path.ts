@@ -35,14 +35,23 @@ export class FileToolError extends AppError {
   }
 }
 
+/** MEMORY.md's history (a bare git repository, src/memory/history/). */
+export const MEMORY_HISTORY_DIR = '.memory-history';
+
 /**
  * Top-level entries of the workspace the tools may read but never change:
  * `sessions/` (every chat's history), `.redis/` (where older versions kept
- * the private Redis's data) and the file `.magpie-id` (the workspace's
- * identity, see identity.ts). Compared without regard to case, so a
+ * the private Redis's data), `.memory-history/` (MEMORY.md's history: its
+ * git config could otherwise name programs for git to run) and the file
+ * `.magpie-id` (the workspace's identity, see identity.ts). Compared without regard to case, so a
  * case-insensitive file system cannot be used to spell around it.
  */
-export const PROTECTED_FOLDERS: readonly string[] = Object.freeze(['sessions', '.redis', '.magpie-id']);
+export const PROTECTED_FOLDERS: readonly string[] = Object.freeze([
+  'sessions',
+  '.redis',
+  MEMORY_HISTORY_DIR,
+  '.magpie-id',
+]);
 
 /** The protected entries that are files, not folders. */
 const PROTECTED_FILES: ReadonlySet<string> = new Set(['.magpie-id']);

@@ -13,9 +13,11 @@ import { type EmbedFigures, type IndexFigures, MemoryIndex } from '../../memory/
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../memory/search/search.js';
 import { type CommandIO, type CommandOut, defineCommand } from '../command.js';
 import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
+import { HISTORY_ACTIONS, HISTORY_HELP, runHistoryAction } from './memory-history.js';
 
 const HELP = `usage: magpie memory search "words" [--limit N] [--since DATE] [--until DATE] [--json]
        magpie memory reindex [--json]
+       magpie memory log [--json] | diff [REV] | undo [REV] | consolidate
 
 search   ranked full-text search over memory/MEMORY.md, every daily note and every
          conversation (what the user and the assistant wrote; not tool output), the
@@ -24,6 +26,8 @@ search   ranked full-text search over memory/MEMORY.md, every daily note and eve
          ("moved" finds "move"). The index is brought up to date first.
 reindex  delete the index and build it again from every file (it is otherwise kept
          up to date by itself; a damaged index is rebuilt on its own too).
+
+${HISTORY_HELP}
 
 The index lives in MAGPIE_STATE_DIR (default ~/.local/state/magpie/<workspace>-<hash>),
 outside the workspace.
@@ -37,8 +41,8 @@ options:
   --workspace DIR    overrides MAGPIE_WORKSPACE
   -h, --help         this help
 
-exit codes: 0 ok (also when nothing matched), 1 failed, 2 bad usage or config,
-3 the index is busy in another process for too long`;
+exit codes: 0 ok (also when nothing matched), 1 failed (or consolidation refused), 2 bad usage,
+config or an unknown REV, 3 the index (or the history) is busy in another process for too long`;
 
 /** Where the command writes; tests pass their own. */
 export interface MemoryCommandIO extends CommandIO {
@@ -59,8 +63,12 @@ export const runMemory = defineCommand({
   positionals: true,
   async run({ values, positionals }, io: MemoryCommandIO) {
     const [action, ...rest] = positionals;
+    if (action !== undefined && HISTORY_ACTIONS.has(action))
+      return runHistoryAction(action, rest, values, io.out);
     if (action !== 'search' && action !== 'reindex') {
-      throw new ConfigError('magpie memory: say "search <words>" or "reindex"; see "magpie memory --help"');
+      throw new ConfigError(
+        'magpie memory: say "search <words>", "reindex", "log", "diff", "undo" or "consolidate"; see "magpie memory --help"',
+      );
     }
     if (action === 'reindex' && (rest.length > 0 || values.limit || values.since || values.until)) {
       throw new ConfigError('magpie memory reindex: takes no words and no --limit, --since or --until');

@@ -98,6 +98,7 @@ describe('COMMANDS', () => {
       'approve',
       'deny',
       'approvals',
+      'forget',
       'status',
       'usage',
       'model',
