@@ -80,12 +80,19 @@ export function parseModels(
   return withIds(entries);
 }
 
-function parseEntry(
+/**
+ * One `model[@url][#VAR]` entry (MAGPIE_FALLBACK_MODELS' form, also MAGPIE_TTS_MODEL's).
+ * @param setting the variable named in errors and in the result @defaultValue 'MAGPIE_FALLBACK_MODELS'
+ * @throws ConfigError (exit 2) naming the entry and what is wrong with it.
+ */
+export function parseEntry(
   item: string,
   primary: PrimaryEndpoint,
   env: NodeJS.ProcessEnv,
   needKeys: boolean,
+  setting = 'MAGPIE_FALLBACK_MODELS',
 ): Omit<ModelEndpointConfig, 'id'> {
+  const bad = (what: string, why: string) => badEntry(what, why, setting);
   let rest = item;
   let keyVar: string | undefined;
   const hash = item.lastIndexOf('#');
@@ -101,7 +108,7 @@ function parseEntry(
   const withUrl = WITH_URL.exec(rest);
   if (withUrl) {
     model = withUrl[1]!.trim();
-    baseURL = checkedUrl(item, withUrl[2]!.trim());
+    baseURL = checkedUrl(item, withUrl[2]!.trim(), setting);
   } else {
     const at = rest.lastIndexOf('@');
     if (at > 0 && /[/:]/.test(rest.slice(at + 1))) {
@@ -132,13 +139,14 @@ function parseEntry(
     model,
     baseURL: baseURL ?? primary.baseURL,
     apiKey,
-    setting: 'MAGPIE_FALLBACK_MODELS',
+    setting,
     keyVar,
   };
 }
 
 /** The endpoint of an entry: http(s), and no user name or password (the client would refuse to send them). */
-function checkedUrl(item: string, text: string): string {
+function checkedUrl(item: string, text: string, setting: string): string {
+  const bad = (what: string, why: string) => badEntry(what, why, setting);
   if (!URL.canParse(text))
     throw bad(item, `"${text}" is not a URL (expected e.g. http://127.0.0.1:11434/v1)`);
   const url = new URL(text);
@@ -173,10 +181,14 @@ function sameEndpoint(a: string, b: string): boolean {
 }
 
 function bad(item: string, why: string): ConfigError {
+  return badEntry(item, why, 'MAGPIE_FALLBACK_MODELS');
+}
+
+function badEntry(item: string, why: string, setting: string): ConfigError {
   // A user name or password in the entry's URL is never shown.
   const hidden = item.replace(/\/\/[^/\s]*@/g, '//…@');
   const shown = hidden.length > 80 ? `${hidden.slice(0, 77)}...` : hidden;
   return new ConfigError(
-    `MAGPIE_FALLBACK_MODELS entry "${shown}": ${why}: fix it in .env (see .env.example)`,
+    `${setting} entry "${shown}": ${why}: fix it in .env (see .env.example)`,
   );
 }
