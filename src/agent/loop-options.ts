@@ -9,6 +9,7 @@ import type { TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
+import type { VoiceCommandPorts } from './slash-commands.js';
 import type { ModelChoiceStore, OutboundSink, StateStore, UsageView } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
 import type { LoopTools } from './tool-batch.js';
@@ -91,4 +92,6 @@ export interface AgentLoopOptions {
   approvalRules?: ApprovalRules;
   /** /usage's figures (the budget in the daemon). @defaultValue none: /usage says usage is not kept */
   usage?: UsageView;
+  /** Each chat's `/voice` choice, and whether an engine speaks (MAGPIE_TTS). @defaultValue in memory, nothing spoken */
+  voice?: VoiceCommandPorts;
 }

@@ -163,6 +163,7 @@ export class AgentLoop implements AgentRunner {
       ...(command.argument ? { argument: command.argument } : {}),
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
       ...(this.#o.usage ? { usage: this.#o.usage } : {}),
+      ...(this.#o.voice ? { voice: this.#o.voice } : {}),
       ...(this.#o.approvalRules
         ? { approvalRules: this.#o.approvalRules, chatKey: `${first.channel}:${first.chatId}` }
         : {}),
