@@ -9,6 +9,9 @@ import { Budget } from '../../../src/budget/budget.js';
 import { RedisBudgetStore } from '../../../src/bus/budget-store.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { opsKeys } from '../../../src/bus/keys.js';
+import { createMetrics } from '../../../src/ops/metrics.js';
+import { buildVoiceReplies } from '../../../src/voice/build.js';
 import { toNano } from '../../../src/messages/budget.js';
 import type { OutboundMessageInput } from '../../../src/messages/messages.js';
 import { EspeakEngine } from '../../../src/voice/espeak.js';
@@ -49,6 +52,18 @@ async function setUp(env: Record<string, string>) {
   return { budget, store, replies, published };
 }
 
+const voiceInbound = {
+  id: 'cli:m1:1',
+  channel: 'cli',
+  chatId: 'm1',
+  senderId: 'u',
+  content: '',
+  media: [{ kind: 'audio' as const, mimeType: 'audio/ogg' }],
+  isGroup: false,
+  receivedAt: new Date().toISOString(),
+  metadata: {},
+};
+
 const request = (content: string) => ({
   turn: 't1',
   sessionKey: 'test:b1',
@@ -81,5 +96,29 @@ describe('speech and the budget', () => {
     expect(outcome).toEqual({ spoken: false, reason: 'budget' });
     expect(published).toHaveLength(0);
     expect((await store.counters('test:b1', budget.period())).dayCostNano).toBe(0);
+  });
+
+  it('counts the seconds spoken for /metrics (espeak engine as the daemon builds it)', async () => {
+    const config = testConfig(undefined, { MAGPIE_TTS: 'espeak', MAGPIE_TTS_VOICE: 'en-gb' });
+    bus = await Bus.connect({ config, logger: silentLogger() });
+    const replies = await buildVoiceReplies({
+      voice: config.voice,
+      bus,
+      totalsKey: opsKeys.totals(bus.prefix),
+      logger: silentLogger(),
+    });
+    const outcome = await replies!.afterReply({
+      ...request('Counting the seconds.'),
+      target: { channel: 'cli', chatId: 'm1' },
+      batch: [{ ...voiceInbound }],
+    });
+    expect(outcome.spoken).toBe(true);
+    const seconds = outcome.spoken ? outcome.seconds : 0;
+    const text = await createMetrics(bus.opsReader).render();
+    expect(text).toContain(`magpie_voice_seconds_total{agent="main"} ${seconds}`);
+    expect(text).toContain('magpie_voice_characters_total{agent="main"} 21');
+    expect(text).toContain('magpie_voice_failures_total{agent="main"} 0');
+    // The queued voice message waits on the CLI channel's outbound queue.
+    expect(await bus.pendingJobs('outbound-cli', ['waiting'])).toBe(1);
   });
 });
