@@ -58,12 +58,23 @@ export interface SpokenReplyRequest {
   /** The reply's Markdown. */
   content: string;
   metadata: Record<string, unknown>;
+  /** How the turn ended: only `ok` answers are spoken (not commands, stops or limits). @defaultValue 'ok' */
+  outcome?: string;
 }
 
 /** What happened: spoken (queued), or why not. */
 export type SpokenReplyOutcome =
   | { spoken: true; seconds: number; chars: number }
   | { spoken: false; reason: 'mode' | 'channel' | 'empty' | 'budget' | 'failed' };
+
+/**
+ * Whether the turn's request asked for the spoken answer itself: `metadata.voice` on a CLI message
+ * (`magpie send --voice`). Only the CLI client sets it; chat platforms' adapters build their own
+ * metadata, so nobody in a chat can.
+ */
+function asked(request: SpokenReplyRequest): boolean {
+  return request.target.channel === 'cli' && request.batch.some((m) => m.channel === 'cli' && m.metadata.voice === true);
+}
 
 export class VoiceReplies {
   readonly #o: VoiceRepliesOptions;
@@ -80,6 +91,7 @@ export class VoiceReplies {
   /** Whether `request`'s chat wants this reply spoken. */
   async wanted(request: SpokenReplyRequest): Promise<boolean> {
     if (!this.#channels.has(request.target.channel)) return false;
+    if (asked(request)) return true;
     const mode = await this.#o.choices.get(request.sessionKey);
     if (mode === 'off') return false;
     if (mode === 'on') return true;
@@ -92,12 +104,15 @@ export class VoiceReplies {
     try {
       if (!this.#channels.has(request.target.channel)) return { spoken: false, reason: 'channel' };
       if (!(await this.wanted(request))) return { spoken: false, reason: 'mode' };
+      if ((request.outcome ?? 'ok') !== 'ok') {
+        return await this.#notSpoken(request, 'empty', `the turn ended without an answer to speak (${request.outcome})`);
+      }
       const text = speakableText(request.content, this.#maxChars);
-      if (text === '') return { spoken: false, reason: 'empty' };
+      if (text === '') return await this.#notSpoken(request, 'empty', 'the answer has nothing to say aloud');
       const held = await this.#o.charges?.hold(request.sessionKey, text.length);
       if (held && !held.ok) {
         log.info({ limit: held.limit }, 'reply not spoken: a spending limit is reached');
-        return { spoken: false, reason: 'budget' };
+        return await this.#notSpoken(request, 'budget', `a spending limit (${held.limit}) is reached`);
       }
       let ogg: Buffer;
       try {
@@ -135,8 +150,32 @@ export class VoiceReplies {
     } catch (err) {
       log.warn({ engine: this.#o.engine.name, err: describeError(err) }, 'reply not spoken; the text went out alone');
       await this.#count(voiceTotalsFields.failed, 1, log);
-      return { spoken: false, reason: 'failed' };
+      return await this.#notSpoken(request, 'failed', describeError(err)).catch(() => ({
+        spoken: false as const,
+        reason: 'failed' as const,
+      }));
     }
+  }
+
+  /**
+   * A reply not spoken. A client that asked for the voice (`magpie send --voice`) is told why,
+   * under the voice's id, instead of waiting for audio that will not come.
+   */
+  async #notSpoken(
+    request: SpokenReplyRequest,
+    reason: 'empty' | 'budget' | 'failed',
+    why: string,
+  ): Promise<SpokenReplyOutcome> {
+    if (asked(request)) {
+      await this.#o.publish({
+        ...request.target,
+        id: voiceId(request.turn),
+        content: '',
+        kind: 'reply',
+        metadata: { ...request.metadata, voiceFailed: why },
+      });
+    }
+    return { spoken: false, reason };
   }
 
   async #count(field: (typeof voiceTotalsFields)[keyof typeof voiceTotalsFields], amount: number, log: Logger) {

@@ -321,8 +321,9 @@ export class TurnWorker {
           ...completes,
         });
         // Spoken only once the text is final and queued; a failure leaves the text alone.
-        if (this.voice && result.value.metrics.outcome === 'ok') {
+        if (this.voice) {
           await this.voice.afterReply({
+            outcome: result.value.metrics.outcome,
             turn: turn.id,
             sessionKey: turn.sessionKey,
             batch: turn.batch,
