@@ -15,6 +15,7 @@ import { modelChecks } from './doctor-models.js';
 import { mcpCheck, searchCheck } from './doctor-reach.js';
 import { DoctorRedis, daemonCheck, redisCheck, workspaceIdentityCheck } from './doctor-redis.js';
 import { execSandboxCheck } from './doctor-sandbox.js';
+import { voiceCheck } from './doctor-voice.js';
 import { bootstrapFilesCheck, workspaceCheck } from './doctor-workspace.js';
 
 export interface DoctorOptions {
@@ -49,6 +50,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
     workspaceIdentityCheck(config, shared),
     // Every configured model: MAGPIE_MODEL, then each fallback (with --live, one token from each).
     ...modelChecks(config, options.live === true),
+    voiceCheck(config.voice, options.live === true),
     ...(options.channelChecks ?? []),
     mcpCheck(config, options.env ?? process.env),
     searchCheck(config),

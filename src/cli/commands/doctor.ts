@@ -22,7 +22,8 @@ the web search backend (one test query), and that a worker runs. Other checks
 take at most 3 s.
 
 options:
-  --live           also ask the model for a one-token completion
+  --live           also ask the model for a one-token completion, and speak one short
+                   phrase with the speech engine (MAGPIE_TTS)
   --workspace DIR  overrides MAGPIE_WORKSPACE
   -h, --help       this help
 
