@@ -9,9 +9,9 @@ import type { TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage, LLMProvider } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
-import type { VoiceCommandPorts } from './slash-commands.js';
 import type { ModelChoiceStore, OutboundSink, StateStore, UsageView } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
+import type { VoiceCommandPorts } from './slash-commands.js';
 import type { LoopTools } from './tool-batch.js';
 import type { ToolCallLimits } from './tool-call-limits.js';
 

@@ -188,7 +188,5 @@ function badEntry(item: string, why: string, setting: string): ConfigError {
   // A user name or password in the entry's URL is never shown.
   const hidden = item.replace(/\/\/[^/\s]*@/g, '//…@');
   const shown = hidden.length > 80 ? `${hidden.slice(0, 77)}...` : hidden;
-  return new ConfigError(
-    `${setting} entry "${shown}": ${why}: fix it in .env (see .env.example)`,
-  );
+  return new ConfigError(`${setting} entry "${shown}": ${why}: fix it in .env (see .env.example)`);
 }

@@ -4,10 +4,10 @@
  * MAGPIE_TTS_MODEL is a MAGPIE_FALLBACK_MODELS entry (`model[@url][#KEY_VAR]`):
  * the main endpoint and key unless it names its own.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
-import { type ModelEndpointConfig, type PrimaryEndpoint, parseEntry } from './fallback-models.js';
 import { choice, optionalText, positiveInt } from './env-values.js';
+import { type ModelEndpointConfig, type PrimaryEndpoint, parseEntry } from './fallback-models.js';
 import { priceSchema } from './usage.js';
 
 export const TTS_ENGINES = ['off', 'endpoint', 'espeak'] as const;

@@ -120,9 +120,30 @@ function totalsCounter(
 /** Spoken replies (src/voice): seconds and characters spoken, replies that could not be spoken. */
 function registerVoiceMetrics(registry: Registry, agents: readonly string[], totals: Totals) {
   const { seconds, chars, failed } = voiceTotalsFields;
-  totalsCounter(registry, agents, totals, 'magpie_voice_seconds_total', 'Seconds of speech sent as spoken replies', seconds);
-  totalsCounter(registry, agents, totals, 'magpie_voice_characters_total', 'Characters spoken (what MAGPIE_PRICE_TTS prices)', chars);
-  totalsCounter(registry, agents, totals, 'magpie_voice_failures_total', 'Replies not spoken because the speech engine failed (the text went out)', failed);
+  totalsCounter(
+    registry,
+    agents,
+    totals,
+    'magpie_voice_seconds_total',
+    'Seconds of speech sent as spoken replies',
+    seconds,
+  );
+  totalsCounter(
+    registry,
+    agents,
+    totals,
+    'magpie_voice_characters_total',
+    'Characters spoken (what MAGPIE_PRICE_TTS prices)',
+    chars,
+  );
+  totalsCounter(
+    registry,
+    agents,
+    totals,
+    'magpie_voice_failures_total',
+    'Replies not spoken because the speech engine failed (the text went out)',
+    failed,
+  );
 }
 
 /** Turns by outcome, errors, tokens (by kind) and, with prices, their estimated cost. */

@@ -10,7 +10,7 @@ import type { OutboundMessageInput } from '../messages/messages.js';
 import type { SpeechEngine } from './engine.js';
 import { EspeakEngine } from './espeak.js';
 import { budgetCharges } from './speech-budget.js';
-import { HashVoiceChoiceStore, type HashClient } from './voice-choice.js';
+import { type HashClient, HashVoiceChoiceStore } from './voice-choice.js';
 import { VoiceReplies, type VoiceTally } from './voice-replies.js';
 
 /**

@@ -36,7 +36,9 @@ export class EspeakEngine implements SpeechEngine {
   constructor(options: EspeakOptions = {}) {
     this.#voice = options.voice ?? 'en';
     if (!ESPEAK_VOICE_PATTERN.test(this.#voice)) {
-      throw new RangeError(`"${this.#voice.slice(0, 40)}" is not an espeak-ng voice name (e.g. en, en-us, de+f3)`);
+      throw new RangeError(
+        `"${this.#voice.slice(0, 40)}" is not an espeak-ng voice name (e.g. en, en-us, de+f3)`,
+      );
     }
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;

@@ -51,7 +51,10 @@ function block(token: MarkedToken): string {
     case 'text':
       return sentence(token.tokens ? inline(token.tokens) : token.text);
     case 'blockquote':
-      return token.tokens.map((t) => block(t as MarkedToken)).filter((s) => s !== '').join(' ');
+      return token.tokens
+        .map((t) => block(t as MarkedToken))
+        .filter((s) => s !== '')
+        .join(' ');
     case 'list':
       return list(token);
     default:

@@ -13,7 +13,10 @@ import { zeroCounts } from '../messages/token-counts.js';
 /** What speaking one reply is charged: held before, settled (or given back) after. */
 export interface SpeechCharges {
   /** Holds the cost of `chars` characters for `session`; `ok: false` names the limit that refused. */
-  hold(session: string, chars: number): Promise<{ ok: true; settle(spoken: boolean): Promise<void> } | { ok: false; limit: string }>;
+  hold(
+    session: string,
+    chars: number,
+  ): Promise<{ ok: true; settle(spoken: boolean): Promise<void> } | { ok: false; limit: string }>;
 }
 
 /** The cost in the prices' currency of `chars` characters at `pricePerMillion`. */
@@ -29,7 +32,12 @@ export function budgetCharges(
   return {
     async hold(session, chars) {
       const costNano = toNano(speechCost(chars, options.pricePerMillionChars));
-      const held = await budget.store.reserve(session, budget.period(), { costNano, tokens: 0 }, budget.limits);
+      const held = await budget.store.reserve(
+        session,
+        budget.period(),
+        { costNano, tokens: 0 },
+        budget.limits,
+      );
       if (!held.ok) return { ok: false, limit: held.limit };
       return {
         ok: true,

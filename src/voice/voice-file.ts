@@ -15,9 +15,14 @@ import { speakableText } from './speakable.js';
  * The absolute path `--voice` names, checked: MAGPIE_TTS must name an engine.
  * @throws ConfigError (exit 2) naming the command and the fix.
  */
-export function voiceFileFlag(command: string, file: string | undefined, voice: VoiceConfig): string | undefined {
+export function voiceFileFlag(
+  command: string,
+  file: string | undefined,
+  voice: VoiceConfig,
+): string | undefined {
   if (file === undefined) return undefined;
-  if (file.trim() === '') throw new ConfigError(`magpie ${command}: --voice needs a file name, e.g. --voice answer.ogg`);
+  if (file.trim() === '')
+    throw new ConfigError(`magpie ${command}: --voice needs a file name, e.g. --voice answer.ogg`);
   if (voice.engine === 'off') {
     throw new ConfigError(
       `magpie ${command}: --voice needs a speech engine: set MAGPIE_TTS=espeak (offline) or MAGPIE_TTS=endpoint in .env`,

@@ -13,8 +13,8 @@ import type { InboundMessage, OutboundMessageInput } from '../messages/messages.
 import { voiceId } from '../messages/outbound-ids.js';
 import type { SpeechEngine } from './engine.js';
 import { readOggOpus, waveformOf } from './ogg.js';
-import type { SpeechCharges } from './speech-budget.js';
 import { speakableText } from './speakable.js';
+import type { SpeechCharges } from './speech-budget.js';
 import type { VoiceChoiceStore } from './voice-choice.js';
 
 /** Channels whose senders play a spoken reply (others are never sent one). */
@@ -73,7 +73,10 @@ export type SpokenReplyOutcome =
  * metadata, so nobody in a chat can.
  */
 function asked(request: SpokenReplyRequest): boolean {
-  return request.target.channel === 'cli' && request.batch.some((m) => m.channel === 'cli' && m.metadata.voice === true);
+  return (
+    request.target.channel === 'cli' &&
+    request.batch.some((m) => m.channel === 'cli' && m.metadata.voice === true)
+  );
 }
 
 export class VoiceReplies {
@@ -85,7 +88,8 @@ export class VoiceReplies {
     this.#o = options;
     this.#channels = new Set(options.channels ?? VOICE_CHANNELS);
     this.#maxChars = options.maxChars ?? 1500;
-    if (!Number.isInteger(this.#maxChars) || this.#maxChars < 1) throw new RangeError('maxChars must be at least 1');
+    if (!Number.isInteger(this.#maxChars) || this.#maxChars < 1)
+      throw new RangeError('maxChars must be at least 1');
   }
 
   /** Whether `request`'s chat wants this reply spoken. */
@@ -105,7 +109,11 @@ export class VoiceReplies {
       if (!this.#channels.has(request.target.channel)) return { spoken: false, reason: 'channel' };
       if (!(await this.wanted(request))) return { spoken: false, reason: 'mode' };
       if ((request.outcome ?? 'ok') !== 'ok') {
-        return await this.#notSpoken(request, 'empty', `the turn ended without an answer to speak (${request.outcome})`);
+        return await this.#notSpoken(
+          request,
+          'empty',
+          `the turn ended without an answer to speak (${request.outcome})`,
+        );
       }
       const text = speakableText(request.content, this.#maxChars);
       if (text === '') return await this.#notSpoken(request, 'empty', 'the answer has nothing to say aloud');
@@ -148,7 +156,10 @@ export class VoiceReplies {
       log.info({ engine: this.#o.engine.name, seconds, chars: text.length }, 'reply spoken');
       return { spoken: true, seconds, chars: text.length };
     } catch (err) {
-      log.warn({ engine: this.#o.engine.name, err: describeError(err) }, 'reply not spoken; the text went out alone');
+      log.warn(
+        { engine: this.#o.engine.name, err: describeError(err) },
+        'reply not spoken; the text went out alone',
+      );
       await this.#count(voiceTotalsFields.failed, 1, log);
       return await this.#notSpoken(request, 'failed', describeError(err)).catch(() => ({
         spoken: false as const,
@@ -178,7 +189,11 @@ export class VoiceReplies {
     return { spoken: false, reason };
   }
 
-  async #count(field: (typeof voiceTotalsFields)[keyof typeof voiceTotalsFields], amount: number, log: Logger) {
+  async #count(
+    field: (typeof voiceTotalsFields)[keyof typeof voiceTotalsFields],
+    amount: number,
+    log: Logger,
+  ) {
     await this.#o.tally?.add(field, amount).catch((err: unknown) => {
       log.debug({ err: describeError(err) }, 'voice figures not counted');
     });

@@ -55,9 +55,15 @@ afterEach(async () => {
 
 describe('magpie agent --voice', () => {
   it('prints the answer and writes its spoken form from the speech endpoint to FILE', async () => {
-    fake = await startFakeOpenAI({ speechAudio: opusAudio(), responder: () => ({ content: 'It is **sunny**.' }) });
+    fake = await startFakeOpenAI({
+      speechAudio: opusAudio(),
+      responder: () => ({ content: 'It is **sunny**.' }),
+    });
     const file = path.join(dir, 'endpoint.ogg');
-    const out = await agent(['-m', 'weather?', '--voice', file], { MAGPIE_TTS: 'endpoint', MAGPIE_TTS_VOICE: 'nova' });
+    const out = await agent(['-m', 'weather?', '--voice', file], {
+      MAGPIE_TTS: 'endpoint',
+      MAGPIE_TTS_VOICE: 'nova',
+    });
     expect(out).toMatchObject({ code: 0, stdout: 'It is **sunny**.\n' });
     expect((await readFile(file)).equals(opusAudio())).toBe(true);
     expect(fake.speechRequests).toEqual([
@@ -76,7 +82,10 @@ describe('magpie agent --voice', () => {
   });
 
   it('keeps the text and exits 1 with one line when the speech endpoint fails; no file', async () => {
-    fake = await startFakeOpenAI({ speechAudio: opusAudio(), responder: () => ({ content: 'Text survives.' }) });
+    fake = await startFakeOpenAI({
+      speechAudio: opusAudio(),
+      responder: () => ({ content: 'Text survives.' }),
+    });
     fake.failSpeech(2);
     const file = path.join(dir, 'failed.ogg');
     const out = await agent(['-m', 'hi', '--voice', file], { MAGPIE_TTS: 'endpoint' });

@@ -274,12 +274,19 @@ export async function startFakeDiscord(options: {
     const type = req.headers['content-type'] ?? '';
     if (type.startsWith('multipart/form-data')) {
       // An upload: payload_json holds the JSON body, files[n] the files (Discord's multipart form).
-      const form = await new Response(Buffer.concat(chunks), { headers: { 'content-type': type } }).formData();
+      const form = await new Response(Buffer.concat(chunks), {
+        headers: { 'content-type': type },
+      }).formData();
       const payload = form.get('payload_json');
       const files: Array<{ field: string; name: string; type: string; bytes: Buffer }> = [];
       for (const [field, value] of form) {
         if (typeof value !== 'string')
-          files.push({ field, name: value.name, type: value.type, bytes: Buffer.from(await value.arrayBuffer()) });
+          files.push({
+            field,
+            name: value.name,
+            type: value.type,
+            bytes: Buffer.from(await value.arrayBuffer()),
+          });
       }
       return { ...(typeof payload === 'string' ? (JSON.parse(payload) as object) : {}), __files: files };
     }
@@ -306,8 +313,10 @@ export async function startFakeDiscord(options: {
       record(400);
       json(res, 400, { message, code: 50_161 });
     };
-    if (typeof b['content'] === 'string' && b['content'] !== '') return refuse('Voice messages cannot have content');
-    if (files.length !== 1 || attachments.length !== 1 || !attachment) return refuse('Voice messages need one file');
+    if (typeof b['content'] === 'string' && b['content'] !== '')
+      return refuse('Voice messages cannot have content');
+    if (files.length !== 1 || attachments.length !== 1 || !attachment)
+      return refuse('Voice messages need one file');
     if (typeof attachment.duration_secs !== 'number' || typeof attachment.waveform !== 'string')
       return refuse('Voice messages need duration_secs and waveform');
     const message: FakeVoiceMessage = {
@@ -316,7 +325,9 @@ export async function startFakeDiscord(options: {
       flags: Number(b['flags']),
       attachment,
       file: files[0]!,
-      ...(b['message_reference'] ? { messageReference: b['message_reference'] as { message_id: string } } : {}),
+      ...(b['message_reference']
+        ? { messageReference: b['message_reference'] as { message_id: string } }
+        : {}),
     };
     voiceMessages.push(message);
     record(200);

@@ -83,7 +83,12 @@ export interface FakeOpenAI {
   enqueue(...replies: FakeReply[]): void;
   setResponder(fn: FakeResponder): void;
   /** POST /v1/audio/speech bodies (JSON: model, voice, input, response_format), in arrival order. */
-  readonly speechRequests: Array<{ model?: string; voice?: string; input?: string; response_format?: string }>;
+  readonly speechRequests: Array<{
+    model?: string;
+    voice?: string;
+    input?: string;
+    response_format?: string;
+  }>;
   /** The next `times` speech requests answer 500. */
   failSpeech(times?: number): void;
   /** Resolves when` `requests.length >= n` (event-driven); rejects after `timeoutMs` (default 5000). */
@@ -177,7 +182,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         return sendError(res, 500, { message: 'speech engine down', type: 'server_error' });
       }
       if (typeof body.input !== 'string' || body.input === '' || typeof body.model !== 'string') {
-        return sendError(res, 400, { message: 'model and input are required', type: 'invalid_request_error' });
+        return sendError(res, 400, {
+          message: 'model and input are required',
+          type: 'invalid_request_error',
+        });
       }
       if (body.response_format !== 'opus') {
         return sendError(res, 400, { message: 'this fake speaks opus only', type: 'invalid_request_error' });

@@ -344,7 +344,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       case 'sendVoice': {
         const voice = p.voice;
         if (!(voice instanceof Blob)) {
-          return error(res, { error_code: 400, description: 'Bad Request: there is no voice in the request' });
+          return error(res, {
+            error_code: 400,
+            description: 'Bad Request: there is no voice in the request',
+          });
         }
         const replyTo = (p.reply_parameters as { message_id?: number } | undefined)?.message_id;
         const sentVoice: SentVoice = {

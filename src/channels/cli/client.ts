@@ -141,7 +141,11 @@ async function publishAndWait(
 
 /** A spoken reply, or the word that there is none (src/voice: `<replyId>-voice`). */
 function isVoice(message: OutboundMessage): boolean {
-  return message.id.endsWith('-voice') && message.content === '' && (message.media !== undefined || 'voiceFailed' in message.metadata);
+  return (
+    message.id.endsWith('-voice') &&
+    message.content === '' &&
+    (message.media !== undefined || 'voiceFailed' in message.metadata)
+  );
 }
 
 /**

@@ -211,7 +211,10 @@ export class DiscordChannel implements Channel {
     const audio = spokenAudio(message);
     if (audio) {
       await deliverVoice(this.client.rest, message, audio);
-      this.logger.debug({ id: message.id, channelId, seconds: audio.durationSeconds }, 'discord voice message delivered');
+      this.logger.debug(
+        { id: message.id, channelId, seconds: audio.durationSeconds },
+        'discord voice message delivered',
+      );
     }
     if (message.content.trim() === '') {
       if (audio) return;

@@ -175,7 +175,10 @@ export class TelegramSender {
         const sent = await this.options.telegram.sendVoice(
           target.chatId,
           { source: ogg, filename: 'reply.ogg' },
-          { ...where, ...(durationSeconds !== undefined ? { duration: Math.max(1, Math.round(durationSeconds)) } : {}) },
+          {
+            ...where,
+            ...(durationSeconds !== undefined ? { duration: Math.max(1, Math.round(durationSeconds)) } : {}),
+          },
         );
         return String(sent.message_id);
       } catch (err) {

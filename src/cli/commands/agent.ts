@@ -18,11 +18,11 @@ import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
 import { APPROVAL_MODES, type ApprovalMode } from '../../messages/approval.js';
 import type { OutboundMessageInput } from '../../messages/messages.js';
+import { speakToFile, voiceFileFlag } from '../../voice/voice-file.js';
 import { defineCommand } from '../command.js';
 import { shedSecretEnvironment } from '../shed-secrets.js';
 import { commandConfig, commandEnv, commandLogger, reportShed, WORKSPACE_FLAG } from '../startup.js';
 import { TerminalStream } from '../terminal-stream.js';
-import { speakToFile, voiceFileFlag } from '../../voice/voice-file.js';
 
 const HELP = `usage: magpie agent [-m "text"] [--chat ID] [--workspace DIR]
 
@@ -119,7 +119,14 @@ export const run = defineCommand({
         process.stdout.isTTY && streamsTo(config, 'cli') ? new TerminalStream(process.stdout) : undefined;
       code = await (values.message === undefined
         ? interactive(agent, sessionKey, stream, approval)
-        : once(agent, values.message, sessionKey, stream, approval, voiceFile ? { file: voiceFile, config: config.voice } : undefined));
+        : once(
+            agent,
+            values.message,
+            sessionKey,
+            stream,
+            approval,
+            voiceFile ? { file: voiceFile, config: config.voice } : undefined,
+          ));
     } finally {
       await mcp?.close();
     }
@@ -178,7 +185,10 @@ async function once(
 }
 
 /** `--voice FILE`: the answer spoken into the file; false (said on stderr) when it could not be. */
-async function spokenTo(voice: { file: string; config: VoiceConfig }, reply: string | undefined): Promise<boolean> {
+async function spokenTo(
+  voice: { file: string; config: VoiceConfig },
+  reply: string | undefined,
+): Promise<boolean> {
   try {
     await speakToFile(reply ?? '', voice.file, voice.config);
     return true;

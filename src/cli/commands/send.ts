@@ -4,12 +4,12 @@
  * reply, or only the whole reply with --no-stream or MAGPIE_STREAM=off.
  */
 import { sendAndWait } from '../../channels/cli/client.js';
-import type { OutboundMessage } from '../../messages/messages.js';
-import { spokenAudio } from '../../voice/outbound-audio.js';
-import { voiceFileFlag, writeVoiceFile } from '../../voice/voice-file.js';
 import { TerminalReply } from '../../channels/cli/terminal-reply.js';
 import { streamsTo } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
+import type { OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
+import { voiceFileFlag, writeVoiceFile } from '../../voice/voice-file.js';
 import { agentBusOf } from '../agent-bus.js';
 import { parseTimeoutFlag, REPLY_FLAGS } from '../args.js';
 import { defineCommand } from '../command.js';
@@ -84,7 +84,9 @@ async function writeSpoken(file: string, voice: OutboundMessage | undefined): Pr
   const audio = voice ? spokenAudio(voice) : undefined;
   if (!audio) {
     const why = voice?.metadata.voiceFailed;
-    process.stderr.write(`magpie: the answer was not spoken: ${typeof why === 'string' ? why : 'no audio came back'}\n`);
+    process.stderr.write(
+      `magpie: the answer was not spoken: ${typeof why === 'string' ? why : 'no audio came back'}\n`,
+    );
     return ExitCode.failure;
   }
   await writeVoiceFile(file, audio.bytes);

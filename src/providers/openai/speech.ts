@@ -7,8 +7,8 @@
  */
 import { OpenAI } from 'openai';
 import { AppError, describeError } from '../../errors/index.js';
-import { readOggOpus } from '../../voice/ogg.js';
 import type { SpeechEngine } from '../../voice/engine.js';
+import { readOggOpus } from '../../voice/ogg.js';
 import { toProviderError } from './errors.js';
 
 export interface EndpointSpeechOptions {
@@ -71,7 +71,8 @@ export class EndpointSpeechEngine implements SpeechEngine {
       });
       throw new AppError('TTS_FAILED', `speech failed: ${describeError(mapped)}`, { cause: mapped });
     }
-    if (bytes.length > maxBytes) throw new AppError('TTS_FAILED', `the speech endpoint sent ${bytes.length} bytes`);
+    if (bytes.length > maxBytes)
+      throw new AppError('TTS_FAILED', `the speech endpoint sent ${bytes.length} bytes`);
     if (!readOggOpus(bytes)) throw new AppError('TTS_FAILED', 'the speech endpoint sent no OGG/Opus audio');
     return bytes;
   }

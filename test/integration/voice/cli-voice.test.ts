@@ -26,9 +26,15 @@ let client: Bus;
 let workspace: string;
 
 beforeAll(async () => {
-  openai = await startFakeOpenAI({ speechAudio: opusAudio(), responder: () => ({ content: 'Spoken on request.' }) });
+  openai = await startFakeOpenAI({
+    speechAudio: opusAudio(),
+    responder: () => ({ content: 'Spoken on request.' }),
+  });
   workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-cli-voice-'));
-  const config = roleConfig({ workspace, openai, prefix: `test-${randomUUID()}` }, { MAGPIE_TTS: 'endpoint' });
+  const config = roleConfig(
+    { workspace, openai, prefix: `test-${randomUUID()}` },
+    { MAGPIE_TTS: 'endpoint' },
+  );
   role = await startRole({ role: 'start', config, logger: silentLogger(), concurrency: 2 });
   client = await Bus.connect({ config, logger: silentLogger() });
 }, 60_000);

@@ -13,7 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
-import { type FakeDiscord, type FakeUser, IS_VOICE_MESSAGE, startFakeDiscord } from '../../fakes/discord-server.js';
+import {
+  type FakeDiscord,
+  type FakeUser,
+  IS_VOICE_MESSAGE,
+  startFakeDiscord,
+} from '../../fakes/discord-server.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { opusAudio } from '../../fakes/opus-audio.js';
 import { stopRoleAndFakes } from '../../fakes/role.js';

@@ -1,7 +1,7 @@
 /** `magpie doctor`'s voice check: the engine shown, and with --live one phrase really spoken. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { voiceCheck } from '../../../src/ops/doctor-voice.js';
 import { parseConfig } from '../../../src/app/config.js';
+import { voiceCheck } from '../../../src/ops/doctor-voice.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { opusAudio } from '../../fakes/opus-audio.js';
 
@@ -12,13 +12,17 @@ afterEach(async () => {
 });
 
 const voiceOf = (env: Record<string, string>) =>
-  parseConfig({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake?.baseURL ?? 'http://127.0.0.1:9/v1', ...env }).voice;
+  parseConfig({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake?.baseURL ?? 'http://127.0.0.1:9/v1', ...env })
+    .voice;
 const run = (env: Record<string, string>, live: boolean) =>
   voiceCheck(voiceOf(env), live).run(AbortSignal.timeout(20_000));
 
 describe('doctor: voice', () => {
   it('is skipped when spoken replies are off', async () => {
-    expect(await run({}, true)).toMatchObject({ status: 'skip', detail: expect.stringContaining('MAGPIE_TTS=off') });
+    expect(await run({}, true)).toMatchObject({
+      status: 'skip',
+      detail: expect.stringContaining('MAGPIE_TTS=off'),
+    });
   });
 
   it('shows espeak-ng, and with --live speaks a phrase into OGG/Opus', async () => {
@@ -28,7 +32,9 @@ describe('doctor: voice', () => {
     });
     const live = await run({ MAGPIE_TTS: 'espeak' }, true);
     expect(live).toMatchObject({ status: 'ok' });
-    expect((live as { detail: string }).detail).toMatch(/spoke "magpie can speak\." \(\d+\.\d s of OGG\/Opus\)/);
+    expect((live as { detail: string }).detail).toMatch(
+      /spoke "magpie can speak\." \(\d+\.\d s of OGG\/Opus\)/,
+    );
   });
 
   it('with --live asks the speech endpoint, and fails with the fix when it answers an error', async () => {

@@ -27,7 +27,9 @@ const CODE_AND_LINK = [
   'Then see https://www.example.com/page for more.',
 ].join('\n');
 /** Twelve sentences of about 40 characters: past MAGPIE_TTS_MAX_CHARS=200. */
-const LONG = Array.from({ length: 12 }, (_, i) => `This is sentence number ${i + 1} of the answer.`).join(' ');
+const LONG = Array.from({ length: 12 }, (_, i) => `This is sentence number ${i + 1} of the answer.`).join(
+  ' ',
+);
 
 let fake: FakeTelegram;
 let openai: FakeOpenAI;

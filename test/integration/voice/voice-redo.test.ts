@@ -69,7 +69,11 @@ describe('spoken replies of redone turns', () => {
     await harness.bus.publishInbound(message);
     // The redone turn speaks again (its speech is not remembered), and its voice is dropped by id.
     await waitFor(() => spoken.length === 1, 15_000, 'turn redone and spoken');
-    await waitFor(async () => (await harness.bus.mailbox('test:v2').length()) === 0, 5_000, 'mailbox trimmed');
+    await waitFor(
+      async () => (await harness.bus.mailbox('test:v2').length()) === 0,
+      5_000,
+      'mailbox trimmed',
+    );
     await waitFor(async () => (await harness.bus.pendingJobs('outbound-test')) === 0, 5_000, 'outbound idle');
     expect(harness.channel.sent.map((m) => m.content)).toEqual(['first attempt', 'first voice']);
   });
@@ -79,11 +83,20 @@ describe('spoken replies of redone turns', () => {
     const harness = await start({ agent: new ScriptedAgent(), voice: voiceReplies(spoken) });
     const message = inbound('v3', 'once more', voiceNote);
     const turn = turnId('test:v3', message.id);
-    await harness.bus.publishOutbound({ channel: 'test', chatId: 'v3', id: replyId(turn), content: 'text went out' });
+    await harness.bus.publishOutbound({
+      channel: 'test',
+      chatId: 'v3',
+      id: replyId(turn),
+      content: 'text went out',
+    });
     await waitFor(() => harness.channel.sent.length === 1, 5_000, 'earlier text delivered');
     await harness.bus.publishInbound(message);
     await waitFor(() => harness.channel.sent.length === 2, 15_000, 'the voice');
-    await waitFor(async () => (await harness.bus.mailbox('test:v3').length()) === 0, 5_000, 'mailbox trimmed');
+    await waitFor(
+      async () => (await harness.bus.mailbox('test:v3').length()) === 0,
+      5_000,
+      'mailbox trimmed',
+    );
     expect(harness.channel.sent.map((m) => m.id)).toEqual([replyId(turn), voiceId(turn)]);
     expect(harness.channel.sent[1]!.media?.[0]?.mimeType).toBe('audio/ogg');
   });
@@ -93,8 +106,16 @@ describe('spoken replies of redone turns', () => {
     const harness = await start({ agent: new ScriptedAgent(), voice: voiceReplies(spoken) });
     await harness.bus.publishInbound(inbound('v4', 'typed'));
     await harness.bus.publishInbound(inbound('v4', 'typed again'));
-    await waitFor(() => harness.channel.sent.some((m) => m.content.includes('typed again')), 10_000, 'answers');
-    await waitFor(async () => (await harness.bus.mailbox('test:v4').length()) === 0, 5_000, 'mailbox trimmed');
+    await waitFor(
+      () => harness.channel.sent.some((m) => m.content.includes('typed again')),
+      10_000,
+      'answers',
+    );
+    await waitFor(
+      async () => (await harness.bus.mailbox('test:v4').length()) === 0,
+      5_000,
+      'mailbox trimmed',
+    );
     await waitFor(async () => (await harness.bus.pendingJobs('outbound-test')) === 0, 5_000, 'outbound idle');
     expect(harness.channel.sent.every((m) => m.media === undefined)).toBe(true);
     expect(spoken).toEqual([]);

@@ -11,7 +11,10 @@ describe('speakableText', () => {
   });
 
   it('puts a pointer in place of code blocks and tables, and keeps inline code words', () => {
-    const text = speakableText('Run `npm test`:\n\n```sh\nrm -rf /\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |', 1500);
+    const text = speakableText(
+      'Run `npm test`:\n\n```sh\nrm -rf /\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |',
+      1500,
+    );
     expect(text).toBe(`Run npm test: ${CODE_SPOKEN} ${TABLE_SPOKEN}`);
     expect(text).not.toContain('rm -rf');
   });
