@@ -191,7 +191,7 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   const budget = workerBudget(bus, state, options);
   const built = await buildWorkerAgent(bus, options, { state, helperQueue, cronStore, mcp, budget });
   const agent: AgentRunner = built.agent;
-  const { buildVoiceReplies } = await import('../voice/build.js');
+  const { buildVoiceReplies } = await import('./build-voice.js');
   const voice = await buildVoiceReplies({
     voice: options.config.voice,
     bus,

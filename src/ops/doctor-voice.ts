@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { VoiceConfig } from '../config/voice.js';
 import { describeError } from '../errors/index.js';
-import { buildSpeechEngine } from '../voice/build.js';
+import type { SpeechEngine } from '../voice/engine.js';
 import { readOggOpus } from '../voice/ogg.js';
 import { type Check, failed, pass, skipped } from './doctor.js';
 
@@ -16,7 +16,11 @@ const run = promisify(execFile);
 export const LIVE_PHRASE = 'magpie can speak.';
 
 /** The voice check (skipped when MAGPIE_TTS=off). */
-export function voiceCheck(voice: VoiceConfig, live: boolean): Check {
+export function voiceCheck(
+  voice: VoiceConfig,
+  live: boolean,
+  makeEngine: (voice: VoiceConfig) => Promise<SpeechEngine | undefined>,
+): Check {
   return {
     name: 'voice',
     timeoutMs: 30_000,
@@ -40,8 +44,9 @@ export function voiceCheck(voice: VoiceConfig, live: boolean): Check {
       }
       if (!live) return pass(`${where} (--live speaks a phrase)`);
       try {
-        const engine = await buildSpeechEngine(voice);
-        const ogg = await engine!.speak(LIVE_PHRASE, signal);
+        const engine = await makeEngine(voice);
+        if (!engine) return failed(`${where}: no engine was built`, 'check MAGPIE_TTS');
+        const ogg = await engine.speak(LIVE_PHRASE, signal);
         const seconds = readOggOpus(ogg)?.durationSeconds ?? 0;
         return pass(`${where}: spoke "${LIVE_PHRASE}" (${seconds.toFixed(1)} s of OGG/Opus)`);
       } catch (err) {

@@ -1,12 +1,12 @@
 /**
- * A reply made for the ear: the Markdown walked with marked (the same lexer
- * the channel renderers use), code blocks replaced by a pointer to the text,
+ * A reply made for the ear: the Markdown walked with marked's GFM lexer (as
+ * the channel renderers' channels/format/markdown-walk.ts does; not imported,
+ * so voice stays below channels), code blocks replaced by a pointer to the text,
  * links read as their words (a bare address as its site name), list items
  * and headings as sentences, tables and images left to the text. The result
  * is cut at a sentence end within `maxChars`; the rest stays text only.
  */
-import type { MarkedToken, Token, Tokens } from 'marked';
-import { lexMarkdown } from '../channels/format/markdown-walk.js';
+import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
 
 /** Said instead of a code block. */
 export const CODE_SPOKEN = '(the code is in the text)';
@@ -20,7 +20,8 @@ export const TABLE_SPOKEN = '(the table is in the text)';
  * // 'See the docs. (the code is in the text)'
  */
 export function speakableText(markdown: string, maxChars: number): string {
-  const sentences = lexMarkdown(markdown)
+  const sentences = new Lexer({ gfm: true })
+    .lex(markdown)
     .map((t) => block(t as MarkedToken))
     .filter((s) => s !== '');
   const text = sentences.join(' ').replace(/\s+/g, ' ').trim();

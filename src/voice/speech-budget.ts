@@ -5,8 +5,15 @@
  * `tts:<model>`, so /usage, the dashboard and the limits see it. Unpriced
  * speech is still checked against the per-minute guard of the store.
  */
-import type { Budget } from '../budget/budget.js';
 import type { Logger } from '../log/index.js';
+import type {
+  BudgetLimitName,
+  BudgetPeriod,
+  Reservation,
+  ReserveResult,
+  Settlement,
+  StoreLimits,
+} from '../messages/budget.js';
 import { toNano } from '../messages/budget.js';
 import { zeroCounts } from '../messages/token-counts.js';
 
@@ -19,6 +26,23 @@ export interface SpeechCharges {
   ): Promise<{ ok: true; settle(spoken: boolean): Promise<void> } | { ok: false; limit: string }>;
 }
 
+/** What speech needs of the spending limits (src/budget's Budget has it; not imported: voice stays below agent). */
+export interface SpeechBudget {
+  readonly limits: StoreLimits;
+  period(): BudgetPeriod;
+  readonly store: {
+    reserve(
+      session: string,
+      period: BudgetPeriod,
+      estimate: { costNano: number; tokens: number },
+      limits: StoreLimits,
+    ): Promise<ReserveResult>;
+    settle(reservation: Reservation, actual: Settlement, limits: StoreLimits): Promise<BudgetLimitName[]>;
+    release(reservation: Reservation, limits: StoreLimits): Promise<void>;
+  };
+  noticeCrossed(crossed: readonly BudgetLimitName[], session: string): Promise<void>;
+}
+
 /** The cost in the prices' currency of `chars` characters at `pricePerMillion`. */
 export function speechCost(chars: number, pricePerMillion: number | undefined): number {
   return pricePerMillion === undefined ? 0 : (chars * pricePerMillion) / 1_000_000;
@@ -26,7 +50,7 @@ export function speechCost(chars: number, pricePerMillion: number | undefined): 
 
 /** Charges speech to a Budget (the daemon's shared store). */
 export function budgetCharges(
-  budget: Budget,
+  budget: SpeechBudget,
   options: { model: string; pricePerMillionChars: number | undefined; logger: Logger },
 ): SpeechCharges {
   return {

@@ -8,7 +8,7 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { VoiceConfig } from '../config/voice.js';
 import { AppError, ConfigError } from '../errors/index.js';
-import { buildSpeechEngine } from './build.js';
+import type { SpeechEngine } from './engine.js';
 import { speakableText } from './speakable.js';
 
 /**
@@ -44,14 +44,17 @@ export async function writeVoiceFile(file: string, bytes: Buffer): Promise<void>
 }
 
 /**
- * Speaks `reply` (made for the ear, at most MAGPIE_TTS_MAX_CHARS) with the configured engine and
+ * Speaks `reply` (made for the ear, at most `maxChars`: MAGPIE_TTS_MAX_CHARS) with `engine` and
  * writes the OGG/Opus to `file`; resolves to its length in bytes.
  * @throws AppError TTS_FAILED when there is nothing to say or the engine failed (nothing is written).
  */
-export async function speakToFile(reply: string, file: string, voice: VoiceConfig): Promise<number> {
-  const engine = await buildSpeechEngine(voice);
-  if (!engine) throw new AppError('TTS_FAILED', 'no speech engine is configured (MAGPIE_TTS=off)');
-  const text = speakableText(reply, voice.maxChars);
+export async function speakToFile(
+  reply: string,
+  file: string,
+  engine: SpeechEngine,
+  maxChars: number,
+): Promise<number> {
+  const text = speakableText(reply, maxChars);
   if (text === '') throw new AppError('TTS_FAILED', 'the answer has nothing to say aloud');
   const ogg = await engine.speak(text);
   await writeVoiceFile(file, ogg);

@@ -190,7 +190,10 @@ async function spokenTo(
   reply: string | undefined,
 ): Promise<boolean> {
   try {
-    await speakToFile(reply ?? '', voice.file, voice.config);
+    const { buildSpeechEngine } = await import('../../app/build-voice.js');
+    const engine = await buildSpeechEngine(voice.config);
+    if (!engine) throw new AppError('TTS_FAILED', 'no speech engine is configured (MAGPIE_TTS=off)');
+    await speakToFile(reply ?? '', voice.file, engine, voice.config.maxChars);
     return true;
   } catch (err) {
     process.stderr.write(`magpie: the answer was not spoken: ${describeError(err)}\n`);

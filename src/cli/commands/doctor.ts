@@ -52,6 +52,7 @@ export const run = defineCommand({
       live: values.live ?? false,
       env,
       channelChecks: [...channelDoctorChecks(config), ...agentsChecks(config, env, values.live ?? false)],
+      speechEngine: async (voice) => (await import('../../app/build-voice.js')).buildSpeechEngine(voice),
     });
     try {
       const lines = await runChecks(doctor.checks, {

@@ -1,5 +1,6 @@
 /** `magpie doctor`'s voice check: the engine shown, and with --live one phrase really spoken. */
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildSpeechEngine } from '../../../src/app/build-voice.js';
 import { parseConfig } from '../../../src/app/config.js';
 import { voiceCheck } from '../../../src/ops/doctor-voice.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../../fakes/openai-server.js';
@@ -15,7 +16,7 @@ const voiceOf = (env: Record<string, string>) =>
   parseConfig({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: fake?.baseURL ?? 'http://127.0.0.1:9/v1', ...env })
     .voice;
 const run = (env: Record<string, string>, live: boolean) =>
-  voiceCheck(voiceOf(env), live).run(AbortSignal.timeout(20_000));
+  voiceCheck(voiceOf(env), live, buildSpeechEngine).run(AbortSignal.timeout(20_000));
 
 describe('doctor: voice', () => {
   it('is skipped when spoken replies are off', async () => {

@@ -5,6 +5,7 @@
  * already went out) and nothing is queued. espeak-ng speaks for real.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildVoiceReplies } from '../../../src/app/build-voice.js';
 import { Budget } from '../../../src/budget/budget.js';
 import { RedisBudgetStore } from '../../../src/bus/budget-store.js';
 import { Bus } from '../../../src/bus/bus.js';
@@ -13,7 +14,6 @@ import { silentLogger } from '../../../src/log/index.js';
 import { toNano } from '../../../src/messages/budget.js';
 import type { OutboundMessageInput } from '../../../src/messages/messages.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
-import { buildVoiceReplies } from '../../../src/voice/build.js';
 import { EspeakEngine } from '../../../src/voice/espeak.js';
 import { budgetCharges, speechCost } from '../../../src/voice/speech-budget.js';
 import { MemoryVoiceChoiceStore } from '../../../src/voice/voice-choice.js';

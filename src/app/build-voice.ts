@@ -3,15 +3,15 @@
  * (MAGPIE_TTS), and the worker's spoken replies over the bus's Redis (the
  * chats' `/voice` choices, the totals /metrics reads) and the budget.
  */
-import type { Budget } from '../budget/budget.js';
+
 import type { VoiceConfig } from '../config/voice.js';
 import type { Logger } from '../log/index.js';
 import type { OutboundMessageInput } from '../messages/messages.js';
-import type { SpeechEngine } from './engine.js';
-import { EspeakEngine } from './espeak.js';
-import { budgetCharges } from './speech-budget.js';
-import { type HashClient, HashVoiceChoiceStore } from './voice-choice.js';
-import { VoiceReplies, type VoiceTally } from './voice-replies.js';
+import type { SpeechEngine } from '../voice/engine.js';
+import { EspeakEngine } from '../voice/espeak.js';
+import { budgetCharges, type SpeechBudget } from '../voice/speech-budget.js';
+import { type HashClient, HashVoiceChoiceStore } from '../voice/voice-choice.js';
+import { VoiceReplies, type VoiceTally } from '../voice/voice-replies.js';
 
 /**
  * The engine MAGPIE_TTS names; undefined when it is `off`. The openai SDK loads only for `endpoint`.
@@ -47,7 +47,7 @@ export async function buildVoiceReplies(options: {
   bus: VoiceBus;
   /** The turn-totals hash /metrics reads (opsKeys.totals). */
   totalsKey: string;
-  budget?: Budget;
+  budget?: SpeechBudget;
   logger: Logger;
 }): Promise<VoiceReplies | undefined> {
   const { voice, bus, logger } = options;
