@@ -48,15 +48,12 @@ export class EspeakEngine implements SpeechEngine {
 
   async speak(text: string, signal?: AbortSignal): Promise<Buffer> {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const espeak = spawn(this.#espeak, ['--stdin', '--stdout', '-v', this.#voice], {
-      stdio: ['pipe', 'pipe', 'ignore'],
-      signal: both,
-    });
-    const opusenc = spawn(this.#opusenc, ['--quiet', '-', '-'], {
-      stdio: ['pipe', 'pipe', 'ignore'],
-      signal: both,
-    });
+    // One failing program stops the other (espeak-ng would block on a pipe nobody reads).
+    const stop = new AbortController();
+    const all = AbortSignal.any([stop.signal, timeout, ...(signal ? [signal] : [])]);
+    const options = { stdio: ['pipe', 'pipe', 'ignore'] as ['pipe', 'pipe', 'ignore'], signal: all };
+    const espeak = spawn(this.#espeak, ['--stdin', '--stdout', '-v', this.#voice], options);
+    const opusenc = spawn(this.#opusenc, ['--quiet', '-', '-'], options);
     espeak.stdout.pipe(opusenc.stdin);
     // A broken pipe surfaces as the exit status below.
     for (const stream of [espeak.stdin, espeak.stdout, opusenc.stdin]) stream.on('error', () => {});
@@ -65,13 +62,23 @@ export class EspeakEngine implements SpeechEngine {
     let size = 0;
     opusenc.stdout.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > this.#maxBytes) opusenc.kill('SIGKILL');
+      if (size > this.#maxBytes) stop.abort();
       else chunks.push(chunk);
     });
-    const [espeakExit, opusExit] = await Promise.all([exited(espeak), exited(opusenc)]);
+    let first: string | undefined;
+    const watch = async (child: ReturnType<typeof spawn>, name: string) => {
+      const exit = await exited(child);
+      if (exit !== 0 && first === undefined && !all.aborted) {
+        first = `${name} ${describeExit(exit)}`;
+        stop.abort();
+      }
+      return exit;
+    };
+    const [espeakExit, opusExit] = await Promise.all([watch(espeak, 'espeak-ng'), watch(opusenc, 'opusenc')]);
     if (timeout.aborted) throw failed(`espeak-ng took longer than ${this.#timeoutMs} ms`);
     if (signal?.aborted) throw failed('speaking was cancelled');
     if (size > this.#maxBytes) throw failed(`the audio passed ${this.#maxBytes} bytes`);
+    if (first !== undefined) throw failed(first);
     if (espeakExit !== 0) throw failed(`espeak-ng ${describeExit(espeakExit)}`);
     if (opusExit !== 0) throw failed(`opusenc ${describeExit(opusExit)}`);
     const ogg = Buffer.concat(chunks);
