@@ -101,6 +101,7 @@ describe('COMMANDS', () => {
       'status',
       'usage',
       'model',
+      'voice',
       'help',
     ]);
     for (const { command, description } of COMMANDS) {
