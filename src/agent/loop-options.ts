@@ -11,6 +11,7 @@ import type { SessionStore } from '../sessions/types.js';
 import type { HookFactory } from './hooks/types.js';
 import type { ModelChoiceStore, OutboundSink, StateStore, UsageView } from './ports.js';
 import type { PromptNote } from './prompt-note.js';
+import type { VoiceCommandPorts } from './slash-commands.js';
 import type { LoopTools } from './tool-batch.js';
 import type { ToolCallLimits } from './tool-call-limits.js';
 
@@ -93,4 +94,6 @@ export interface AgentLoopOptions {
   usage?: UsageView;
   /** /forget: removes matching facts from MEMORY.md, recorded in its history. @defaultValue none: /forget says it cannot */
   forget?: (argument: string | undefined) => Promise<string>;
+  /** Each chat's `/voice` choice, and whether an engine speaks (MAGPIE_TTS). @defaultValue in memory, nothing spoken */
+  voice?: VoiceCommandPorts;
 }

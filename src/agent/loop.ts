@@ -164,6 +164,7 @@ export class AgentLoop implements AgentRunner {
       ...(this.#o.prices ? { prices: this.#o.prices } : {}),
       ...(this.#o.usage ? { usage: this.#o.usage } : {}),
       ...(this.#o.forget ? { forget: this.#o.forget } : {}),
+      ...(this.#o.voice ? { voice: this.#o.voice } : {}),
       ...(this.#o.approvalRules
         ? { approvalRules: this.#o.approvalRules, chatKey: `${first.channel}:${first.chatId}` }
         : {}),

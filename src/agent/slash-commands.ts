@@ -14,6 +14,7 @@ import type { Route } from '../commands/router.js';
 import { describeCounts, type TokenPrices } from '../messages/token-counts.js';
 import type { ChatMessage } from '../providers/types.js';
 import type { SessionStore } from '../sessions/types.js';
+import { MemoryVoiceChoiceStore, runVoiceCommand, type VoiceChoiceStore } from '../voice/voice-choice.js';
 import { type ModelCommandContext, resolveChoice, runModelCommand } from './model-command.js';
 import type { UsageView } from './ports.js';
 import { estimateTokens } from './summarize.js';
@@ -38,6 +39,14 @@ export interface SlashCommandContext {
   usage?: UsageView;
   /** /forget: removes what matches the words from MEMORY.md and says what it did (memory/history/forget.ts). */
   forget?: (argument: string | undefined) => Promise<string>;
+  /** /voice's store and whether an engine speaks. @defaultValue choices forgotten, nothing spoken */
+  voice?: VoiceCommandPorts;
+}
+
+/** What /voice needs: where chats' choices live and whether anything speaks (MAGPIE_TTS ≠ off). */
+export interface VoiceCommandPorts {
+  choices: VoiceChoiceStore;
+  speaks: boolean;
 }
 
 /** The in-turn commands' handlers: each returns the reply text. */
@@ -57,6 +66,11 @@ const HANDLERS: { [N in InTurnCommandName]: (ctx: SlashCommandContext) => Promis
     ctx.usage
       ? ctx.usage.usageText(ctx.sessionKey)
       : 'Usage is kept by the magpie daemon (magpie start); this session runs without it. /status shows its tokens.',
+  voice: (ctx) =>
+    runVoiceCommand(ctx.argument, {
+      sessionKey: ctx.sessionKey,
+      ...(ctx.voice ?? { choices: new MemoryVoiceChoiceStore(), speaks: false }),
+    }),
   help: async () => ['Commands:', ...COMMANDS.map((c) => `/${c.command} — ${c.description}`)].join('\n'),
 };
 

@@ -39,6 +39,7 @@ import { ToolRegistry } from '../tools/registry.js';
 import { resolveSandbox, type SandboxStatus, sandboxAccess } from '../tools/sandbox.js';
 import { searchBackendFor } from '../tools/search-backends/index.js';
 import type { HelperQueue } from '../tools/spawn.js';
+import { MemoryVoiceChoiceStore, type VoiceChoiceStore } from '../voice/voice-choice.js';
 import { memoryEmbedder } from './memory-embedder.js';
 
 /** Tools that come and go while the agent runs (the MCP servers' tools, see src/mcp/manager.ts). */
@@ -91,6 +92,8 @@ export interface BuildAgentOptions {
   approvalRules?: ApprovalRules;
   /** Spending limits and usage (Redis in the daemon): every model call is held to them. @defaultValue none */
   budget?: Budget;
+  /** Each chat's `/voice` choice (Redis in the daemon). @defaultValue in memory */
+  voiceChoices?: VoiceChoiceStore;
 }
 
 /**
@@ -183,6 +186,10 @@ export async function buildAgent(options: BuildAgentOptions): Promise<AgentParts
     ...(options.approvalRules ? { approvalRules: options.approvalRules } : {}),
     ...(config.prices ? { prices: config.prices } : {}),
     ...(options.modelChoices ? { modelChoices: options.modelChoices } : {}),
+    voice: {
+      choices: options.voiceChoices ?? new MemoryVoiceChoiceStore(),
+      speaks: config.voice.engine !== 'off',
+    },
     ...(budget ? { usage: { usageText: (session: string) => usageText(budget, session) } } : {}),
     forget: async (argument) => (await forget(history, argument)).reply,
   });

@@ -18,6 +18,7 @@ import { RedisBackupStore } from '../bus/backup-store.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
+import { opsKeys } from '../bus/keys.js';
 import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
 import type { ChannelStartDeps } from '../channels/descriptor.js';
 import { enabledChannels } from '../channels/registry.js';
@@ -31,7 +32,8 @@ import { startMcp } from '../mcp/start.js';
 import { type AgentAsker, ASK_CHAT_PREFIX, ASK_TIME_LIMIT_MS } from '../tools/ask-agent.js';
 import type { SandboxStatus } from '../tools/sandbox.js';
 import type { HelperQueue } from '../tools/spawn.js';
-import { TurnWorker } from '../worker/turn-worker.js';
+import { HashVoiceChoiceStore } from '../voice/voice-choice.js';
+import { TurnWorker, type TurnWorkerOptions } from '../worker/turn-worker.js';
 import type { AgentParts } from './build-agent.js';
 import { checkWorkspaceIdentity } from './workspace-check.js';
 
@@ -193,7 +195,15 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   const budget = workerBudget(bus, state, options);
   const built = await buildWorkerAgent(bus, options, { state, helperQueue, cronStore, mcp, budget });
   const agent: AgentRunner = built.agent;
-  const { worker, beat } = await startTurnWorker(bus, agent, options);
+  const { buildVoiceReplies } = await import('./build-voice.js');
+  const voice = await buildVoiceReplies({
+    voice: options.config.voice,
+    bus,
+    totalsKey: opsKeys.totals(bus.prefix),
+    budget,
+    logger,
+  });
+  const { worker, beat } = await startTurnWorker(bus, agent, { ...options, ...(voice ? { voice } : {}) });
   // Spawned helpers run as jobs of their own queue, beside the chats (and are redone if this process dies).
   const helperWorker = new helpersModule.HelperWorker({
     bus,
@@ -326,6 +336,7 @@ async function buildWorkerAgent(
       // Shared by every worker: a failing model rests for all of them; a chat's /model holds everywhere.
       cooldowns: bus.cooldownStore(),
       modelChoices: bus.modelChoiceStore(),
+      voiceChoices: new HashVoiceChoiceStore(bus.redis, bus.prefix),
       approvalRules: bus.approvals,
       budget: parts.budget,
       ...(options.agentBus && config.agent.canAsk.length > 0
@@ -345,7 +356,11 @@ async function buildWorkerAgent(
  * Starts the turn worker and its beat (`<prefix>:workers:<id>` with a TTL: status,
  * doctor and the dashboard see this worker alive).
  */
-async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOptions) {
+async function startTurnWorker(
+  bus: Bus,
+  agent: AgentRunner,
+  options: WorkerOptions & { voice?: TurnWorkerOptions['voice'] },
+) {
   const { config, logger } = options;
   const concurrency = options.concurrency ?? config.redis.concurrency;
   const worker = new TurnWorker({
@@ -363,6 +378,7 @@ async function startTurnWorker(bus: Bus, agent: AgentRunner, options: WorkerOpti
     },
     ...definedOnly(options.tuning ?? {}),
     shutdownTimeoutMs: options.shutdownTimeoutMs,
+    ...(options.voice ? { voice: options.voice } : {}),
   });
   await worker.start();
   const beat = bus.workerHeartbeat({ id: worker.id, concurrency, logger });

@@ -105,6 +105,11 @@ export const COMMANDS = [
     description: 'list the models; /model NAME switches this chat, /model default goes back',
     runs: 'in-turn',
   },
+  {
+    command: 'voice',
+    description: 'spoken answers: /voice on, /voice off, or /voice auto (a voice message gets one)',
+    runs: 'in-turn',
+  },
   { command: 'help', description: 'this list', aliases: ['start'], runs: 'in-turn' },
 ] as const satisfies readonly CommandEntry[];
 

@@ -45,6 +45,7 @@ import {
 } from './sandbox-settings.js';
 import { heldSecrets } from './secret-env.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
+import { VOICE_ENV, type VoiceConfig, voiceConfig } from './voice.js';
 
 /** The web search backends, in the order one is picked when MAGPIE_WEB_SEARCH is unset. */
 export const SEARCH_BACKENDS = ['brave', 'tavily', 'searxng'] as const;
@@ -76,6 +77,7 @@ const CORE_ENV_HEAD = {
   MAGPIE_CONTEXT_TOKENS: optionalPositive(),
   MAGPIE_TRANSCRIBE_MODEL: optionalText,
   MAGPIE_EMBEDDING_MODEL: optionalText,
+  ...VOICE_ENV,
   MAGPIE_PROMPT_CACHE: promptCacheSchema,
   MAGPIE_PRICE_INPUT: priceSchema,
   MAGPIE_PRICE_CACHED_INPUT: priceSchema,
@@ -230,6 +232,8 @@ export interface Config {
   };
   /** Prices per million tokens (MAGPIE_PRICE_*): costs are estimated when set. */
   prices: PriceConfig | undefined;
+  /** Spoken replies (MAGPIE_TTS*, config/voice.ts). */
+  voice: VoiceConfig;
   /** Spending limits, the per-minute guard and per-model prices (see config/budget.ts). */
   budget: BudgetConfig;
   /** Absolute path of the workspace folder. */
@@ -417,6 +421,12 @@ function buildConfig(
   return {
     llm: llmConfig(e, env, needs),
     prices: pricesFrom(e),
+    voice: voiceConfig(
+      e,
+      { model: e.MAGPIE_MODEL, baseURL: e.OPENAI_BASE_URL, apiKey: e.OPENAI_API_KEY },
+      env,
+      needs.llm === true,
+    ),
     budget: {
       daily: e.MAGPIE_BUDGET_DAILY,
       monthly: e.MAGPIE_BUDGET_MONTHLY,

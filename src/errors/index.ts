@@ -36,6 +36,7 @@ export type ErrorCode =
   | 'DELIVERY_TRANSIENT'
   | 'TIMEOUT'
   | 'TOOL_FAILED'
+  | 'TTS_FAILED'
   | 'NOT_FOUND'
   | 'INTERNAL';
 

@@ -61,6 +61,16 @@ export const OutboundActionSchema = z.object({
 });
 export type OutboundAction = z.infer<typeof OutboundActionSchema>;
 
+/**
+ * Audio a reply carries (a spoken reply: OGG/Opus as a data: URL), with what voice-note
+ * players show: its length and a waveform (base64 of 256 loudness bytes, Discord's form).
+ */
+export const OutboundMediaSchema = MediaSchema.extend({
+  durationSeconds: z.number().nonnegative().optional(),
+  waveform: z.string().max(400).optional(),
+});
+export type OutboundMedia = z.infer<typeof OutboundMediaSchema>;
+
 export const OutboundMessageSchema = z.object({
   /** Deterministic id (derived from the inbound ids), so a redone turn cannot post twice. */
   id: z.string().min(1),
@@ -83,6 +93,11 @@ export const OutboundMessageSchema = z.object({
    * without buttons show the text only, which says what to type.
    */
   actions: z.array(OutboundActionSchema).max(MAX_ACTIONS).optional(),
+  /**
+   * Audio to send with (or, when `content` is empty, instead of) the text: a spoken reply
+   * (src/voice). Channels that cannot play audio are never sent one.
+   */
+  media: z.array(OutboundMediaSchema).max(1).optional(),
   createdAt: z.string().default(() => new Date().toISOString()),
   metadata: z.record(z.string(), z.unknown()).default({}),
 });

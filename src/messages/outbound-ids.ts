@@ -18,6 +18,15 @@ export function replyId(turn: string): string {
   return `r-${turn}`;
 }
 
+/**
+ * The spoken form of a turn's reply (src/voice): a second outbound with its own id, so a redone
+ * turn — or one whose worker died after the text went out — sends the voice once. (BullMQ job ids
+ * may not hold `:`.)
+ */
+export function voiceId(turn: string): string {
+  return `${replyId(turn)}-voice`;
+}
+
 /** The n-th (1-based) message the message tool sent during a turn. */
 export function messageId(turn: string, n: number): string {
   return `m-${turn}-${n}`;

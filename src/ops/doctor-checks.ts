@@ -9,12 +9,14 @@
  * the web search backend (doctor-reach.ts), and a worker seen alive.
  */
 import type { Config } from '../config/index.js';
+import type { SpeechEngine } from '../voice/engine.js';
 import type { Check } from './doctor.js';
 import { envFileCheck } from './doctor-env-file.js';
 import { modelChecks } from './doctor-models.js';
 import { mcpCheck, searchCheck } from './doctor-reach.js';
 import { DoctorRedis, daemonCheck, redisCheck, workspaceIdentityCheck } from './doctor-redis.js';
 import { execSandboxCheck } from './doctor-sandbox.js';
+import { voiceCheck } from './doctor-voice.js';
 import { bootstrapFilesCheck, workspaceCheck } from './doctor-workspace.js';
 
 export interface DoctorOptions {
@@ -28,6 +30,8 @@ export interface DoctorOptions {
    * src/channels/registry.ts; ops imports no channel). @defaultValue none
    */
   channelChecks?: readonly Check[];
+  /** Builds the speech engine for --live (app/build-voice.ts; ops imports no provider). @defaultValue none: not spoken */
+  speechEngine?: (voice: Config['voice']) => Promise<SpeechEngine | undefined>;
 }
 
 /** The checks plus a `close()` for the Redis connection they share. */
@@ -49,6 +53,7 @@ export function buildChecks(options: DoctorOptions): DoctorChecks {
     workspaceIdentityCheck(config, shared),
     // Every configured model: MAGPIE_MODEL, then each fallback (with --live, one token from each).
     ...modelChecks(config, options.live === true),
+    voiceCheck(config.voice, options.live === true, options.speechEngine ?? (async () => undefined)),
     ...(options.channelChecks ?? []),
     mcpCheck(config, options.env ?? process.env),
     searchCheck(config),

@@ -11,6 +11,7 @@ import { Counter, Gauge, type Metric, Registry } from 'prom-client';
 import { MAIN_AGENT } from '../agents/spec.js';
 import { LATENCY_BUCKETS_S, totalsFields } from '../bus/keys.js';
 import { estimateCost, type TokenPrices } from '../messages/token-counts.js';
+import { voiceTotalsFields } from '../voice/voice-replies.js';
 import type { OpsReader } from './ports.js';
 
 export interface MagpieMetrics {
@@ -82,6 +83,7 @@ export function createMetrics(reader: OpsReader, options: MetricsOptions = {}): 
   registerToolMetrics(registry, ids, read);
   registerLiveMetrics(registry, agents);
   registerApprovalMetrics(registry, ids, read);
+  registerVoiceMetrics(registry, ids, read);
   const budgets = agents.filter((a): a is MetricsAgent & { budget: BudgetGauges } => a.budget !== undefined);
   if (budgets.length > 0) registerBudgetMetrics(registry, budgets);
   return {
@@ -113,6 +115,35 @@ function totalsCounter(
       for (const agent of agents) this.inc({ agent }, Number(totals(agent)[field] ?? 0));
     },
   });
+}
+
+/** Spoken replies (src/voice): seconds and characters spoken, replies that could not be spoken. */
+function registerVoiceMetrics(registry: Registry, agents: readonly string[], totals: Totals) {
+  const { seconds, chars, failed } = voiceTotalsFields;
+  totalsCounter(
+    registry,
+    agents,
+    totals,
+    'magpie_voice_seconds_total',
+    'Seconds of speech sent as spoken replies',
+    seconds,
+  );
+  totalsCounter(
+    registry,
+    agents,
+    totals,
+    'magpie_voice_characters_total',
+    'Characters spoken (what MAGPIE_PRICE_TTS prices)',
+    chars,
+  );
+  totalsCounter(
+    registry,
+    agents,
+    totals,
+    'magpie_voice_failures_total',
+    'Replies not spoken because the speech engine failed (the text went out)',
+    failed,
+  );
 }
 
 /** Turns by outcome, errors, tokens (by kind) and, with prices, their estimated cost. */

@@ -27,6 +27,7 @@ import type { ApprovalMode, PendingApproval } from '../messages/approval.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
 import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
 import type { ToolCall } from '../providers/types.js';
+import type { VoiceReplies } from '../voice/voice-replies.js';
 import { LivePublisher } from './live-publisher.js';
 import {
   DEFAULT_APPROVAL_TIMEOUT_MS,
@@ -69,6 +70,11 @@ export interface TurnWorkerOptions extends ConsumerTuning {
    * longest a message waits after its turn job failed for good. @defaultValue 30000
    */
   sweepIntervalMs?: number;
+  /**
+   * Spoken replies (MAGPIE_TTS): after a reply's text is queued, its chat may get it spoken too,
+   * as a second outbound message with its own id (src/voice). @defaultValue none: text only
+   */
+  voice?: Pick<VoiceReplies, 'afterReply'>;
 }
 
 export class TurnWorker {
@@ -90,6 +96,7 @@ export class TurnWorker {
   private consumer: Consumer | undefined;
   private timeouts: Consumer | undefined;
   private readonly approval: TurnWorkerOptions['approval'];
+  private readonly voice: TurnWorkerOptions['voice'];
   private unsubscribe: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
 
@@ -106,8 +113,10 @@ export class TurnWorker {
       livePace,
       approval,
       sweepIntervalMs,
+      voice,
       ...tuning
     } = options;
+    this.voice = voice;
     this.sweepIntervalMs = positiveWholeNumber('sweepIntervalMs', sweepIntervalMs ?? 30_000);
     this.approval = approval?.mode === 'off' ? undefined : approval;
     this.streams = streams ?? (() => false);
@@ -297,10 +306,11 @@ export class TurnWorker {
       await recorded;
     } else if (result.ok) {
       if (result.value.reply !== undefined) {
+        const content = shownReply(result.value, live);
         await this.bus.publishOutbound({
           ...result.value.target,
           id: replyId(turn.id),
-          content: shownReply(result.value, live),
+          content,
           kind: 'reply',
           metadata: {
             ...routingMetadata(turn.batch),
@@ -310,6 +320,18 @@ export class TurnWorker {
           },
           ...completes,
         });
+        // Spoken only once the text is final and queued; a failure leaves the text alone.
+        if (this.voice) {
+          await this.voice.afterReply({
+            outcome: result.value.metrics.outcome,
+            turn: turn.id,
+            sessionKey: turn.sessionKey,
+            batch: turn.batch,
+            target: result.value.target,
+            content,
+            metadata: routingMetadata(turn.batch),
+          });
+        }
       }
       await recorded;
     } else {

@@ -139,6 +139,21 @@ export interface FailureSpec {
   headers?: Record<string, string>;
 }
 
+/** A voice message posted (flags IS_VOICE_MESSAGE, one OGG attachment), as Discord would check it. */
+export interface FakeVoiceMessage {
+  id: string;
+  channelId: string;
+  flags: number;
+  /** The attachment's metadata from payload_json. */
+  attachment: { id: unknown; filename?: string; duration_secs?: number; waveform?: string };
+  /** The uploaded file. */
+  file: { name: string; type: string; bytes: Buffer };
+  messageReference?: { message_id: string };
+}
+
+/** The flag of a voice message (1 << 13). */
+export const IS_VOICE_MESSAGE = 1 << 13;
+
 export interface FakeDiscord {
   /** For `DISCORD_API_ROOT` / discord.js `rest.api`: `http://127.0.0.1:PORT/api`. */
   apiRoot: string;
@@ -150,6 +165,8 @@ export interface FakeDiscord {
   /** A public thread under {@link FakeDiscord.textChannelId}. */
   threadId: string;
   calls: FakeDiscordCall[];
+  /** Voice messages posted (multipart with payload_json), in order. */
+  voiceMessages: FakeVoiceMessage[];
   /** A fresh snowflake id (for DM channels and users in tests). */
   newId(): string;
   /** Number of IDENTIFY payloads received (logins). */
@@ -216,6 +233,7 @@ export async function startFakeDiscord(options: {
   const threadId = snowflake();
   const calls: FakeDiscordCall[] = [];
   const sentMessages: FakeSentMessage[] = [];
+  const voiceMessages: FakeVoiceMessage[] = [];
   const failures = new Map<string, FailureSpec[]>();
   const files = new Map<string, { contentType: string; bytes: Buffer }>();
   const dmChannels = new Set<string>();
@@ -253,6 +271,25 @@ export async function startFakeDiscord(options: {
   async function readBody(req: IncomingMessage): Promise<unknown> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    const type = req.headers['content-type'] ?? '';
+    if (type.startsWith('multipart/form-data')) {
+      // An upload: payload_json holds the JSON body, files[n] the files (Discord's multipart form).
+      const form = await new Response(Buffer.concat(chunks), {
+        headers: { 'content-type': type },
+      }).formData();
+      const payload = form.get('payload_json');
+      const files: Array<{ field: string; name: string; type: string; bytes: Buffer }> = [];
+      for (const [field, value] of form) {
+        if (typeof value !== 'string')
+          files.push({
+            field,
+            name: value.name,
+            type: value.type,
+            bytes: Buffer.from(await value.arrayBuffer()),
+          });
+      }
+      return { ...(typeof payload === 'string' ? (JSON.parse(payload) as object) : {}), __files: files };
+    }
     const text = Buffer.concat(chunks).toString('utf8');
     if (text === '') return undefined;
     try {
@@ -260,6 +297,41 @@ export async function startFakeDiscord(options: {
     } catch {
       return text;
     }
+  }
+
+  /** A voice message: no content, one audio/ogg file, its attachment with duration_secs and a base64 waveform. */
+  function postVoiceMessage(
+    res: ServerResponse,
+    channelId: string,
+    b: Record<string, unknown>,
+    record: (status: number) => void,
+  ) {
+    const files = (b['__files'] ?? []) as FakeVoiceMessage['file'][];
+    const attachments = (b['attachments'] ?? []) as FakeVoiceMessage['attachment'][];
+    const attachment = attachments[0];
+    const refuse = (message: string) => {
+      record(400);
+      json(res, 400, { message, code: 50_161 });
+    };
+    if (typeof b['content'] === 'string' && b['content'] !== '')
+      return refuse('Voice messages cannot have content');
+    if (files.length !== 1 || attachments.length !== 1 || !attachment)
+      return refuse('Voice messages need one file');
+    if (typeof attachment.duration_secs !== 'number' || typeof attachment.waveform !== 'string')
+      return refuse('Voice messages need duration_secs and waveform');
+    const message: FakeVoiceMessage = {
+      id: snowflake(),
+      channelId,
+      flags: Number(b['flags']),
+      attachment,
+      file: files[0]!,
+      ...(b['message_reference']
+        ? { messageReference: b['message_reference'] as { message_id: string } }
+        : {}),
+    };
+    voiceMessages.push(message);
+    record(200);
+    json(res, 200, messagePayload(message.id, channelId, bot, '', undefined));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
@@ -342,6 +414,10 @@ export async function startFakeDiscord(options: {
       return;
     }
     match = /^\/channels\/(\d+)\/messages$/.exec(path);
+    const voiceBody = body as { flags?: number; __files?: FakeVoiceMessage['file'][] } | undefined;
+    if (match && method === 'POST' && ((voiceBody?.flags ?? 0) & IS_VOICE_MESSAGE) !== 0) {
+      return postVoiceMessage(res, match[1]!, body as Record<string, unknown>, record);
+    }
     if (match && method === 'POST') {
       const channelId = match[1]!;
       const b = (body ?? {}) as {
@@ -672,6 +748,7 @@ export async function startFakeDiscord(options: {
     textChannelId,
     threadId,
     calls,
+    voiceMessages,
     newId: snowflake,
     identifies: () => identifyCount,
     dispatchMessage(input) {

@@ -10,11 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
+import { makeOpusAudio } from './opus-audio.js';
 import { startRedis } from './redis-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     redisUrl: string;
+    /** A real OGG/Opus file (espeak-ng → opusenc), made once per run; see opus-audio.ts. */
+    opusFile: string;
   }
 }
 
@@ -25,6 +28,7 @@ export default async function setup(project: TestProject) {
   delete process.env.MAGPIE_STATE_DIR;
   const redis = await startRedis();
   project.provide('redisUrl', redis.url);
+  project.provide('opusFile', await makeOpusAudio(stateHome));
   return async () => {
     await redis.stop();
     rmSync(stateHome, { recursive: true, force: true });

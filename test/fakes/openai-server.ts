@@ -82,7 +82,16 @@ export interface FakeOpenAI {
   /** FIFO replies; used before the responder. */
   enqueue(...replies: FakeReply[]): void;
   setResponder(fn: FakeResponder): void;
-  /** Resolves when `requests.length >= n` (event-driven); rejects after `timeoutMs` (default 5000). */
+  /** POST /v1/audio/speech bodies (JSON: model, voice, input, response_format), in arrival order. */
+  readonly speechRequests: Array<{
+    model?: string;
+    voice?: string;
+    input?: string;
+    response_format?: string;
+  }>;
+  /** The next `times` speech requests answer 500. */
+  failSpeech(times?: number): void;
+  /** Resolves when` `requests.length >= n` (event-driven); rejects after `timeoutMs` (default 5000). */
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -94,6 +103,11 @@ export interface FakeOpenAIOptions {
   apiKey?: string;
   /** Text returned by POST /v1/audio/transcriptions. Default `'fake transcript'`. */
   transcript?: string;
+  /**
+   * What POST /v1/audio/speech answers (`response_format: 'opus'`: audio/ogg), e.g. the real OGG/Opus
+   * the test set-up made (test/fakes/opus-audio.ts). Unset: speech answers 404 like a chat-only server.
+   */
+  speechAudio?: Buffer;
   responder?: FakeResponder;
   /** Port to bind on 127.0.0.1. Default 0 (any free port). */
   port?: number;
@@ -109,6 +123,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   const recent: string[] = [];
   const waiters = new Set<() => void>();
   let responder = options.responder;
+  const speechRequests: FakeOpenAI['speechRequests'] = [];
+  let speechFailures = 0;
 
   const notify = () => {
     for (const waiter of [...waiters]) waiter();
@@ -152,6 +168,32 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (req.method === 'GET' && path === '/v1/models') {
       return sendJson(res, 200, { object: 'list', data: models.map((id) => modelEntry(id)) });
     }
+    if (req.method === 'POST' && path === '/v1/audio/speech' && options.speechAudio) {
+      let body: (typeof speechRequests)[number];
+      try {
+        body = JSON.parse(rawBody.toString('utf8')) as (typeof speechRequests)[number];
+      } catch {
+        return sendError(res, 400, { message: 'request body is not JSON', type: 'invalid_request_error' });
+      }
+      speechRequests.push(body);
+      notify();
+      if (speechFailures > 0) {
+        speechFailures -= 1;
+        return sendError(res, 500, { message: 'speech engine down', type: 'server_error' });
+      }
+      if (typeof body.input !== 'string' || body.input === '' || typeof body.model !== 'string') {
+        return sendError(res, 400, {
+          message: 'model and input are required',
+          type: 'invalid_request_error',
+        });
+      }
+      if (body.response_format !== 'opus') {
+        return sendError(res, 400, { message: 'this fake speaks opus only', type: 'invalid_request_error' });
+      }
+      res.writeHead(200, { 'content-type': 'audio/ogg', 'content-length': options.speechAudio.length });
+      res.end(options.speechAudio);
+      return;
+    }
     if (req.method === 'POST' && path === '/v1/audio/transcriptions') {
       const text = rawBody.toString('latin1');
       if (!/content-type: multipart\/form-data/i.test(`content-type: ${req.headers['content-type'] ?? ''}`)) {
@@ -194,6 +236,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    speechRequests,
+    failSpeech: (times = 1) => {
+      speechFailures += times;
+    },
     enqueue: (...replies) => {
       queue.push(...replies);
     },

@@ -50,6 +50,19 @@ export interface SentMessage {
   reply_markup?: InlineKeyboardMarkup;
 }
 
+/** A voice note the bot sent (sendVoice, multipart: the file's bytes as uploaded). */
+export interface SentVoice {
+  message_id: number;
+  chat_id: string;
+  duration?: number;
+  message_thread_id?: number;
+  reply_to_message_id?: number;
+  /** The uploaded file's bytes. */
+  voice: Buffer;
+  /** Its content type as uploaded. */
+  mimeType: string;
+}
+
 /** One editMessageText call on a chat's message, whatever its outcome. */
 export interface TelegramEdit {
   chat_id: string;
@@ -145,6 +158,8 @@ export interface FakeTelegram {
   waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   /** Messages sent to a chat, in order (as sent; edits do not change them). */
   sent(chatId: string | number): SentMessage[];
+  /** Voice notes sent to a chat (sendVoice), in order. */
+  voices(chatId: string | number): SentVoice[];
   /** Every editMessageText call, in order (refused ones too; see `outcome`). */
   edits: TelegramEdit[];
   /** Every deleteMessage call, in order. */
@@ -239,6 +254,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   let nextUpdateId = 1;
   let nextMessageId = 10_000;
   const sentMessages: SentMessage[] = [];
+  const sentVoices: SentVoice[] = [];
   /** Current state of every sent message, by `chat:id`. */
   const current = new Map<string, ShownMessage & { chat_id: string; deleted: boolean; thread?: number }>();
   const edits: TelegramEdit[] = [];
@@ -325,6 +341,27 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         return handleAnswerCallbackQuery(p, res);
       case 'editMessageReplyMarkup':
         return handleEditMessageReplyMarkup(p, res);
+      case 'sendVoice': {
+        const voice = p.voice;
+        if (!(voice instanceof Blob)) {
+          return error(res, {
+            error_code: 400,
+            description: 'Bad Request: there is no voice in the request',
+          });
+        }
+        const replyTo = (p.reply_parameters as { message_id?: number } | undefined)?.message_id;
+        const sentVoice: SentVoice = {
+          message_id: nextMessageId++,
+          chat_id: String(p.chat_id),
+          voice: Buffer.from(await voice.arrayBuffer()),
+          mimeType: voice.type,
+          ...(p.duration !== undefined ? { duration: Number(p.duration) } : {}),
+          ...(p.message_thread_id !== undefined ? { message_thread_id: Number(p.message_thread_id) } : {}),
+          ...(replyTo !== undefined ? { reply_to_message_id: Number(replyTo) } : {}),
+        };
+        sentVoices.push(sentVoice);
+        return ok(res, { message_id: sentVoice.message_id, chat: { id: Number(p.chat_id) }, date: 0 });
+      }
       case 'getFile': {
         const file = files.get(String(p.file_id));
         if (!file) return error(res, { error_code: 400, description: 'Bad Request: invalid file_id' });
@@ -640,7 +677,36 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       if (!match) return error(res, { error_code: 404, description: 'Not Found' });
       if (match[1] !== token) return error(res, { error_code: 401, description: 'Unauthorized' });
       let params: Record<string, unknown> = Object.fromEntries(url.searchParams);
-      const body = Buffer.concat(chunks).toString('utf8');
+      const raw = Buffer.concat(chunks);
+      const body = raw.toString('utf8');
+      const type = req.headers['content-type'] ?? '';
+      if (type.startsWith('multipart/form-data')) {
+        // A file upload (sendVoice): parsed by the platform's own multipart reader, fields as JSON where they are.
+        const method = /^\/bot[^/]+\/([A-Za-z]+)$/.exec(url.pathname)?.[1] ?? '';
+        void new Response(raw, { headers: { 'content-type': type } })
+          .formData()
+          .then((form) => {
+            const fields: Record<string, unknown> = {};
+            for (const [key, value] of form) {
+              if (typeof value !== 'string') fields[key] = value;
+              else {
+                try {
+                  fields[key] = JSON.parse(value);
+                } catch {
+                  fields[key] = value;
+                }
+              }
+            }
+            calls.push({ method, params: fields, at: Date.now() });
+            events.emit('call');
+            return handleMethod(method, { ...params, ...fields }, res);
+          })
+          .catch((err: unknown) => {
+            if (!res.headersSent) error(res, { error_code: 400, description: `Bad Request: ${String(err)}` });
+          })
+          .finally(() => events.emit('call'));
+        return;
+      }
       if (body !== '') {
         try {
           params = { ...params, ...(JSON.parse(body) as Record<string, unknown>) };
@@ -690,6 +756,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       });
     },
     sent: (chatId) => sentMessages.filter((m) => m.chat_id === String(chatId)),
+    voices: (chatId) => sentVoices.filter((v) => v.chat_id === String(chatId)),
     edits,
     deletions,
     shown: (chatId) => shownMessages(chatId).map((m) => m.text),

@@ -43,6 +43,12 @@ export interface SendOptions {
    * @defaultValue `bus`
    */
   publishTo?: Pick<Bus, 'publishInbound' | 'cancel' | 'answerApproval'>;
+  /**
+   * Asks for the answer spoken too (the daemon's MAGPIE_TTS): after the reply, waits for the
+   * spoken one (OGG/Opus in `media`, or `metadata.voiceFailed` saying why there is none) and
+   * hands it to `onVoice`. @defaultValue none: text only
+   */
+  onVoice?: (voice: OutboundMessage) => void;
 }
 
 /**
@@ -61,7 +67,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     chatId,
     senderId: 'cli',
     content: options.content,
-    metadata: { replyAddress: address },
+    metadata: { replyAddress: address, ...(options.onVoice ? { voice: true } : {}) },
   };
   let reply: OutboundMessage | undefined;
   await intake(message, {
@@ -84,13 +90,20 @@ async function publishAndWait(
   options: SendOptions,
 ): Promise<OutboundMessage> {
   const wait = new ReplyWait(options.timeoutMs ?? 120_000);
+  const voice = options.onVoice ? new ReplyWait(options.timeoutMs ?? 120_000) : undefined;
   const seen = new Set<string>();
   const stops: Array<() => Promise<void>> = [];
   try {
     stops.push(
       await bus.watchCliReplies(address, (payload) => {
         const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
-        if (wait.settled || !parsed.success || seen.has(parsed.data.id)) return;
+        if (!parsed.success || seen.has(parsed.data.id)) return;
+        if (voice && isVoice(parsed.data)) {
+          seen.add(parsed.data.id);
+          voice.settle(parsed.data);
+          return;
+        }
+        if (wait.settled) return;
         seen.add(parsed.data.id);
         if (parsed.data.kind === 'message') {
           wait.alive();
@@ -113,11 +126,26 @@ async function publishAndWait(
     }
     await (options.publishTo ?? bus).publishInbound(message);
     wait.arm();
-    return await wait.reply;
+    const reply = await wait.reply;
+    if (voice && reply.kind === 'reply' && options.onVoice) {
+      voice.arm();
+      options.onVoice(await voice.reply);
+    }
+    return reply;
   } finally {
     wait.end();
+    voice?.end();
     await runAll(stops);
   }
+}
+
+/** A spoken reply, or the word that there is none (src/voice: `<replyId>-voice`). */
+function isVoice(message: OutboundMessage): boolean {
+  return (
+    message.id.endsWith('-voice') &&
+    message.content === '' &&
+    (message.media !== undefined || 'voiceFailed' in message.metadata)
+  );
 }
 
 /**

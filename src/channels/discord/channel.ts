@@ -29,6 +29,7 @@ import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import type { LiveUpdate } from '../../messages/live-update.js';
 import type { Media, OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
 import { AccessControl } from '../access.js';
 import { busIntakePorts, intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
@@ -43,7 +44,7 @@ import { pressOf } from './buttons.js';
 import { handleInbound, type InboundAction } from './inbound.js';
 import { DiscordLiveSurface } from './live.js';
 import { attachmentsToMedia } from './media.js';
-import { deliverMessage, targetChannelId } from './sender.js';
+import { deliverMessage, deliverVoice, targetChannelId } from './sender.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface DiscordChannelOptions {
@@ -207,7 +208,16 @@ export class DiscordChannel implements Channel {
     const channelId = targetChannelId(message);
     if (message.kind !== 'message') this.typing.stop(channelId);
     if (message.live && this.live && (await this.live.finish(message))) return;
+    const audio = spokenAudio(message);
+    if (audio) {
+      await deliverVoice(this.client.rest, message, audio);
+      this.logger.debug(
+        { id: message.id, channelId, seconds: audio.durationSeconds },
+        'discord voice message delivered',
+      );
+    }
     if (message.content.trim() === '') {
+      if (audio) return;
       this.logger.debug({ id: message.id }, 'empty discord message not sent');
       return;
     }

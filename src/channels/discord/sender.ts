@@ -58,6 +58,46 @@ export async function deliverMessage(
   return parts.length;
 }
 
+/** Discord's flag of a voice message. */
+export const IS_VOICE_MESSAGE = 1 << 13;
+
+/**
+ * Posts a spoken reply as a Discord voice message: no content, one OGG/Opus file, flags
+ * IS_VOICE_MESSAGE, its attachment carrying `duration_secs` and the base64 `waveform`.
+ */
+export async function deliverVoice(
+  rest: REST,
+  message: OutboundMessage,
+  audio: { bytes: Buffer; durationSeconds: number; waveform: string | undefined },
+): Promise<void> {
+  const channelId = targetChannelId(message);
+  const body: Record<string, unknown> = {
+    flags: IS_VOICE_MESSAGE,
+    nonce: nonceFor(message.id, 0),
+    enforce_nonce: true,
+    attachments: [
+      {
+        id: 0,
+        filename: 'voice-message.ogg',
+        duration_secs: Math.round(audio.durationSeconds * 100) / 100,
+        // A flat line when the message carried none (Discord requires the field).
+        waveform: audio.waveform ?? Buffer.alloc(256, 64).toString('base64'),
+      },
+    ],
+    ...(message.replyTo
+      ? { message_reference: { message_id: message.replyTo, fail_if_not_exists: false } }
+      : {}),
+  };
+  try {
+    await rest.post(Routes.channelMessages(channelId), {
+      body,
+      files: [{ name: 'voice-message.ogg', data: audio.bytes, contentType: 'audio/ogg' }],
+    });
+  } catch (err) {
+    throw toDeliveryError(err, channelId);
+  }
+}
+
 /** A ≤25-character nonce derived from the message id and part index. */
 export function nonceFor(messageId: string, index: number): string {
   return createHash('sha256').update(`${messageId}:${index}`).digest('base64url').slice(0, 25);

@@ -19,6 +19,7 @@ import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import type { LiveUpdate } from '../../messages/live-update.js';
 import type { InboundMessageInput, OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
 import { AccessControl } from '../access.js';
 import { busIntakePorts, intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
@@ -167,6 +168,19 @@ export class TelegramChannel implements Channel {
   async send(message: OutboundMessage): Promise<void> {
     if (message.kind !== 'message') this.stopActivity(message.chatId, message.threadId);
     if (message.live && this.live && (await this.live.finish(message))) return;
+    const audio = spokenAudio(message);
+    if (audio) {
+      await this.delivery.sendVoice(
+        {
+          chatId: message.chatId,
+          ...(message.threadId ? { threadId: message.threadId } : {}),
+          ...(message.replyTo ? { replyTo: message.replyTo } : {}),
+        },
+        audio.bytes,
+        audio.durationSeconds,
+      );
+      if (message.content.trim() === '') return;
+    }
     const parts = formatForTelegram(message.content);
     const done = this.progress.sent(message.id);
     for (let i = done; i < parts.length; i++) {

@@ -164,6 +164,46 @@ export class TelegramSender {
     }
   }
 
+  /**
+   * Sends a voice note (OGG/Opus) with its length in seconds, with the same retries as a part.
+   * Throws like {@link sendPart}.
+   */
+  async sendVoice(target: Target, ogg: Buffer, durationSeconds: number | undefined): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { link_preview_options: _noPreview, ...where } = placement(target);
+        const sent = await this.options.telegram.sendVoice(
+          target.chatId,
+          { source: ogg, filename: 'reply.ogg' },
+          {
+            ...where,
+            ...(durationSeconds !== undefined ? { duration: Math.max(1, Math.round(durationSeconds)) } : {}),
+          },
+        );
+        return String(sent.message_id);
+      } catch (err) {
+        const wait = this.retryDelay(err, attempt);
+        if (wait === undefined) {
+          throw new AppError('DELIVERY_PERMANENT', `Telegram refused the voice note: ${describeError(err)}`, {
+            cause: err,
+          });
+        }
+        if (attempt >= this.maxAttempts) {
+          throw new AppError(
+            'DELIVERY_TRANSIENT',
+            `Telegram did not accept the voice note after ${attempt} attempts: ${describeError(err)}`,
+            { cause: err, transient: true },
+          );
+        }
+        this.options.logger.warn(
+          { chatId: target.chatId, attempt, waitMs: wait, err: describeError(err) },
+          'Telegram voice note failed; retrying',
+        );
+        await sleep(wait);
+      }
+    }
+  }
+
   /** Sends plain text (pairing codes, short notices) with the same retries. */
   async sendPlain(chatId: string, text: string, threadId?: string): Promise<void> {
     await this.sendPart(

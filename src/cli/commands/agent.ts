@@ -12,11 +12,13 @@ import type { TurnOutcome } from '../../agent/types.js';
 import { FileApprovalRules } from '../../approvals/file-rules.js';
 import { terminalApprovals } from '../../approvals/terminal.js';
 import { streamsTo } from '../../config/index.js';
+import type { VoiceConfig } from '../../config/voice.js';
 import { AppError, ConfigError, describeError, ExitCode } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import { startMcp } from '../../mcp/start.js';
 import { APPROVAL_MODES, type ApprovalMode } from '../../messages/approval.js';
 import type { OutboundMessageInput } from '../../messages/messages.js';
+import { speakToFile, voiceFileFlag } from '../../voice/voice-file.js';
 import { defineCommand } from '../command.js';
 import { shedSecretEnvironment } from '../shed-secrets.js';
 import { commandConfig, commandEnv, commandLogger, reportShed, WORKSPACE_FLAG } from '../startup.js';
@@ -32,6 +34,7 @@ options:
       --approval MODE  off, risky or all: which tool calls ask first (default: MAGPIE_APPROVAL
                        on a terminal, off without one; with risky or all and no terminal, a
                        call that would ask is refused, said on stderr: scripts never hang)
+      --voice FILE     with -m: also speak the answer (MAGPIE_TTS) and write it to FILE (OGG/Opus)
       --workspace DIR  the workspace folder (overrides MAGPIE_WORKSPACE)
   -h, --help           this help
 
@@ -56,6 +59,7 @@ export const run = defineCommand({
     message: { type: 'string', short: 'm' },
     chat: { type: 'string' },
     approval: { type: 'string' },
+    voice: { type: 'string' },
     ...WORKSPACE_FLAG,
   },
   async run({ values }) {
@@ -77,6 +81,10 @@ export const run = defineCommand({
     const config = commandConfig(values, { llm: true });
     const logger = commandLogger(config, 'quiet');
     reportShed(shed, logger);
+    if (values.voice !== undefined && values.message === undefined) {
+      throw new ConfigError('magpie agent: --voice goes with -m "text"; see "magpie agent --help"');
+    }
+    const voiceFile = voiceFileFlag('agent', values.voice, config.voice);
     const { buildAgent } = await import('../../app/build-agent.js');
     // MCP servers of mcp.json, if there is one (nothing of MCP is loaded otherwise); closed before exit.
     const mcp = await startMcp({
@@ -111,7 +119,14 @@ export const run = defineCommand({
         process.stdout.isTTY && streamsTo(config, 'cli') ? new TerminalStream(process.stdout) : undefined;
       code = await (values.message === undefined
         ? interactive(agent, sessionKey, stream, approval)
-        : once(agent, values.message, sessionKey, stream, approval));
+        : once(
+            agent,
+            values.message,
+            sessionKey,
+            stream,
+            approval,
+            voiceFile ? { file: voiceFile, config: config.voice } : undefined,
+          ));
     } finally {
       await mcp?.close();
     }
@@ -137,6 +152,7 @@ async function once(
   sessionKey: string,
   stream: TerminalStream | undefined,
   approval: AgentApproval,
+  voice?: { file: string; config: VoiceConfig },
 ): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => controller.abort();
@@ -161,9 +177,27 @@ async function once(
     if (result.reply !== undefined) printReply(result.reply, stream);
     else stream?.endLine();
     await agent.idle();
+    if (voice && !(await spokenTo(voice, result.reply))) return ExitCode.failure;
     return UNFINISHED.has(result.metrics.outcome) ? ExitCode.failure : ExitCode.ok;
   } finally {
     process.off('SIGINT', onSigint);
+  }
+}
+
+/** `--voice FILE`: the answer spoken into the file; false (said on stderr) when it could not be. */
+async function spokenTo(
+  voice: { file: string; config: VoiceConfig },
+  reply: string | undefined,
+): Promise<boolean> {
+  try {
+    const { buildSpeechEngine } = await import('../../app/build-voice.js');
+    const engine = await buildSpeechEngine(voice.config);
+    if (!engine) throw new AppError('TTS_FAILED', 'no speech engine is configured (MAGPIE_TTS=off)');
+    await speakToFile(reply ?? '', voice.file, engine, voice.config.maxChars);
+    return true;
+  } catch (err) {
+    process.stderr.write(`magpie: the answer was not spoken: ${describeError(err)}\n`);
+    return false;
   }
 }
 

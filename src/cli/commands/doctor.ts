@@ -22,7 +22,8 @@ the web search backend (one test query), and that a worker runs. Other checks
 take at most 3 s.
 
 options:
-  --live           also ask the model for a one-token completion
+  --live           also ask the model for a one-token completion, and speak one short
+                   phrase with the speech engine (MAGPIE_TTS)
   --workspace DIR  overrides MAGPIE_WORKSPACE
   -h, --help       this help
 
@@ -51,6 +52,7 @@ export const run = defineCommand({
       live: values.live ?? false,
       env,
       channelChecks: [...channelDoctorChecks(config), ...agentsChecks(config, env, values.live ?? false)],
+      speechEngine: async (voice) => (await import('../../app/build-voice.js')).buildSpeechEngine(voice),
     });
     try {
       const lines = await runChecks(doctor.checks, {

@@ -7,6 +7,9 @@ import { sendAndWait } from '../../channels/cli/client.js';
 import { TerminalReply } from '../../channels/cli/terminal-reply.js';
 import { streamsTo } from '../../config/index.js';
 import { ConfigError, ExitCode } from '../../errors/index.js';
+import type { OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
+import { voiceFileFlag, writeVoiceFile } from '../../voice/voice-file.js';
 import { agentBusOf } from '../agent-bus.js';
 import { parseTimeoutFlag, REPLY_FLAGS } from '../args.js';
 import { defineCommand } from '../command.js';
@@ -26,6 +29,8 @@ options:
                        it streams (default 120s)
   --no-stream          print the whole reply only, when it is done (also MAGPIE_STREAM=off
                        or CLI_STREAM=off)
+  --voice FILE         also ask for the answer spoken (the daemon's MAGPIE_TTS) and write it to
+                       FILE (OGG/Opus); exit 1 when it could not be spoken (the text is printed)
   --workspace DIR      overrides MAGPIE_WORKSPACE (where the private Redis is recorded)
   -h, --help           this help
 
@@ -34,7 +39,7 @@ exit codes: 0 replied, 1 the turn failed, 2 bad usage or config, 3 Redis or the 
 export const run = defineCommand({
   name: 'send',
   help: HELP,
-  flags: { message: { type: 'string', short: 'm' }, ...REPLY_FLAGS },
+  flags: { message: { type: 'string', short: 'm' }, voice: { type: 'string' }, ...REPLY_FLAGS },
   async run({ values }) {
     if (values.message === undefined || values.message.trim() === '') {
       throw new ConfigError('magpie send: -m "text" is required; see "magpie send --help"');
@@ -42,6 +47,8 @@ export const run = defineCommand({
     const timeoutMs = parseTimeoutFlag('send', values.timeout);
     const content = values.message;
     return withBus(values, 'client', async ({ config, bus, logger }) => {
+      const voiceFile = voiceFileFlag('send', values.voice, config.voice);
+      let voice: OutboundMessage | undefined;
       const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
       const agentBus = await agentBusOf('send', config, values, logger);
       try {
@@ -52,6 +59,7 @@ export const run = defineCommand({
           timeoutMs,
           ...terminal.handlers(stream),
           ...(agentBus ? { publishTo: agentBus } : {}),
+          ...(voiceFile ? { onVoice: (m: OutboundMessage) => (voice = m) } : {}),
         });
         if (reply.kind === 'error') {
           terminal.abandon();
@@ -59,6 +67,7 @@ export const run = defineCommand({
           return ExitCode.failure;
         }
         terminal.final(reply.content);
+        if (voiceFile) return await writeSpoken(voiceFile, voice);
         return ExitCode.ok;
       } catch (err) {
         terminal.abandon();
@@ -69,3 +78,17 @@ export const run = defineCommand({
     });
   },
 });
+
+/** `--voice FILE`: the spoken answer written to the file, or why there is none on stderr (exit 1). */
+async function writeSpoken(file: string, voice: OutboundMessage | undefined): Promise<number> {
+  const audio = voice ? spokenAudio(voice) : undefined;
+  if (!audio) {
+    const why = voice?.metadata.voiceFailed;
+    process.stderr.write(
+      `magpie: the answer was not spoken: ${typeof why === 'string' ? why : 'no audio came back'}\n`,
+    );
+    return ExitCode.failure;
+  }
+  await writeVoiceFile(file, audio.bytes);
+  return ExitCode.ok;
+}

@@ -175,6 +175,8 @@ export async function startHarness(options: {
   config?: Config;
   concurrency?: number;
   tuning?: ConsumerTuning;
+  /** Spoken replies (src/voice); its `publish` is given the harness's bus. */
+  voice?: (bus: Bus) => TurnWorkerOptions['voice'];
 }) {
   const config = options.config ?? testConfig();
   const logger = silentLogger();
@@ -185,6 +187,7 @@ export async function startHarness(options: {
     logger,
     concurrency: options.concurrency ?? 4,
     ...options.tuning,
+    ...(options.voice ? { voice: options.voice(bus) } : {}),
   });
   await worker.start();
   const channel = new RecordingChannel('test');

@@ -102,6 +102,7 @@ describe('COMMANDS', () => {
       'status',
       'usage',
       'model',
+      'voice',
       'help',
     ]);
     for (const { command, description } of COMMANDS) {
