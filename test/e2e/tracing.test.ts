@@ -6,15 +6,21 @@
  * outbound publish and the gateway's send. A marker in the message, the tool's
  * arguments and the model's answer must appear nowhere in what was exported,
  * and the collector's key (OTEL_EXPORTER_OTLP_HEADERS) reaches it but no log.
+ * The gateway's dashboard shows the same turn as a timeline (`/turns`) in
+ * headless Chromium, from magpie's own turn records, behind the same sign-in.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../fakes/browser.js';
 import { daemonSuite } from '../fakes/daemon.js';
 import { lastUserText } from '../fakes/openai-server.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../fakes/otlp-receiver.js';
 import { freePort } from '../fakes/redis-server.js';
 import { pageHeaders, webRequest } from '../fakes/web-client.js';
-import { daemonEnv, magpie, type Proc } from './daemon-helpers.js';
+import { daemonEnv, magpie, type Proc, ROOT } from './daemon-helpers.js';
 
 const TOKEN = `trace-e2e-${randomUUID()}`;
 const MARKER = `zebra-${randomUUID()}`;
@@ -46,7 +52,10 @@ describe('traces across the gateway and worker processes', () => {
     await Promise.all([gateway.waitFor(/magpie is running/, 20_000), worker.waitFor(/magpie is running/, 20_000)]);
   }, 60_000);
 
+  let browser: Browser | undefined;
+
   afterAll(async () => {
+    await browser?.close();
     await receiver?.close();
   });
 
@@ -118,4 +127,37 @@ describe('traces across the gateway and worker processes', () => {
       expect(proc.stdout() + proc.stderr()).toContain('tracing on');
     }
   });
+
+  it('the dashboard shows the turn as a timeline of its steps, behind the dashboard sign-in', async () => {
+    const unsigned = await webRequest(port, 'GET', '/turns');
+    expect(unsigned.status).toBe(401);
+    browser = await launchChromium(['--disable-quic', '--disable-component-update', '--disable-sync']);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const violations: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+    expect((await page.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`))?.status()).toBe(200);
+    await page.goto(`http://127.0.0.1:${port}/turns`);
+    const turn = page.locator('section.turn', { hasText: 'web:trace-1' }).first();
+    await turn.waitFor({ timeout: 10_000 });
+    const labels = (await turn.locator('.what').allTextContents()).map((l) => l.replace(/ .*/, ''));
+    expect(labels).toEqual(['received', 'queued', 'model', 'tool', 'model', 'reply']);
+    expect(await turn.locator('.what', { hasText: 'tool write_file' }).count()).toBe(1);
+    // The bars follow time: each step starts at or after the one before, inside the lane.
+    const boxes = await turn.locator('.bar').evaluateAll((bars) =>
+      bars.map((b) => {
+        const box = b as unknown as { offsetLeft: number; offsetWidth: number };
+        return { left: box.offsetLeft, width: box.offsetWidth };
+      }),
+    );
+    for (let i = 3; i < boxes.length; i++)
+      expect(boxes[i]?.left ?? 0).toBeGreaterThanOrEqual((boxes[i - 1]?.left ?? 0) - 1);
+    expect(await turn.textContent()).not.toContain(MARKER);
+    mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });
+    await page.screenshot({ path: path.join(ROOT, 'test-artifacts', 'turn-timeline.png'), fullPage: true });
+    expect(violations).toEqual([]);
+    await context.close();
+  }, 45_000);
 });
