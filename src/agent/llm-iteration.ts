@@ -192,7 +192,10 @@ async function callModel(
     if (await compactedAfter(err, run, deps, state)) return 'retry';
     throw err;
   }
-  run.meter.llmCall(response.usage, response.answeredBy, { ...timing, model: response.model ?? timing.model });
+  run.meter.llmCall(response.usage, response.answeredBy, {
+    ...timing,
+    model: response.model ?? timing.model,
+  });
   state.last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
   return response;
 }

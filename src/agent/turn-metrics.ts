@@ -5,8 +5,8 @@
  */
 import type { Logger } from '../log/index.js';
 import type { TokenCounts } from '../messages/token-counts.js';
-import type { ChatResponse, Usage } from '../providers/types.js';
 import { MAX_TURN_STEPS, type TurnStep } from '../messages/turn-metrics.js';
+import type { ChatResponse, Usage } from '../providers/types.js';
 import type { ToolCallMetric, TurnMetrics, TurnOutcome } from './types.js';
 
 /** Collects the figures of one turn. */

@@ -5,7 +5,7 @@
  * OTEL_TRACES_EXPORTER=none turns it off. Spans go as OTLP/HTTP JSON. The
  * headers may hold a collector's key: they are secrets (config/secret-env.ts).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import { boolean, optionalChoice, optionalText, optionalUrl } from './env-values.js';
 

@@ -11,9 +11,9 @@ import { outboundQueueName } from '../bus/queues.js';
 import type { Channel } from '../channels/types.js';
 import { AppError, describeError, hasCode } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
-import { NO_TRACING, type Tracing, traceOf } from '../telemetry/tracing.js';
 import type { Logger } from '../log/index.js';
 import { OutboundMessageSchema } from '../messages/messages.js';
+import { NO_TRACING, type Tracing, traceOf } from '../telemetry/tracing.js';
 import type { DeliveryBus } from './ports.js';
 
 export interface OutboundDeliveryOptions {
@@ -48,10 +48,14 @@ export class OutboundDelivery {
   static async start(options: OutboundDeliveryOptions): Promise<OutboundDelivery> {
     const { bus, channel } = options;
     const logger = options.logger.child({ channel: channel.name });
-    const consumer = bus.consume(outboundQueueName(channel.name), (job) => deliver(job, channel, logger, options.tracing ?? NO_TRACING), {
-      concurrency: options.concurrency ?? 8,
-      ...options.tuning,
-    });
+    const consumer = bus.consume(
+      outboundQueueName(channel.name),
+      (job) => deliver(job, channel, logger, options.tracing ?? NO_TRACING),
+      {
+        concurrency: options.concurrency ?? 8,
+        ...options.tuning,
+      },
+    );
     const delivery = new OutboundDelivery({ ...options, logger }, consumer);
     delivery.unsubscribes.push(
       await bus.onActivity(channel.name, (event) => {

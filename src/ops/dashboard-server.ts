@@ -40,9 +40,9 @@ import {
   transcriptPage,
 } from './dashboard-pages.js';
 import { createMetrics } from './metrics.js';
-import { turnTimelinePage } from './turn-timeline-page.js';
 import type { OpsReader } from './ports.js';
 import { collectStatus } from './status.js';
+import { turnTimelinePage } from './turn-timeline-page.js';
 import { usageChartData } from './usage-charts.js';
 import { USAGE_ASSETS, USAGE_SCRIPT, usagePage } from './usage-page.js';
 

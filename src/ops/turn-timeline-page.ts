@@ -15,7 +15,7 @@ const STYLE = `<style>
 .tl{display:grid;grid-template-columns:220px 1fr 90px;gap:2px 10px;align-items:center;font-size:13px}
 .tl .lane{position:relative;height:16px;background:#f0f2f6;border-radius:3px}
 .tl .bar{position:absolute;top:2px;height:12px;min-width:2px;border-radius:2px}
-.tl .bar.queue{background:#c9d3e6}.tl .bar.approval{background:#f2c94c}.tl .bar.model{background:#3b82f6}
+.tl .bar.queue{background:#c9d3e6}.tl .bar.turn{background:#9aa3b5}.tl .bar.approval{background:#f2c94c}.tl .bar.model{background:#3b82f6}
 .tl .bar.tool{background:#1a7f37}.tl .bar.failed{background:#c62828}.tl .bar.mark{background:#1d2330;width:2px}
 .tl .ms{text-align:right;font-variant-numeric:tabular-nums;color:#5b6477}.tl .what{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 </style>`;
@@ -59,7 +59,9 @@ function turnSection(turn: StoredTurn): string {
 function rowsOf(turn: StoredTurn): Row[] {
   const tl = turn.timeline;
   if (!tl) return [];
-  const rows: Row[] = [{ label: 'received', cls: 'mark', start: tl.receivedAt, ms: 0, title: 'message received' }];
+  const rows: Row[] = [
+    { label: 'received', cls: 'mark', start: tl.receivedAt, ms: 0, title: 'message received' },
+  ];
   if (tl.askedAt !== undefined)
     rows.push({
       label: 'approval wait',
@@ -76,6 +78,13 @@ function rowsOf(turn: StoredTurn): Row[] {
       ms: tl.startedAt - tl.receivedAt,
       title: 'from receipt to the worker taking the turn',
     });
+  rows.push({
+    label: 'turn',
+    cls: 'turn',
+    start: tl.startedAt,
+    ms: turn.at - tl.startedAt,
+    title: 'the worker ran the turn (context, model and tool calls)',
+  });
   for (const step of tl.steps) {
     const tokens = step.tokens
       ? ` · ${step.tokens.input} in (${step.tokens.cached} cached) / ${step.tokens.output} out`
@@ -88,6 +97,12 @@ function rowsOf(turn: StoredTurn): Row[] {
       title: `${step.kind} ${step.name}${tokens}`,
     });
   }
-  rows.push({ label: 'reply queued', cls: 'mark', start: turn.at, ms: 0, title: 'the reply was queued for sending' });
+  rows.push({
+    label: 'reply queued',
+    cls: 'mark',
+    start: turn.at,
+    ms: 0,
+    title: 'the reply was queued for sending',
+  });
   return rows;
 }

@@ -47,7 +47,8 @@ export function allowedAttributes(input: SpanAttributes | undefined): Record<str
   for (const [name, value] of Object.entries(input)) {
     if (value === undefined || !ATTRIBUTE_NAMES.has(name)) continue;
     if (typeof value === 'string') out[name] = value.slice(0, MAX_TEXT);
-    else if (typeof value === 'number' ? Number.isFinite(value) : typeof value === 'boolean') out[name] = value;
+    else if (typeof value === 'number' ? Number.isFinite(value) : typeof value === 'boolean')
+      out[name] = value;
   }
   return out;
 }

@@ -35,7 +35,7 @@ import type { SamplerName, TracingConfig } from '../config/tracing.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { allowedAttributes } from './attributes.js';
-import type { SpanAttributes, SpanKind as FacadeKind, TraceParent, TraceSpan, Tracing } from './tracing.js';
+import type { SpanKind as FacadeKind, SpanAttributes, TraceParent, TraceSpan, Tracing } from './tracing.js';
 
 export interface OtelTracingOptions {
   config: TracingConfig;

@@ -27,7 +27,14 @@ import type { ApprovalMode, PendingApproval } from '../messages/approval.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
 import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
 import type { ToolCall } from '../providers/types.js';
-import { NO_TRACING, type TraceParent, type TraceSpan, type Tracing, traceOf, withTrace } from '../telemetry/tracing.js';
+import {
+  NO_TRACING,
+  type TraceParent,
+  type TraceSpan,
+  type Tracing,
+  traceOf,
+  withTrace,
+} from '../telemetry/tracing.js';
 import { stepSpans } from '../telemetry/turn-spans.js';
 import { LivePublisher } from './live-publisher.js';
 import {

@@ -91,18 +91,22 @@ async function workerLoads(extra: Record<string, string>): Promise<string[]> {
 describe('tracing off', () => {
   it('magpie agent -m answers without loading any OpenTelemetry module', async () => {
     const log = path.join(dir, `agent-${Date.now()}.txt`);
-    const { stdout } = await run(process.execPath, ['--import', path.join(dir, 'recorder.mjs'), BIN, 'agent', '-m', 'hi'], {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        OPENAI_API_KEY: 'sk-e2e-tracing-off',
-        OPENAI_BASE_URL: fake.baseURL,
-        MAGPIE_WORKSPACE: workspace,
-        MAGPIE_EXEC_SANDBOX: 'off',
-        LOAD_LOG: log,
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', path.join(dir, 'recorder.mjs'), BIN, 'agent', '-m', 'hi'],
+      {
+        cwd: dir,
+        env: {
+          PATH: process.env.PATH,
+          HOME: dir,
+          OPENAI_API_KEY: 'sk-e2e-tracing-off',
+          OPENAI_BASE_URL: fake.baseURL,
+          MAGPIE_WORKSPACE: workspace,
+          MAGPIE_EXEC_SANDBOX: 'off',
+          LOAD_LOG: log,
+        },
       },
-    });
+    );
     expect(stdout).toBe('ok\n');
     const files = await loadedFiles(log);
     expect(files.length).toBeGreaterThan(3);
@@ -115,6 +119,8 @@ describe('tracing off', () => {
     expect(await openTelemetryIn(off)).toEqual([]);
     const on = await workerLoads({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint });
     const loaded = await openTelemetryIn(on);
-    expect(loaded.some((f) => f.includes(`${path.sep}@opentelemetry${path.sep}sdk-trace${path.sep}`))).toBe(true);
+    expect(loaded.some((f) => f.includes(`${path.sep}@opentelemetry${path.sep}sdk-trace${path.sep}`))).toBe(
+      true,
+    );
   }, 60_000);
 });

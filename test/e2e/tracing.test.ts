@@ -49,7 +49,10 @@ describe('traces across the gateway and worker processes', () => {
     gateway = magpie(['gateway'], env);
     worker = magpie(['worker'], { ...env, MAGPIE_DASHBOARD_PORT: undefined });
     suite.procs.push(gateway, worker);
-    await Promise.all([gateway.waitFor(/magpie is running/, 20_000), worker.waitFor(/magpie is running/, 20_000)]);
+    await Promise.all([
+      gateway.waitFor(/magpie is running/, 20_000),
+      worker.waitFor(/magpie is running/, 20_000),
+    ]);
   }, 60_000);
 
   let browser: Browser | undefined;
@@ -62,7 +65,11 @@ describe('traces across the gateway and worker processes', () => {
   it('one trace per turn: receipt, bus hop, turn, model and tool calls, outbound hop and send, parents across processes', async () => {
     suite.fake.setResponder((req, index) =>
       index === 0
-        ? { toolCalls: [{ name: 'write_file', arguments: JSON.stringify({ path: 'note.txt', content: MARKER }) }] }
+        ? {
+            toolCalls: [
+              { name: 'write_file', arguments: JSON.stringify({ path: 'note.txt', content: MARKER }) },
+            ],
+          }
         : { content: `done: ${lastUserText(req).includes(MARKER) ? MARKER : 'no marker'}` },
     );
     const posted = await webRequest(port, 'POST', '/chat/messages', {
@@ -78,7 +85,10 @@ describe('traces across the gateway and worker processes', () => {
     );
     const one = (service: string, name: string): ReceivedSpan => {
       const found = spans.filter((s) => s.service === service && s.name === name);
-      expect(found.map((s) => s.name), `${service} ${name}`).toHaveLength(1);
+      expect(
+        found.map((s) => s.name),
+        `${service} ${name}`,
+      ).toHaveLength(1);
       return found[0] as ReceivedSpan;
     };
     const receipt = one('magpie-gateway', 'publish inbound');
@@ -143,7 +153,7 @@ describe('traces across the gateway and worker processes', () => {
     const turn = page.locator('section.turn', { hasText: 'web:trace-1' }).first();
     await turn.waitFor({ timeout: 10_000 });
     const labels = (await turn.locator('.what').allTextContents()).map((l) => l.replace(/ .*/, ''));
-    expect(labels).toEqual(['received', 'queued', 'model', 'tool', 'model', 'reply']);
+    expect(labels).toEqual(['received', 'queued', 'turn', 'model', 'tool', 'model', 'reply']);
     expect(await turn.locator('.what', { hasText: 'tool write_file' }).count()).toBe(1);
     // The bars follow time: each step starts at or after the one before, inside the lane.
     const boxes = await turn.locator('.bar').evaluateAll((bars) =>
@@ -152,7 +162,7 @@ describe('traces across the gateway and worker processes', () => {
         return { left: box.offsetLeft, width: box.offsetWidth };
       }),
     );
-    for (let i = 3; i < boxes.length; i++)
+    for (let i = 4; i < boxes.length; i++)
       expect(boxes[i]?.left ?? 0).toBeGreaterThanOrEqual((boxes[i - 1]?.left ?? 0) - 1);
     expect(await turn.textContent()).not.toContain(MARKER);
     mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });

@@ -40,7 +40,12 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
-type AnyValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean };
+type AnyValue = {
+  stringValue?: string;
+  intValue?: string | number;
+  doubleValue?: number;
+  boolValue?: boolean;
+};
 type KeyValue = { key: string; value: AnyValue };
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
@@ -87,7 +92,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         };
         const timer = setTimeout(() => {
           events.off('spans', test);
-          reject(new Error(`spans received so far: ${spans.map((s) => `${s.service}/${s.name}`).join(', ')}`));
+          reject(
+            new Error(`spans received so far: ${spans.map((s) => `${s.service}/${s.name}`).join(', ')}`),
+          );
         }, timeoutMs);
         events.on('spans', test);
         test();
