@@ -92,7 +92,8 @@ export function otelTracing(options: OtelTracingOptions): Tracing {
       );
       return facadeSpan(span);
     },
-    flush: () => provider.forceFlush(),
+    // A failed export is the exporter's one warning, not the caller's error.
+    flush: () => provider.forceFlush().catch(() => undefined),
     shutdown() {
       stopped ??= provider.shutdown().catch((err: unknown) => {
         logger.warn({ err: describeError(err) }, 'traces not all sent at shutdown');
