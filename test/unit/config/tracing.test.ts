@@ -41,8 +41,12 @@ describe('tracing config', () => {
     const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
     expect(() => parseConfig({ ...base, OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER/);
     expect(() => parseConfig({ ...base, OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
-    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
-    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://127.0.0.1' })).toThrow(/http:\/\/ or https:\/\//);
+    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT/,
+    );
+    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://127.0.0.1' })).toThrow(
+      /http:\/\/ or https:\/\//,
+    );
     expect(() => parseConfig({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/grpc.*HTTP/);
     let message = '';
     try {

@@ -83,7 +83,11 @@ describe('allowedAttributes', () => {
         'gen_ai.usage.output_tokens': undefined,
         'magpie.model.fallback': false,
       }),
-    ).toEqual({ 'gen_ai.tool.name': 'exec', 'magpie.channel': 'x'.repeat(128), 'magpie.model.fallback': false });
+    ).toEqual({
+      'gen_ai.tool.name': 'exec',
+      'magpie.channel': 'x'.repeat(128),
+      'magpie.model.fallback': false,
+    });
   });
 });
 
@@ -96,7 +100,7 @@ describe('tracing on', () => {
       kind: 'consumer',
       parent: traceOf(carried),
       links: [{ traceparent: TRACEPARENT }],
-      attributes: { 'magpie.turn.id': 'abc', 'content': 'private words' },
+      attributes: { 'magpie.turn.id': 'abc', content: 'private words' },
     });
     child.set({ 'magpie.turn.outcome': 'ok', 'tool.result': 'private result' });
     child.fail('INVALID_MESSAGE');
@@ -110,7 +114,9 @@ describe('tracing on', () => {
     );
     expect(exportedRoot?.service).toBe('home');
     expect(exportedRoot?.kind).toBe(4);
-    expect((carried as { trace?: { traceparent: string } }).trace?.traceparent).toBe(`00-${exportedRoot?.traceId}-${exportedRoot?.spanId}-01`);
+    expect((carried as { trace?: { traceparent: string } }).trace?.traceparent).toBe(
+      `00-${exportedRoot?.traceId}-${exportedRoot?.spanId}-01`,
+    );
     expect(exportedChild?.traceId).toBe(exportedRoot?.traceId);
     expect(exportedChild?.parentSpanId).toBe(exportedRoot?.spanId);
     expect(exportedChild?.links).toEqual([
