@@ -345,7 +345,7 @@ function agentAsker(config: Config, agentBus: (agent: string) => Promise<Bus>): 
   return {
     self,
     agents: config.agent.canAsk,
-    async ask(agent, question, signal) {
+    async ask(agent, question, signal, trace) {
       const bus = await agentBus(agent);
       // The gateway's CLI channel keeps every agent's replies under main's prefix.
       const replies = await agentBus(MAIN_AGENT);
@@ -358,6 +358,7 @@ function agentAsker(config: Config, agentBus: (agent: string) => Promise<Bus>): 
           chatId,
           timeoutMs: ASK_TIME_LIMIT_MS,
           publishTo: bus,
+          ...(trace ? { trace } : {}),
         });
         if (reply.kind === 'error') throw new Error(reply.content);
         return reply.content;

@@ -271,7 +271,12 @@ export class TurnWorker {
   /** Runs the turn, records its figures and queues its reply or its failure. */
   private async runAndAnswer(turn: TakenTurn, signal: AbortSignal, live: LivePublisher | undefined) {
     const recordIteration = this.recorder.onIteration(turn.id, turn.sessionKey, turn.since.toISOString());
-    const result = await this.runTurn(turn.batch, signal, this.turnIo(turn, live, recordIteration));
+    const result = await this.runTurn(
+      turn.batch,
+      signal,
+      this.turnIo(turn, live, recordIteration),
+      turn.span,
+    );
     await this.answerTurn(turn, result, live);
   }
 
@@ -440,6 +445,7 @@ export class TurnWorker {
           outbound: { publish: io.publish },
           onIteration: io.onIteration,
           approvals: this.turnApprovals(),
+          ...(span.context ? { trace: span.context } : {}),
         }),
       );
       await this.answerTurn(turn, result, undefined);
@@ -590,6 +596,7 @@ export class TurnWorker {
       drain: () => Promise<InboundMessage[]>;
       publish: (m: OutboundMessageInput) => Promise<void>;
     } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool'>,
+    span: TraceSpan,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
     // A scheduled agent task with MAGPIE_APPROVAL_UNATTENDED=deny: nobody is asked, a risky step is not run.
     const approvals =
@@ -609,6 +616,7 @@ export class TurnWorker {
         ...(io.onDelta ? { onDelta: io.onDelta } : {}),
         ...(io.onTool ? { onTool: io.onTool } : {}),
         ...(approvals ? { approvals } : {}),
+        ...(span.context ? { trace: span.context } : {}),
       }),
     );
   }

@@ -43,6 +43,8 @@ export interface SendOptions {
    * @defaultValue `bus`
    */
   publishTo?: Pick<Bus, 'publishInbound' | 'cancel' | 'answerApproval'>;
+  /** The asking turn's span (W3C trace context): the answering turn continues its trace. @defaultValue none */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /**
@@ -61,7 +63,7 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     chatId,
     senderId: 'cli',
     content: options.content,
-    metadata: { replyAddress: address },
+    metadata: { replyAddress: address, ...(options.trace ? { trace: options.trace } : {}) },
   };
   let reply: OutboundMessage | undefined;
   await intake(message, {
