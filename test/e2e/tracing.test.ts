@@ -138,6 +138,43 @@ describe('traces across the gateway and worker processes', () => {
     }
   });
 
+  it('a spawned helper is a child of the turn that spawned it, and the turn reading its result continues the trace', async () => {
+    suite.fake.setResponder((req) => {
+      const messages = req.body.messages as Array<{ role: string }>;
+      if (messages.at(-1)?.role === 'tool') return { content: 'a helper is on it' };
+      const text = lastUserText(req);
+      if (text.includes('three sheep')) return { content: 'the helper counted' };
+      if (text.includes('count sheep')) return { content: 'three sheep' };
+      return { toolCalls: [{ name: 'spawn', arguments: JSON.stringify({ task: 'count sheep' }) }] };
+    });
+    const before = receiver.spans.length;
+    const posted = await webRequest(port, 'POST', '/chat/messages', {
+      headers: pageHeaders(port, TOKEN),
+      body: JSON.stringify({ chat: 'trace-2', text: 'spawn a helper please' }),
+    });
+    expect(posted.status).toBeLessThan(300);
+    const fresh = () => receiver.spans.slice(before);
+    await receiver.until(() => {
+      const turns = fresh().filter(
+        (s) => s.name === 'process inbound' && s.attributes['magpie.channel'] === 'system',
+      );
+      return turns.length === 1 && fresh().filter((s) => s.name === 'send web').length >= 2;
+    }, 30_000);
+    const spans = fresh();
+    const helper = spans.find((s) => s.name === 'helper spawn') as ReceivedSpan;
+    expect(helper).toBeDefined();
+    const first = spans.find((s) => s.name === 'process inbound' && s.attributes['magpie.channel'] === 'web');
+    expect(helper.parentSpanId).toBe(first?.spanId);
+    expect(helper.attributes['magpie.helper.kind']).toBe('spawn');
+    const resultPublish = spans.find((s) => s.name === 'publish inbound' && s.parentSpanId === helper.spanId);
+    expect(resultPublish?.attributes['magpie.channel']).toBe('system');
+    const resultTurn = spans.find(
+      (s) => s.name === 'process inbound' && s.attributes['magpie.channel'] === 'system',
+    );
+    expect(resultTurn?.parentSpanId).toBe(resultPublish?.spanId);
+    for (const s of [helper, resultPublish, resultTurn]) expect(s?.traceId).toBe(first?.traceId);
+  }, 45_000);
+
   it('the dashboard shows the turn as a timeline of its steps, behind the dashboard sign-in', async () => {
     const unsigned = await webRequest(port, 'GET', '/turns');
     expect(unsigned.status).toBe(401);
