@@ -38,6 +38,7 @@ module.exports = {
     onlyImporter('only-email-imports-mail-libraries', '^src/channels/email/', 'imapflow|nodemailer|mailparser', 'The e-mail adapter is the only user of imapflow, nodemailer and mailparser.'),
     onlyImporter('only-signal-imports-eventsource', '^src/channels/signal/', 'eventsource', 'The Signal adapter is the only user of eventsource (signal-cli\'s event stream).'),
     onlyImporter('only-openai-provider-imports-openai', '^src/providers/openai/', 'openai', 'providers/openai maps the SDK and its errors to the LLMProvider port.'),
+    onlyImporter('only-telemetry-imports-opentelemetry', '^src/telemetry/otel\\.ts$', '@opentelemetry/', 'Only src/telemetry/otel.ts (loaded by a dynamic import when OTEL_* turns tracing on) uses the OpenTelemetry SDK; the rest calls the facade in src/telemetry/tracing.ts.'),
     onlyImporter('only-mcp-imports-mcp-sdk', '^src/mcp/', '@modelcontextprotocol/sdk', 'src/mcp is the only MCP client.'),
     onlyImporter('only-backup-imports-tar-and-age', '^src/backup/', 'tar|age-encryption', 'src/backup alone writes and reads archives (tar) and seals their secrets (age).'),
     {
@@ -65,11 +66,14 @@ module.exports = {
       name: 'bus-imports-no-higher-layer',
       comment:
         'src/bus is infrastructure: it imports the contract (messages), the pure schedule (time) and the ' +
-        'base folders (errors, log, lifecycle, config, commands). Its stores implement the ports of the ' +
+        'base folders (errors, log, lifecycle, config, commands, telemetry\'s facade). Its stores implement the ports of the ' +
         'folders using them structurally; a type it needs lives in src/messages or is its own.',
       severity: 'error',
       from: { path: '^src/bus/' },
-      to: { path: '^src/', pathNot: '^src/(bus|messages|time|errors|log|lifecycle|config|commands)/' },
+      to: {
+        path: '^src/',
+        pathNot: '^src/(bus|messages|time|errors|log|lifecycle|config|commands)/|^src/telemetry/tracing\\.ts$',
+      },
     },
     {
       name: 'not-to-unresolvable',

@@ -170,6 +170,7 @@ async function callModel(
   messages: ChatMessage[],
 ): Promise<ChatResponse | BudgetError | 'cancelled' | 'retry'> {
   let response: ChatResponse;
+  const timing = { started: run.meter.now(), model: state.model };
   try {
     response = await deps.provider.chat({
       messages,
@@ -186,12 +187,15 @@ async function callModel(
       run.log.warn({ limit: err.limit }, 'turn stopped at a spending limit before the model call');
       return err;
     }
-    run.meter.llmCall(undefined);
+    run.meter.llmCall(undefined, undefined, { ...timing, ok: false });
     if (err instanceof CancelledError || run.signal.aborted) return 'cancelled';
     if (await compactedAfter(err, run, deps, state)) return 'retry';
     throw err;
   }
-  run.meter.llmCall(response.usage, response.answeredBy);
+  run.meter.llmCall(response.usage, response.answeredBy, {
+    ...timing,
+    model: response.model ?? timing.model,
+  });
   state.last = response.usage ? { ...response.usage, sentMessages: messages.length } : undefined;
   return response;
 }

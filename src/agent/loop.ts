@@ -248,6 +248,7 @@ export class AgentLoop implements AgentRunner {
       workspace: this.#o.workspace,
       logger: log,
       depth: options.depth ?? 0,
+      ...(options.trace ? { trace: options.trace } : {}),
     });
     const [history, summary] = req.noHistory
       ? [[], undefined]

@@ -66,13 +66,13 @@ export async function runToolBatch(
       const answer = options.answered?.get(call.id);
       if (answer !== undefined) return toolMessage(call, { forLLM: answer, isError: true });
       if (ctx.signal.aborted) return toolMessage(call, CANCELLED_RESULT);
-      const started = performance.now();
+      const started = meter.now();
       options.onStart?.(call);
       const execution = tools
         .execute(call.name, call.arguments, ctx)
         .catch((err: unknown): ToolResult => ({ forLLM: `Error: ${describeError(err)}`, isError: true }));
       const result = await Promise.race([execution, cancelledResult]);
-      meter.toolCall(call.name, performance.now() - started, !result.isError);
+      meter.toolCall(call.name, meter.now() - started, !result.isError, started);
       if (result.forUser && result !== CANCELLED_RESULT && options.onUserText) {
         await options.onUserText(result.forUser);
       }

@@ -27,6 +27,8 @@ export interface TurnToolContextOptions {
   logger: Logger;
   /** Delegation depth (0: a user's turn). @defaultValue 0 */
   depth?: number;
+  /** The turn's span, handed on to helpers (TurnOptions.trace). @defaultValue none */
+  trace?: ToolContext['trace'];
 }
 
 /** Builds the ToolContext of one turn (depth 0 unless a helper runs it). */
@@ -45,6 +47,7 @@ export function createTurnToolContext(options: TurnToolContextOptions): TurnTool
     workspace: options.workspace,
     signal: options.signal,
     logger: options.logger,
+    ...(options.trace ? { trace: options.trace } : {}),
     depth: options.depth ?? 0,
     send: async (message) => {
       sent += 1;

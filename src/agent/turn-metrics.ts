@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../log/index.js';
 import type { TokenCounts } from '../messages/token-counts.js';
+import { MAX_TURN_STEPS, type TurnStep } from '../messages/turn-metrics.js';
 import type { ChatResponse, Usage } from '../providers/types.js';
 import type { ToolCallMetric, TurnMetrics, TurnOutcome } from './types.js';
 
@@ -23,6 +24,7 @@ export class TurnMeter {
   #model: string | undefined;
   readonly #models = new Map<string, number>();
   readonly #toolCalls: ToolCallMetric[] = [];
+  readonly #steps: TurnStep[] = [];
 
   constructor(sessionKey: string, now: () => number = () => performance.now()) {
     this.#sessionKey = sessionKey;
@@ -34,8 +36,29 @@ export class TurnMeter {
    * Records one call to the main model: its usage when the endpoint reported it, and which model
    * answered when the provider chooses among several.
    */
-  llmCall(usage: Usage | undefined, answeredBy?: ChatResponse['answeredBy']): void {
+  llmCall(
+    usage: Usage | undefined,
+    answeredBy?: ChatResponse['answeredBy'],
+    timing?: { started: number; model: string | undefined; ok?: boolean },
+  ): void {
     this.#llmCalls += 1;
+    if (timing)
+      this.#step({
+        kind: 'model',
+        name: answeredBy?.model ?? timing.model ?? 'default',
+        started: timing.started,
+        ok: timing.ok ?? true,
+        ...(usage
+          ? {
+              tokens: {
+                input: usage.promptTokens,
+                cached: usage.cachedTokens ?? 0,
+                output: usage.completionTokens,
+              },
+            }
+          : {}),
+        ...(answeredBy ? { fallback: answeredBy.fallbacks > 0 } : {}),
+      });
     if (answeredBy) {
       this.#model = answeredBy.model;
       this.#models.set(answeredBy.model, (this.#models.get(answeredBy.model) ?? 0) + 1);
@@ -51,8 +74,24 @@ export class TurnMeter {
   }
 
   /** Records one finished tool call. */
-  toolCall(name: string, ms: number, ok: boolean): void {
+  toolCall(name: string, ms: number, ok: boolean, started?: number): void {
     this.#toolCalls.push({ name, ms: Math.round(ms), ok });
+    if (started !== undefined) this.#step({ kind: 'tool', name, started, ok });
+  }
+
+  /** The current time on the meter's clock (what `started` is measured on). */
+  now(): number {
+    return this.#now();
+  }
+
+  #step(step: Omit<TurnStep, 'at' | 'ms'> & { started: number }): void {
+    if (this.#steps.length >= MAX_TURN_STEPS) return;
+    const { started, ...rest } = step;
+    this.#steps.push({
+      ...rest,
+      at: Math.max(0, Math.round(started - this.#started)),
+      ms: Math.max(0, Math.round(this.#now() - started)),
+    });
   }
 
   get llmCalls(): number {
@@ -91,6 +130,7 @@ export class TurnMeter {
       toolCalls: [...this.#toolCalls],
       wallMs: Math.round(this.#now() - this.#started),
       outcome,
+      ...(this.#steps.length > 0 ? { steps: [...this.#steps] } : {}),
       ...(this.#model === undefined
         ? {}
         : { model: this.#model, fallbacks: this.#fallbacks, models: Object.fromEntries(this.#models) }),

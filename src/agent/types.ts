@@ -13,6 +13,11 @@ import type { OutboundSink } from './ports.js';
 export type { ToolCallMetric, TurnMetrics, TurnOutcome } from '../messages/turn-metrics.js';
 
 export interface TurnOptions {
+  /**
+   * The turn's span as W3C trace context (the worker's, when tracing is on): helpers and
+   * assistants it asks continue its trace. @defaultValue none
+   */
+  trace?: { traceparent: string; tracestate?: string };
   /** Aborts the turn (LLM request and tools); outstanding tool calls get "operation cancelled by user". */
   signal?: AbortSignal;
   /**

@@ -29,6 +29,7 @@ import { OutboundDelivery } from '../delivery/outbound-delivery.js';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { startMcp } from '../mcp/start.js';
+import { startTracing } from '../telemetry/start-tracing.js';
 import { type AgentAsker, ASK_CHAT_PREFIX, ASK_TIME_LIMIT_MS } from '../tools/ask-agent.js';
 import type { SandboxStatus } from '../tools/sandbox.js';
 import type { HelperQueue } from '../tools/spawn.js';
@@ -76,6 +77,8 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
     role === 'gateway'
       ? undefined
       : await (await import('./build-agent.js')).resolveExecSandbox(config, logger);
+  // Off unless the OTEL_* variables ask: then the SDK is loaded here (a dynamic import), once per process.
+  const tracing = await startTracing({ config: config.tracing, service: `magpie-${role}`, logger });
   let local: LocalRedis | undefined;
   if (role === 'start' && !config.redis.url && !config.redis.sentinel && !config.redis.cluster) {
     local = await startLocalRedis({ workspace: config.workspace, stateDir: config.stateDir, logger });
@@ -86,6 +89,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
   const closeBuses = async () => {
     for (const b of buses) await b.close();
     await local?.stop();
+    await tracing.shutdown();
   };
   try {
     // agents.json: the assistants this bus serves (main alone without the file); a bad file ends here (exit 2).
@@ -95,6 +99,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
         config: agentConfig,
         logger,
         url: local?.url,
+        tracing,
         ...(patient ? { patient } : {}),
       });
       buses.push(bus);
@@ -367,6 +372,7 @@ async function startTurnWorker(
     bus,
     agent,
     logger,
+    tracing: bus.tracing,
     concurrency,
     timezone: config.timezone,
     streams: (channel) => streamsTo(config, channel),
@@ -398,7 +404,7 @@ function agentAsker(config: Config, agentBus: (agent: string) => Promise<Bus>): 
   return {
     self,
     agents: config.agent.canAsk,
-    async ask(agent, question, signal) {
+    async ask(agent, question, signal, trace) {
       const bus = await agentBus(agent);
       // The gateway's CLI channel keeps every agent's replies under main's prefix.
       const replies = await agentBus(MAIN_AGENT);
@@ -411,6 +417,7 @@ function agentAsker(config: Config, agentBus: (agent: string) => Promise<Bus>): 
           chatId,
           timeoutMs: ASK_TIME_LIMIT_MS,
           publishTo: bus,
+          ...(trace ? { trace } : {}),
         });
         if (reply.kind === 'error') throw new Error(reply.content);
         return reply.content;
@@ -462,7 +469,9 @@ async function startGateway(
     // Every agent's answers to this channel: one delivery per agent's outbound queue.
     const deliveries: OutboundDelivery[] = [];
     for (const agentBus of agentBuses.values())
-      deliveries.push(await OutboundDelivery.start({ bus: agentBus, channel, logger, live }));
+      deliveries.push(
+        await OutboundDelivery.start({ bus: agentBus, channel, logger, live, tracing: agentBus.tracing }),
+      );
     await channel.start();
     // Closed in reverse: the channel stops after its queues have drained and their consumers closed.
     parts.push({ name: `${channel.name} channel`, close: () => channel.stop() });

@@ -24,6 +24,7 @@ import {
   sessionKeyOf,
 } from '../messages/messages.js';
 import { shortHash } from '../messages/short-hash.js';
+import { NO_TRACING, type Tracing, traceOf, withTrace } from '../telemetry/tracing.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { RedisApprovals } from './approvals.js';
 import { RedisBudgetStore } from './budget-store.js';
@@ -92,6 +93,8 @@ export interface BusConnectOptions {
    * @defaultValue false
    */
   patient?: boolean;
+  /** Spans for each publish, whose context the message carries on (`metadata.trace`). @defaultValue off */
+  tracing?: Tracing;
 }
 
 /** The turn job's payload: only the session; the messages wait in the mailbox. */
@@ -119,6 +122,8 @@ export class Bus implements WebEventBus {
   readonly opsReader: RedisOpsReader;
   /** Approval questions and each chat's "always allow" rules. */
   readonly approvals: RedisApprovals;
+  /** The process's tracing (off unless OTEL_* turned it on). */
+  readonly tracing: Tracing;
   private readonly logger: Logger;
   private readonly turnJobs: TurnJobTuning;
   private readonly replicas: ReplicaWait;
@@ -141,6 +146,7 @@ export class Bus implements WebEventBus {
     this.opsReader = new RedisOpsReader(redis, this.prefix);
     this.approvals = new RedisApprovals(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
+    this.tracing = options.tracing ?? NO_TRACING;
     this.turnJobs = options.turnJobs ?? {};
   }
 
@@ -197,6 +203,29 @@ export class Bus implements WebEventBus {
     const target = this.#router?.busFor(message);
     if (target && target !== this) return target.publishInbound(message);
     const sessionKey = sessionKeyOf(message);
+    // The receipt: a span starting the turn's trace (or continuing a helper's), carried in the message.
+    const span = this.tracing.start(`publish ${INBOUND_QUEUE}`, {
+      kind: 'producer',
+      parent: traceOf(message.metadata),
+      attributes: {
+        'messaging.system': 'bullmq',
+        'messaging.operation.type': 'send',
+        'messaging.destination.name': INBOUND_QUEUE,
+        'magpie.channel': message.channel,
+      },
+    });
+    const traced = { ...message, metadata: withTrace(message.metadata, span) };
+    try {
+      await this.#queueInbound(traced, sessionKey);
+    } catch (err) {
+      span.fail(hasCodeOf(err));
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  async #queueInbound(message: InboundMessage, sessionKey: string): Promise<void> {
     await this.guard(async () => {
       const added = await this.mailbox(sessionKey).push(message);
       if (!added)
@@ -211,15 +240,31 @@ export class Bus implements WebEventBus {
 
   /** Validates and queues an outbound message on `outbound-<channel>` with job id = message id. */
   async publishOutbound(input: OutboundMessageInput): Promise<void> {
-    const message = parseOutbound(input);
-    await this.guard(async () => {
-      await this.queue(outboundQueueName(message.channel)).add(
-        'send',
-        message,
-        outboundJobOptions(message.id),
-      );
-      await waitForReplicas(this.redis, this.replicas, 'the outbound message');
+    const parsed = parseOutbound(input);
+    const queue = outboundQueueName(parsed.channel);
+    const span = this.tracing.start(`publish ${queue}`, {
+      kind: 'producer',
+      parent: traceOf(parsed.metadata),
+      attributes: {
+        'messaging.system': 'bullmq',
+        'messaging.operation.type': 'send',
+        'messaging.destination.name': queue,
+        'magpie.channel': parsed.channel,
+        'magpie.message.kind': parsed.kind,
+      },
     });
+    const message = { ...parsed, metadata: withTrace(parsed.metadata, span) };
+    try {
+      await this.guard(async () => {
+        await this.queue(queue).add('send', message, outboundJobOptions(message.id));
+        await waitForReplicas(this.redis, this.replicas, 'the outbound message');
+      });
+    } catch (err) {
+      span.fail(hasCodeOf(err));
+      throw err;
+    } finally {
+      span.end();
+    }
   }
 
   /**
@@ -585,6 +630,11 @@ export function routingMetadata(messages: InboundMessage[]): Record<string, unkn
   }
   if (addresses.length > 0) metadata.replyAddresses = addresses;
   return metadata;
+}
+
+/** An error's code for a span's status (never its message, which may quote a payload). */
+function hasCodeOf(err: unknown): string {
+  return err instanceof AppError ? err.code : 'error';
 }
 
 function parseInbound(input: InboundMessageInput): InboundMessage {

@@ -12,7 +12,7 @@ import type { TurnMetrics } from '../messages/turn-metrics.js';
 import { keys, LATENCY_BUCKETS_S, opsKeys, TURNS_STREAM_MAXLEN, totalsFields } from './keys.js';
 import { HASH_ADD, type LuaScript, runScript } from './lua.js';
 import { RedisRunningTurns } from './running-turns.js';
-import type { TurnRecord } from './turn-records.js';
+import type { TurnRecord, TurnTimeline } from './turn-records.js';
 import { dayOf, USAGE_DAYS_KEPT, usageOf } from './usage-records.js';
 
 /**
@@ -57,7 +57,10 @@ export interface TurnRecorderOptions {
 }
 
 /** How a turn ended, as the worker saw it. */
-export type TurnEnd = { metrics: TurnMetrics } | { error: string; wallMs: number; session: string };
+export type TurnEnd = ({ metrics: TurnMetrics } | { error: string; wallMs: number; session: string }) & {
+  /** When its steps happened, for the dashboard's timeline (the metrics' steps are added to it). */
+  timeline?: Omit<TurnTimeline, 'steps'>;
+};
 
 export class TurnRecorder {
   private readonly redis: Redis;
@@ -104,6 +107,8 @@ export class TurnRecorder {
 
   /** Removes the running entry and appends the turn's figures to the stream. */
   async finished(turn: string, end: TurnEnd): Promise<void> {
+    const steps = 'metrics' in end ? (end.metrics.steps ?? []) : [];
+    const timeline = end.timeline ? { timeline: { ...end.timeline, steps } } : {};
     const record: TurnRecord =
       'metrics' in end
         ? {
@@ -122,6 +127,7 @@ export class TurnRecorder {
             ...(end.metrics.model ? { model: end.metrics.model } : {}),
             fallbacks: end.metrics.fallbacks ?? 0,
             models: end.metrics.models ?? {},
+            ...timeline,
           }
         : {
             turn,
@@ -139,6 +145,7 @@ export class TurnRecorder {
             models: {},
             outcome: 'error',
             error: end.error.slice(0, 500),
+            ...timeline,
           };
     try {
       const usage = usageOf(record);

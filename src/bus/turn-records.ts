@@ -11,6 +11,31 @@ import { RedisRunningTurns, type RunningTurn } from './running-turns.js';
 
 export type { RunningTurn } from './running-turns.js';
 
+/** A model or tool call of the turn: when it began (ms after the turn started) and how long it took. */
+export const TurnStepSchema = z.object({
+  kind: z.enum(['model', 'tool']),
+  name: z.string(),
+  at: z.number(),
+  ms: z.number(),
+  ok: z.boolean(),
+  tokens: z.object({ input: z.number(), cached: z.number(), output: z.number() }).optional(),
+  fallback: z.boolean().optional(),
+});
+
+/**
+ * When the turn's steps happened (ms since the epoch), for the dashboard's timeline: the head
+ * message's receipt, the turn's start, the approval question it resumed after, its steps, and
+ * `at` (the record's time) when the reply was queued.
+ */
+export const TurnTimelineSchema = z.object({
+  receivedAt: z.number(),
+  startedAt: z.number(),
+  /** A resumed turn: when its question was asked (the wait ran to `startedAt`). */
+  askedAt: z.number().optional(),
+  steps: z.array(TurnStepSchema).default([]),
+});
+export type TurnTimeline = z.infer<typeof TurnTimelineSchema>;
+
 export const TurnRecordSchema = z.object({
   /** The worker's turn id (session + first message). */
   turn: z.string(),
@@ -37,6 +62,8 @@ export const TurnRecordSchema = z.object({
   models: z.record(z.string(), z.number()).default({}),
   /** One line describing a failed turn (never a secret: the same text the user is told). */
   error: z.string().optional(),
+  /** The turn's steps in time (records written before timelines were kept have none). */
+  timeline: TurnTimelineSchema.optional(),
 });
 
 /** The figures of one finished turn, as stored in `<prefix>:turns`. */

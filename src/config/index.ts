@@ -44,6 +44,7 @@ import {
   settleSandbox,
 } from './sandbox-settings.js';
 import { heldSecrets } from './secret-env.js';
+import { TRACING_ENV, type TracingConfig, tracingConfig } from './tracing.js';
 import { type PriceConfig, priceSchema, pricesFrom, promptCacheSchema } from './usage.js';
 import { VOICE_ENV, type VoiceConfig, voiceConfig } from './voice.js';
 
@@ -181,6 +182,7 @@ const CORE_ENV_TAIL = {
     .refine((v) => /^[A-Za-z0-9.:-]+$/.test(v), {
       message: 'must be an address to listen on, e.g. 127.0.0.1 (behind a reverse proxy) or 0.0.0.0',
     }),
+  ...TRACING_ENV,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   NODE_ENV: z.string().default('development'),
 };
@@ -350,6 +352,8 @@ export interface Config {
    * only warnings by default (cron, memory, agent) follow it only then.
    */
   log: { level: Env['LOG_LEVEL']; pretty: boolean; explicit: boolean };
+  /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, and nothing of it is loaded. */
+  tracing: TracingConfig | undefined;
 }
 
 /** What a command needs beyond the always-validated basics. */
@@ -488,6 +492,7 @@ function buildConfig(
       pretty: e.NODE_ENV !== 'production' && Boolean(process.stderr.isTTY),
       explicit: Boolean(env.LOG_LEVEL),
     },
+    tracing: tracingConfig(e),
   };
 }
 

@@ -9,9 +9,11 @@
 
 /**
  * Names whose values are secrets: keys, tokens, passwords, passphrases, credentials, OPENAI_*, REDIS_URL,
- * and `<CHANNEL>_ACCOUNTS` (named bot accounts: `name=token` pairs).
+ * `<CHANNEL>_ACCOUNTS` (named bot accounts: `name=token` pairs), and OTLP exporter headers
+ * (`OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`: a collector's key).
  */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|_ACCOUNTS$/i;
+const SECRET_NAME =
+  /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|_ACCOUNTS$|^OTEL_EXPORTER_OTLP_.*HEADERS$/i;
 
 /** True when an environment variable's value is a secret (and must not reach a command or a child). */
 export function isSecretEnvName(name: string): boolean {

@@ -13,6 +13,7 @@ import { AppError, describeError, hasCode } from '../errors/index.js';
 import { runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { OutboundMessageSchema } from '../messages/messages.js';
+import { NO_TRACING, type Tracing, traceOf } from '../telemetry/tracing.js';
 import type { DeliveryBus } from './ports.js';
 
 export interface OutboundDeliveryOptions {
@@ -24,6 +25,8 @@ export interface OutboundDeliveryOptions {
   /** Messages delivered at once. @defaultValue 8 */
   concurrency?: number;
   tuning?: ConsumerTuning;
+  /** A span per platform send, a child of the outbound publish the message carries. @defaultValue off */
+  tracing?: Tracing;
 }
 
 /** Delivers one channel's outbound queue until closed. */
@@ -45,10 +48,14 @@ export class OutboundDelivery {
   static async start(options: OutboundDeliveryOptions): Promise<OutboundDelivery> {
     const { bus, channel } = options;
     const logger = options.logger.child({ channel: channel.name });
-    const consumer = bus.consume(outboundQueueName(channel.name), (job) => deliver(job, channel, logger), {
-      concurrency: options.concurrency ?? 8,
-      ...options.tuning,
-    });
+    const consumer = bus.consume(
+      outboundQueueName(channel.name),
+      (job) => deliver(job, channel, logger, options.tracing ?? NO_TRACING),
+      {
+        concurrency: options.concurrency ?? 8,
+        ...options.tuning,
+      },
+    );
     const delivery = new OutboundDelivery({ ...options, logger }, consumer);
     delivery.unsubscribes.push(
       await bus.onActivity(channel.name, (event) => {
@@ -115,7 +122,7 @@ export class OutboundDelivery {
   }
 }
 
-async function deliver(job: ConsumedJob, channel: Channel, logger: Logger): Promise<void> {
+async function deliver(job: ConsumedJob, channel: Channel, logger: Logger, tracing: Tracing): Promise<void> {
   const parsed = OutboundMessageSchema.safeParse(job.data);
   if (!parsed.success) {
     logger.warn(
@@ -124,9 +131,21 @@ async function deliver(job: ConsumedJob, channel: Channel, logger: Logger): Prom
     );
     throw new AppError('INVALID_MESSAGE', `malformed outbound message ${job.id}`);
   }
+  const span = tracing.start(`send ${channel.name}`, {
+    kind: 'client',
+    parent: traceOf(parsed.data.metadata),
+    attributes: {
+      'messaging.system': 'bullmq',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': outboundQueueName(channel.name),
+      'magpie.channel': channel.name,
+      'magpie.message.kind': parsed.data.kind,
+    },
+  });
   try {
     await channel.send(parsed.data);
   } catch (err) {
+    span.fail(hasCode(err, 'DELIVERY_PERMANENT') ? 'DELIVERY_PERMANENT' : 'DELIVERY_TRANSIENT');
     if (hasCode(err, 'DELIVERY_PERMANENT') || hasCode(err, 'INVALID_MESSAGE')) {
       logger.warn(
         { job: job.id, chat: parsed.data.chatId, err: describeError(err) },
@@ -135,5 +154,7 @@ async function deliver(job: ConsumedJob, channel: Channel, logger: Logger): Prom
       throw new AppError('DELIVERY_PERMANENT', describeError(err), { cause: err });
     }
     throw new AppError('DELIVERY_TRANSIENT', describeError(err), { cause: err, transient: true });
+  } finally {
+    span.end();
   }
 }

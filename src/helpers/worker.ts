@@ -14,6 +14,7 @@ import { helperKeys } from '../bus/keys.js';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { type HelperJob, HelperJobSchema } from '../messages/helper-job.js';
+import { type TraceSpan, traceOf, withTrace } from '../telemetry/tracing.js';
 import { type HelperOutcome, type HelperRun, preview } from './runner.js';
 
 /** How long the "result published" marker is kept. */
@@ -81,6 +82,19 @@ export class HelperWorker {
       log.info('helper result already published; nothing to redo');
       return;
     }
+    // The helper's span: a child of the turn that spawned it; its result's turn continues from here.
+    const span = this.#o.bus.tracing.start('helper spawn', {
+      parent: traceOf({ trace: job.trace }),
+      attributes: { 'magpie.helper.kind': 'spawn', 'magpie.channel': job.origin.channel },
+    });
+    try {
+      await this.#run(job, log, marker, consumed, span);
+    } finally {
+      span.end();
+    }
+  }
+
+  async #run(job: HelperJob, log: Logger, marker: string, consumed: ConsumedJob, span: TraceSpan) {
     let outcome: HelperOutcome;
     try {
       outcome = await this.#o.runner.run({
@@ -98,14 +112,15 @@ export class HelperWorker {
         throw err;
       }
       log.error({ err: describeError(err) }, 'helper failed');
-      await this.#publish(job, helperResultText(job, describeError(err), true), marker);
+      span.fail(err instanceof AppError ? err.code : 'error');
+      await this.#publish(job, helperResultText(job, describeError(err), true), marker, span);
       return;
     }
-    await this.#publish(job, helperResultText(job, outcome.text), marker);
+    await this.#publish(job, helperResultText(job, outcome.text), marker, span);
     log.info({ outcome: outcome.outcome, preview: preview(outcome.text) }, 'helper result published');
   }
 
-  async #publish(job: HelperJob, content: string, marker: string): Promise<void> {
+  async #publish(job: HelperJob, content: string, marker: string, span: TraceSpan): Promise<void> {
     const { origin } = job;
     await this.#o.bus.publishInbound({
       id: helperResultId(job.id),
@@ -115,15 +130,18 @@ export class HelperWorker {
       sessionKey: origin.sessionKey,
       senderId: 'helper',
       content,
-      metadata: {
-        origin: {
-          channel: origin.channel,
-          chatId: origin.chatId,
-          ...(origin.threadId ? { threadId: origin.threadId } : {}),
-          sessionKey: origin.sessionKey,
+      metadata: withTrace(
+        {
+          origin: {
+            channel: origin.channel,
+            chatId: origin.chatId,
+            ...(origin.threadId ? { threadId: origin.threadId } : {}),
+            sessionKey: origin.sessionKey,
+          },
+          helper: { id: job.id, ...(job.label ? { label: job.label } : {}) },
         },
-        helper: { id: job.id, ...(job.label ? { label: job.label } : {}) },
-      },
+        span,
+      ),
     });
     await this.#o.bus.markers.set(marker, PUBLISHED_TTL_S);
   }

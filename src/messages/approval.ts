@@ -68,6 +68,8 @@ export const PendingApprovalSchema = z.object({
   always: z.boolean().optional(),
   /** The question was sent to its chat. */
   asked: z.boolean().optional(),
+  /** The parked turn's span (W3C trace context), so the resumed turn continues its trace. */
+  trace: z.object({ traceparent: z.string().max(64), tracestate: z.string().max(512).optional() }).optional(),
   /** The turn, parked: its request, the calls after this one still to ask about, where it was. */
   parked: z.object({
     request: ParkedRequestSchema,

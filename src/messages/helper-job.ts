@@ -25,6 +25,8 @@ export const HelperJobSchema = z.object({
   /** Delegation depth the helper runs at (1 for a helper spawned by a user's turn). */
   depth: z.number().int().min(1),
   createdAt: z.string(),
+  /** The spawning turn's span (W3C trace context), when tracing is on: the helper's span is its child. */
+  trace: z.object({ traceparent: z.string().max(64), tracestate: z.string().max(512).optional() }).optional(),
 });
 export type HelperJob = z.infer<typeof HelperJobSchema>;
 

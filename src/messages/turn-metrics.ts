@@ -9,6 +9,24 @@ export interface ToolCallMetric {
   ok: boolean;
 }
 
+/** One timed step of a turn (a model call or a tool call), for the dashboard's timeline and the trace. */
+export interface TurnStep {
+  kind: 'model' | 'tool';
+  /** The model (its configured id) or the tool's name: never arguments, results or text. */
+  name: string;
+  /** When it began, in ms after the turn started. */
+  at: number;
+  ms: number;
+  ok: boolean;
+  /** Model calls: prompt tokens (cached included), cached prompt tokens, completion tokens. */
+  tokens?: { input: number; cached: number; output: number };
+  /** Model calls answered by a fallback model. */
+  fallback?: boolean;
+}
+
+/** Steps kept per turn (a runaway turn's later steps are counted, not timed). */
+export const MAX_TURN_STEPS = 100;
+
 /** Figures for one turn; logged as one line and recorded for the dashboard. */
 export interface TurnMetrics {
   sessionKey: string;
@@ -29,6 +47,8 @@ export interface TurnMetrics {
   fallbacks?: number;
   /** LLM calls by the model that answered them. */
   models?: Record<string, number>;
+  /** The turn's model and tool calls with their times (at most {@link MAX_TURN_STEPS}). */
+  steps?: TurnStep[];
 }
 
 /**

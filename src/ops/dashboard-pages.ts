@@ -85,7 +85,7 @@ export function page(
   const links = styles.map((href) => `<link rel="stylesheet" href="${escapeHtml(href)}">`).join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} · magpie</title>
 <meta name="viewport" content="width=device-width,initial-scale=1">${links}<style>${STYLE}</style></head>
-<body><header><b>magpie</b><a href="${escapeHtml(agentHref('/', nav))}">Overview</a><a href="${escapeHtml(agentHref('/usage', nav))}">Usage</a><a href="/queues">Queues</a><a href="${escapeHtml(agentHref('/sessions', nav))}">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a>${agentSwitcher(nav)}</header>
+<body><header><b>magpie</b><a href="${escapeHtml(agentHref('/', nav))}">Overview</a><a href="${escapeHtml(agentHref('/usage', nav))}">Usage</a><a href="/queues">Queues</a><a href="${escapeHtml(agentHref('/turns', nav))}">Turns</a><a href="${escapeHtml(agentHref('/sessions', nav))}">Sessions</a><a href="/metrics">Metrics</a><a href="/chat">Chat</a>${agentSwitcher(nav)}</header>
 ${body}${tags}</body></html>`;
 }
 

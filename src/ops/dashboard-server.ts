@@ -42,6 +42,7 @@ import {
 import { createMetrics } from './metrics.js';
 import type { OpsReader } from './ports.js';
 import { collectStatus } from './status.js';
+import { turnTimelinePage } from './turn-timeline-page.js';
 import { usageChartData } from './usage-charts.js';
 import { USAGE_ASSETS, USAGE_SCRIPT, usagePage } from './usage-page.js';
 
@@ -220,6 +221,15 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       if (!agent) return;
       const count = Math.min(500, Math.max(1, Number(req.query.count) || 50));
       res.json(await agent.reader.turns(count));
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/turns', async (req, res, next) => {
+    try {
+      const agent = pick.of(req, res);
+      if (!agent) return;
+      res.type('html').send(turnTimelinePage(await agent.reader.turns(50), pick.nav(agent, '/turns')));
     } catch (err) {
       next(err);
     }

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
-import { fail, type Tool } from './types.js';
+import { fail, type Tool, type ToolContext } from './types.js';
 
 /** The chat id an asked agent's session carries: `ask-<asker>`. */
 export const ASK_CHAT_PREFIX = 'ask-';
@@ -21,7 +21,7 @@ export interface AgentAsker {
   /** The agents it may ask. */
   readonly agents: readonly string[];
   /** Sends `question` to `agent` and resolves with its answer; rejects when none comes in time. */
-  ask(agent: string, question: string, signal: AbortSignal): Promise<string>;
+  ask(agent: string, question: string, signal: AbortSignal, trace?: ToolContext['trace']): Promise<string>;
 }
 
 /** How long an asked agent may take (its turn may use tools). */
@@ -58,7 +58,7 @@ export function createAskAgentTool(asker: AgentAsker) {
         return fail('an assistant that was asked cannot ask another in turn: answer with what you know');
       if (ctx.depth > 0) return fail('helpers cannot ask other assistants');
       try {
-        const answer = await asker.ask(agent, question, ctx.signal);
+        const answer = await asker.ask(agent, question, ctx.signal, ctx.trace);
         return { forLLM: `${agent} answered:\n${answer}` };
       } catch (err) {
         return fail(`${agent} did not answer: ${describeError(err)}`);

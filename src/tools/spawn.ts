@@ -43,6 +43,7 @@ export function createSpawnTool(queue: HelperQueue): Tool<typeof parameters> {
           },
           depth: ctx.depth + 1,
           createdAt: new Date().toISOString(),
+          ...(ctx.trace ? { trace: ctx.trace } : {}),
         });
       } catch (err) {
         return fail(`the helper could not be started: ${describeError(err)}`);

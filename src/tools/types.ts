@@ -23,6 +23,8 @@ export interface ToolContext {
   send(message: Omit<OutboundMessageInput, 'id'>): Promise<void>;
   /** Delegation depth: 0 for a user's turn, +1 for each helper level. */
   depth: number;
+  /** The turn's span (W3C trace context) when tracing is on, for the work it hands on (helpers, ask_agent). */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 export interface ToolResult {

@@ -27,6 +27,15 @@ import type { ApprovalMode, PendingApproval } from '../messages/approval.js';
 import { type InboundMessage, isInternalChannel, type OutboundMessageInput } from '../messages/messages.js';
 import { errorId, replyId, turnId } from '../messages/outbound-ids.js';
 import type { ToolCall } from '../providers/types.js';
+import {
+  NO_TRACING,
+  type TraceParent,
+  type TraceSpan,
+  type Tracing,
+  traceOf,
+  withTrace,
+} from '../telemetry/tracing.js';
+import { stepSpans } from '../telemetry/turn-spans.js';
 import type { VoiceReplies } from '../voice/voice-replies.js';
 import { LivePublisher } from './live-publisher.js';
 import {
@@ -75,6 +84,8 @@ export interface TurnWorkerOptions extends ConsumerTuning {
    * as a second outbound message with its own id (src/voice). @defaultValue none: text only
    */
   voice?: Pick<VoiceReplies, 'afterReply'>;
+  /** A span per turn, continuing the trace its head message carries. @defaultValue off */
+  tracing?: Tracing;
 }
 
 export class TurnWorker {
@@ -97,6 +108,7 @@ export class TurnWorker {
   private timeouts: Consumer | undefined;
   private readonly approval: TurnWorkerOptions['approval'];
   private readonly voice: TurnWorkerOptions['voice'];
+  private readonly tracing: Tracing;
   private unsubscribe: (() => Promise<void>) | undefined;
   private closing: Promise<void> | undefined;
 
@@ -114,9 +126,11 @@ export class TurnWorker {
       approval,
       sweepIntervalMs,
       voice,
+      tracing,
       ...tuning
     } = options;
     this.voice = voice;
+    this.tracing = tracing ?? NO_TRACING;
     this.sweepIntervalMs = positiveWholeNumber('sweepIntervalMs', sweepIntervalMs ?? 30_000);
     this.approval = approval?.mode === 'off' ? undefined : approval;
     this.streams = streams ?? (() => false);
@@ -220,7 +234,10 @@ export class TurnWorker {
     }
     const batch = [...first.messages];
     const head = batch[0] as InboundMessage;
+    const id = turnId(sessionKey, head.id);
     const turn: TakenTurn = {
+      span: this.turnSpan(id, head.channel, traceOf(head.metadata), batch),
+      receivedAt: Date.parse(head.receivedAt),
       job,
       sessionKey,
       log,
@@ -228,7 +245,7 @@ export class TurnWorker {
       batch,
       taken: first.count,
       head,
-      id: turnId(sessionKey, head.id),
+      id,
       origin: chatOf(head),
       since: new Date(),
     };
@@ -263,7 +280,12 @@ export class TurnWorker {
   /** Runs the turn, records its figures and queues its reply or its failure. */
   private async runAndAnswer(turn: TakenTurn, signal: AbortSignal, live: LivePublisher | undefined) {
     const recordIteration = this.recorder.onIteration(turn.id, turn.sessionKey, turn.since.toISOString());
-    const result = await this.runTurn(turn.batch, signal, this.turnIo(turn, live, recordIteration));
+    const result = await this.runTurn(
+      turn.batch,
+      signal,
+      this.turnIo(turn, live, recordIteration),
+      turn.span,
+    );
     await this.answerTurn(turn, result, live);
   }
 
@@ -286,16 +308,23 @@ export class TurnWorker {
   ): Promise<void> {
     // Sent first on the shared connection, so Redis records the figures before the reply is queued;
     // awaited after, so the reply does not wait for a round trip of its own.
+    const timeline = {
+      receivedAt: Number.isFinite(turn.receivedAt) ? turn.receivedAt : turn.since.getTime(),
+      startedAt: turn.since.getTime(),
+      ...(turn.askedAt === undefined ? {} : { askedAt: turn.askedAt }),
+    };
     const recorded = this.recorder.finished(
       turn.id,
       result.ok
-        ? { metrics: result.value.metrics }
+        ? { metrics: result.value.metrics, timeline }
         : {
             error: describeError(result.error),
             wallMs: Date.now() - turn.since.getTime(),
             session: turn.sessionKey,
+            timeline,
           },
     );
+    this.traceResult(turn, result);
     if (!result.ok) await recorded;
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
     // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
@@ -313,7 +342,7 @@ export class TurnWorker {
           content,
           kind: 'reply',
           metadata: {
-            ...routingMetadata(turn.batch),
+            ...this.routed(turn),
             usage: usageOf(result.value.metrics),
             // A limit reached: the API answers 429 with the line.
             ...(result.value.metrics.outcome === 'budget' ? { budget: true } : {}),
@@ -344,15 +373,18 @@ export class TurnWorker {
    * its buttons. A question stored but not sent (a crash between) is sent by the next turn job.
    */
   private async ask(turn: TakenTurn, result: TurnResult, completes: { live?: string }): Promise<void> {
-    const pending = pendingApprovalOf(turn.head, turn.sessionKey, result, {
-      timeoutMs: this.approval?.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
-    });
+    const pending: PendingApproval = {
+      ...pendingApprovalOf(turn.head, turn.sessionKey, result, {
+        timeoutMs: this.approval?.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+      }),
+      ...(turn.span.context ? { trace: turn.span.context } : {}),
+    };
     await this.bus.parkApproval(pending);
     turn.log.info(
       { approval: pending.code, tool: pending.call.name, tainted: pending.tainted },
       'turn parked: approval asked',
     );
-    await this.sendQuestion(pending, routingMetadata(turn.batch), completes);
+    await this.sendQuestion(pending, this.routed(turn), completes);
   }
 
   /** Sends a stored question to its chat (the same id however often: it shows once). */
@@ -396,7 +428,14 @@ export class TurnWorker {
     const { sessionKey } = pending;
     const request = pending.parked.request;
     const head = resumedHead(pending);
+    const id = turnId(sessionKey, head.id);
+    const askedAt = Date.parse(pending.askedAt);
+    const span = this.turnSpan(id, request.channel, traceOf({ trace: pending.trace }), []);
+    this.approvalSpan(span, askedAt, decision);
     const turn: TakenTurn = {
+      span,
+      receivedAt: askedAt,
+      askedAt,
       job,
       sessionKey,
       log,
@@ -404,7 +443,7 @@ export class TurnWorker {
       batch: [],
       taken: 0,
       head,
-      id: turnId(sessionKey, head.id),
+      id,
       origin: {
         channel: request.channel,
         chatId: request.chatId,
@@ -428,6 +467,7 @@ export class TurnWorker {
           outbound: { publish: io.publish },
           onIteration: io.onIteration,
           approvals: this.turnApprovals(),
+          ...(span.context ? { trace: span.context } : {}),
         }),
       );
       await this.answerTurn(turn, result, undefined);
@@ -469,7 +509,7 @@ export class TurnWorker {
       publish: (message: OutboundMessageInput) =>
         this.bus.publishOutbound({
           ...message,
-          metadata: { ...routingMetadata(turn.batch), ...message.metadata },
+          metadata: { ...this.routed(turn), ...message.metadata },
         }),
     };
   }
@@ -491,7 +531,7 @@ export class TurnWorker {
       id: errorId(turn.id),
       content: failureReply(err),
       kind: 'error',
-      metadata: routingMetadata(turn.batch),
+      metadata: this.routed(turn),
       ...completes,
     });
   }
@@ -500,6 +540,7 @@ export class TurnWorker {
   private async endTurn(turn: TakenTurn, live: LivePublisher | undefined): Promise<void> {
     const { sessionKey, log } = turn;
     this.running.delete(sessionKey);
+    turn.span.end();
     await live?.close();
     await Promise.all([
       this.recorder
@@ -509,6 +550,67 @@ export class TurnWorker {
     ]);
   }
 
+  /** The routing of the turn's messages, with the turn's span as the parent of what it sends. */
+  private routed(turn: TakenTurn): Record<string, unknown> {
+    return withTrace(routingMetadata(turn.batch), turn.span);
+  }
+
+  /**
+   * The turn's span: a child of the head message's publish (the bus hop), linked to the other
+   * messages of the batch, which started traces of their own.
+   */
+  private turnSpan(
+    id: string,
+    channel: string,
+    parent: TraceParent | undefined,
+    batch: readonly InboundMessage[],
+  ): TraceSpan {
+    const links = batch.slice(1).flatMap((m) => traceOf(m.metadata) ?? []);
+    return this.tracing.start('process inbound', {
+      kind: 'consumer',
+      parent,
+      links,
+      attributes: {
+        'messaging.system': 'bullmq',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': INBOUND_QUEUE,
+        'messaging.batch.message_count': Math.max(1, batch.length),
+        'magpie.channel': channel,
+        'magpie.turn.id': id,
+      },
+    });
+  }
+
+  /** The wait for a person's answer, from the question to this resumption. */
+  private approvalSpan(turn: TraceSpan, askedAt: number, decision: ParkedDecision): void {
+    if (!Number.isFinite(askedAt)) return;
+    this.tracing
+      .start('approval wait', {
+        parent: turn.context,
+        startTime: askedAt,
+        attributes: { 'magpie.approval.decision': decision },
+      })
+      .end();
+  }
+
+  /** The turn's figures on its span, and its model and tool calls as child spans. */
+  private traceResult(
+    turn: TakenTurn,
+    result: { ok: true; value: TurnResult } | { ok: false; error: unknown },
+  ): void {
+    if (!result.ok) {
+      turn.span.fail(result.error instanceof AppError ? result.error.code : 'error');
+      return;
+    }
+    const { metrics } = result.value;
+    turn.span.set({
+      'magpie.turn.outcome': metrics.outcome,
+      'magpie.turn.llm_calls': metrics.llmCalls,
+      'magpie.turn.tool_calls': metrics.toolCalls.length,
+    });
+    stepSpans(this.tracing, turn.span, turn.since.getTime(), metrics.steps ?? []);
+  }
+
   private async runTurn(
     batch: InboundMessage[],
     signal: AbortSignal,
@@ -516,6 +618,7 @@ export class TurnWorker {
       drain: () => Promise<InboundMessage[]>;
       publish: (m: OutboundMessageInput) => Promise<void>;
     } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool'>,
+    span: TraceSpan,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
     // A scheduled agent task with MAGPIE_APPROVAL_UNATTENDED=deny: nobody is asked, a risky step is not run.
     const approvals =
@@ -535,6 +638,7 @@ export class TurnWorker {
         ...(io.onDelta ? { onDelta: io.onDelta } : {}),
         ...(io.onTool ? { onTool: io.onTool } : {}),
         ...(approvals ? { approvals } : {}),
+        ...(span.context ? { trace: span.context } : {}),
       }),
     );
   }
@@ -581,6 +685,12 @@ export class TurnWorker {
 
 /** A turn job while it runs: the messages it took from the session's mailbox and where they came from. */
 interface TakenTurn {
+  /** The turn's span (inert when tracing is off). */
+  span: TraceSpan;
+  /** When the head message was received (ms since the epoch; a resumed turn: when its question was asked). */
+  receivedAt: number;
+  /** A resumed turn: when its question was asked. */
+  askedAt?: number;
   job: ConsumedJob;
   sessionKey: string;
   log: Logger;

@@ -49,6 +49,8 @@ export interface SendOptions {
    * hands it to `onVoice`. @defaultValue none: text only
    */
   onVoice?: (voice: OutboundMessage) => void;
+  /** The asking turn's span (W3C trace context): the answering turn continues its trace. @defaultValue none */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /**
@@ -67,7 +69,11 @@ export async function sendAndWait(bus: Bus, options: SendOptions): Promise<Outbo
     chatId,
     senderId: 'cli',
     content: options.content,
-    metadata: { replyAddress: address, ...(options.onVoice ? { voice: true } : {}) },
+    metadata: {
+      replyAddress: address,
+      ...(options.onVoice ? { voice: true } : {}),
+      ...(options.trace ? { trace: options.trace } : {}),
+    },
   };
   let reply: OutboundMessage | undefined;
   await intake(message, {
