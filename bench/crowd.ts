@@ -1,0 +1,207 @@
+/**
+ * A crowd: N chats (10,000 by default) each send one message at once through
+ * the CLI channel to a real gateway and 4 worker processes (dist/), on a
+ * redis-server of the bench's own, with a fake model that takes 2 s per answer.
+ * Every message must be answered exactly once. Prints one JSON object:
+ *
+ * - `answered`, `duplicates`, `lost`, `modelCalls` (one per chat, none twice);
+ * - `latencyMs`: publish → reply heard, p50/p99 (most of it is the queue: the
+ *   turns run `workers × concurrency` at a time, 2 s each);
+ * - `turnsPerSecond`: chats / the time from the first publish to the last answer;
+ * - `workers[].peakRssMb`: each worker's VmHWM from /proc/PID/status (goal ≤ 150 MB);
+ * - `redis.usedMemoryPerWaitingMessageBytes`: Redis `used_memory` once every
+ *   message is published, less before, over the messages still waiting then.
+ *
+ *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000]
+ */
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { parseConfig } from '../src/app/config.js';
+import { Bus } from '../src/bus/bus.js';
+import { safeJson } from '../src/bus/json-topic.js';
+import { silentLogger } from '../src/log/index.js';
+import { OutboundMessageSchema } from '../src/messages/messages.js';
+import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from '../test/e2e/daemon-helpers.js';
+import { startFakeOpenAI } from '../test/fakes/openai-server.js';
+import { startRedis } from '../test/fakes/redis-server.js';
+import { waitFor } from '../test/fakes/wait-for.js';
+
+const { values } = parseArgs({
+  options: {
+    chats: { type: 'string', default: '10000' },
+    workers: { type: 'string', default: '4' },
+    concurrency: { type: 'string', default: '64' },
+    'model-ms': { type: 'string', default: '2000' },
+    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
+  },
+});
+const chats = Number(values.chats);
+const workerCount = Number(values.workers);
+const concurrency = Number(values.concurrency);
+const modelMs = Number(values['model-ms']);
+const workerNodeOptions = values['worker-node-options'];
+for (const [name, n] of Object.entries({ chats, workerCount, concurrency })) {
+  if (!Number.isInteger(n) || n < 1) {
+    process.stderr.write(`bench: ${name} must be a positive whole number\n`);
+    process.exit(2);
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  const i = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return Math.round(sorted[Math.max(0, i)] ?? 0);
+}
+function progress(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+/** A /proc/PID/status field in MB (VmHWM: the peak resident set). */
+function procMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
+  return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
+}
+
+/** One chat's message: its reply address, when it was published and when its first reply was heard. */
+interface Sent {
+  chat: string;
+  address: string;
+  publishedAt: number;
+  answeredAt?: number;
+  unwatch?: () => Promise<void>;
+}
+
+process.env.XDG_STATE_HOME = mkdtempSync(path.join(os.tmpdir(), 'magpie-bench-state-'));
+build();
+// fsync once a second: this bench measures the crowd, not the disk (bench:chaos measures `always`).
+const redis = await startRedis({ args: ['--appendfsync', 'everysec'] });
+const fake = await startFakeOpenAI({ responder: () => ({ content: 'answered', delayMs: modelMs }) });
+const workspace = tempWorkspace();
+const env = daemonEnv({
+  REDIS_URL: redis.url,
+  OPENAI_BASE_URL: fake.baseURL,
+  MAGPIE_WORKSPACE: workspace,
+  MAGPIE_STREAM: 'off',
+  MAGPIE_WORKER_CONCURRENCY: String(concurrency),
+  // One message per chat is far below the guard; raised anyway so a retried turn is never refused.
+  MAGPIE_MAX_CALLS_PER_MINUTE: '100000',
+});
+const procs: Proc[] = [magpie(['gateway'], env)];
+for (let w = 0; w < workerCount; w++)
+  procs.push(magpie(['worker'], { ...env, NODE_OPTIONS: workerNodeOptions }));
+const config = parseConfig({ REDIS_URL: redis.url, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
+const bus = await Bus.connect({ config, logger: silentLogger(), patient: true });
+const stats = new Redis(redis.url);
+const sent: Sent[] = [];
+let answered = 0;
+try {
+  await Promise.all(procs.map((p) => p.waitFor(/magpie is running/, 60_000)));
+  const workers = procs.slice(1);
+  const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await stats.info('memory'))?.[1] ?? 0);
+  const memoryBefore = await usedMemory();
+  progress(`${chats} chats, ${workerCount} workers × ${concurrency} turns at once, model ${modelMs} ms`);
+
+  const started = performance.now();
+  for (let c = 0; c < chats; c++) {
+    const s: Sent = { chat: `crowd-${c}`, address: randomUUID(), publishedAt: 0 };
+    sent.push(s);
+    s.unwatch = await bus.watchCliReplies(s.address, (payload) => {
+      if (s.answeredAt !== undefined || !OutboundMessageSchema.safeParse(safeJson(payload)).success) return;
+      s.answeredAt = performance.now();
+      answered += 1;
+    });
+  }
+  // Published as fast as the connection takes them, in batches so the client's own queue stays bounded.
+  for (let c = 0; c < chats; c += 500) {
+    await Promise.all(
+      sent.slice(c, c + 500).map((s) => {
+        s.publishedAt = performance.now();
+        return bus.publishInbound({
+          id: `cli:${s.address}`,
+          channel: 'cli',
+          chatId: s.chat,
+          senderId: 'cli',
+          content: `hello from ${s.chat}`,
+          metadata: { replyAddress: s.address },
+        });
+      }),
+    );
+  }
+  const waitingAtPublish = chats - answered;
+  const memoryAfter = await usedMemory();
+  progress(
+    `published ${chats} in ${Math.round(performance.now() - started)} ms; ${answered} answered so far`,
+  );
+
+  const peak = new Map<number, number>();
+  const ticker = setInterval(() => {
+    progress(`${answered}/${chats} answered, ${Math.round((performance.now() - started) / 1000)} s`);
+  }, 10_000);
+  try {
+    await waitFor(() => answered === chats, Math.max(600_000, chats * 100), 'every chat answered', 200);
+  } finally {
+    clearInterval(ticker);
+  }
+  const elapsedS = (performance.now() - started) / 1000;
+  for (const w of workers) peak.set(w.child.pid!, procMb(w.child.pid!, 'VmHWM'));
+
+  // Exactly once: every address's reply list holds one reply, and the model was asked once per chat.
+  let duplicates = 0;
+  let lost = 0;
+  for (const s of sent) {
+    await s.unwatch?.();
+    const replies = await bus.readCliReplies(s.address);
+    if (replies.length === 0) lost += 1;
+    if (replies.length > 1) duplicates += replies.length - 1;
+  }
+  const latencies = sent.map((s) => (s.answeredAt ?? Number.NaN) - s.publishedAt).sort((a, b) => a - b);
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        chats,
+        workers: workers.map((w) => ({ pid: w.child.pid, peakRssMb: peak.get(w.child.pid!) })),
+        workerConcurrency: concurrency,
+        workerNodeOptions,
+        modelMs,
+        answered,
+        duplicates,
+        lost,
+        modelCalls: fake.requests.length,
+        latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
+        seconds: Math.round(elapsedS * 10) / 10,
+        turnsPerSecond: Math.round((chats / elapsedS) * 10) / 10,
+        idealTurnsPerSecond: Math.round(((workerCount * concurrency) / (modelMs / 1000)) * 10) / 10,
+        redis: {
+          usedMemoryBeforeBytes: memoryBefore,
+          usedMemoryPublishedBytes: memoryAfter,
+          waitingAtPublish,
+          usedMemoryPerWaitingMessageBytes: Math.round(
+            (memoryAfter - memoryBefore) / Math.max(1, waitingAtPublish),
+          ),
+        },
+        loadAverage: os.loadavg().map((l) => Math.round(l * 10) / 10),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  const errors = procs.flatMap((p) =>
+    p
+      .stderr()
+      .split('\n')
+      .filter((l) => /"level":(50|60)/.test(l)),
+  );
+  if (errors.length > 0) progress(`${errors.length} error lines; first: ${errors[0]?.slice(0, 400)}`);
+} finally {
+  stats.disconnect();
+  await bus.close();
+  for (const p of procs) await stop(p);
+  await fake.close();
+  await redis.stop();
+}
+process.exit(0);
