@@ -12,11 +12,11 @@
  * - `redis.usedMemoryPerWaitingMessageBytes`: Redis `used_memory` once every
  *   message is published, less before, over the messages still waiting then.
  *
- *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000]
+ *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR]
  */
 
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -37,6 +37,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '4' },
     concurrency: { type: 'string', default: '64' },
     'model-ms': { type: 'string', default: '2000' },
+    logs: { type: 'string' },
     'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
   },
 });
@@ -65,6 +66,12 @@ function procMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
     .split('\n')
     .find((l) => l.startsWith(`${field}:`));
   return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
+}
+
+/** CPU time (user + system) a process has used, ms, from /proc/PID/stat. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
 /** One chat's message: its reply address, when it was published and when its first reply was heard. */
@@ -104,6 +111,8 @@ try {
   const workers = procs.slice(1);
   const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await stats.info('memory'))?.[1] ?? 0);
   const memoryBefore = await usedMemory();
+  const workerCpuBefore = workers.reduce((sum, w) => sum + cpuMs(w.child.pid!), 0);
+  const gatewayCpuBefore = cpuMs(procs[0]!.child.pid!);
   progress(`${chats} chats, ${workerCount} workers × ${concurrency} turns at once, model ${modelMs} ms`);
 
   const started = performance.now();
@@ -143,12 +152,14 @@ try {
     progress(`${answered}/${chats} answered, ${Math.round((performance.now() - started) / 1000)} s`);
   }, 10_000);
   try {
-    await waitFor(() => answered === chats, Math.max(600_000, chats * 100), 'every chat answered', 200);
+    await waitFor(() => answered === chats, Math.max(600_000, chats * 300), 'every chat answered', 200);
   } finally {
     clearInterval(ticker);
   }
   const elapsedS = (performance.now() - started) / 1000;
   for (const w of workers) peak.set(w.child.pid!, procMb(w.child.pid!, 'VmHWM'));
+  const workerCpuMs = workers.reduce((sum, w) => sum + cpuMs(w.child.pid!), 0) - workerCpuBefore;
+  const gatewayCpuMs = cpuMs(procs[0]!.child.pid!) - gatewayCpuBefore;
 
   // Exactly once: every address's reply list holds one reply, and the model was asked once per chat.
   let duplicates = 0;
@@ -175,6 +186,10 @@ try {
         latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
         seconds: Math.round(elapsedS * 10) / 10,
         turnsPerSecond: Math.round((chats / elapsedS) * 10) / 10,
+        cpuMsPerTurn: {
+          workers: Math.round((workerCpuMs / chats) * 10) / 10,
+          gateway: Math.round((gatewayCpuMs / chats) * 10) / 10,
+        },
         idealTurnsPerSecond: Math.round(((workerCount * concurrency) / (modelMs / 1000)) * 10) / 10,
         redis: {
           usedMemoryBeforeBytes: memoryBefore,
@@ -198,6 +213,13 @@ try {
   );
   if (errors.length > 0) progress(`${errors.length} error lines; first: ${errors[0]?.slice(0, 400)}`);
 } finally {
+  if (values.logs) {
+    mkdirSync(values.logs, { recursive: true });
+    for (const [i, p] of procs.entries()) {
+      const name = i === 0 ? 'gateway' : `worker-${i}`;
+      writeFileSync(path.join(values.logs, `${name}.log`), p.stdout() + p.stderr());
+    }
+  }
   stats.disconnect();
   await bus.close();
   for (const p of procs) await stop(p);
