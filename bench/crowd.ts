@@ -80,6 +80,8 @@ interface Sent {
   address: string;
   publishedAt: number;
   answeredAt?: number;
+  /** Ids of the replies heard live, and read from the reply list at the end. */
+  replyIds: Set<string>;
   unwatch?: () => Promise<void>;
 }
 
@@ -117,10 +119,13 @@ try {
 
   const started = performance.now();
   for (let c = 0; c < chats; c++) {
-    const s: Sent = { chat: `crowd-${c}`, address: randomUUID(), publishedAt: 0 };
+    const s: Sent = { chat: `crowd-${c}`, address: randomUUID(), publishedAt: 0, replyIds: new Set() };
     sent.push(s);
     s.unwatch = await bus.watchCliReplies(s.address, (payload) => {
-      if (s.answeredAt !== undefined || !OutboundMessageSchema.safeParse(safeJson(payload)).success) return;
+      const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+      if (!parsed.success) return;
+      s.replyIds.add(parsed.data.id);
+      if (s.answeredAt !== undefined) return;
       s.answeredAt = performance.now();
       answered += 1;
     });
@@ -166,9 +171,13 @@ try {
   let lost = 0;
   for (const s of sent) {
     await s.unwatch?.();
-    const replies = await bus.readCliReplies(s.address);
-    if (replies.length === 0) lost += 1;
-    if (replies.length > 1) duplicates += replies.length - 1;
+    // A list expires 10 minutes after its last reply (REPLY_LIST_TTL_S): in a long run only what was heard counts.
+    for (const payload of await bus.readCliReplies(s.address)) {
+      const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+      if (parsed.success) s.replyIds.add(parsed.data.id);
+    }
+    if (s.replyIds.size === 0) lost += 1;
+    if (s.replyIds.size > 1) duplicates += s.replyIds.size - 1;
   }
   const latencies = sent.map((s) => (s.answeredAt ?? Number.NaN) - s.publishedAt).sort((a, b) => a - b);
   process.stdout.write(
@@ -183,6 +192,21 @@ try {
         duplicates,
         lost,
         modelCalls: fake.requests.length,
+        // Failed attempts and redone turns, as the workers logged them (each a model call the chat did not see).
+        workerLog: Object.fromEntries(
+          [
+            'did not answer within',
+            'cannot reach the model endpoint',
+            'job attempt failed; retried',
+            'redone turn',
+          ].map((text) => [
+            text,
+            workers.reduce(
+              (n, w) => n + w.stderr().split(text).length - 1 + w.stdout().split(text).length - 1,
+              0,
+            ),
+          ]),
+        ),
         latencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
         seconds: Math.round(elapsedS * 10) / 10,
         turnsPerSecond: Math.round((chats / elapsedS) * 10) / 10,
