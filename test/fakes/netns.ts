@@ -10,6 +10,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import net from 'node:net';
+import { alive } from './process.js';
 
 export interface Netns {
   name: string;
@@ -29,15 +30,6 @@ function ip(args: string[]): string {
   } catch (err) {
     const detail = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
     throw new Error(`\`ip ${args.join(' ')}\` failed: ${detail} (the netns test needs root and iproute2)`);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 
