@@ -12,13 +12,16 @@
  * - `redis.usedMemoryPerWaitingMessageBytes`: Redis `used_memory` once every
  *   message is published, less before, over the messages still waiting then.
  *
- *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR]
+ *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR] [--fake-process]
  */
 
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../src/app/config.js';
@@ -38,6 +41,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '64' },
     'model-ms': { type: 'string', default: '2000' },
     logs: { type: 'string' },
+    // The fake model in a process of its own (test/fakes/openai-server-main.ts): the model calls are not counted then.
+    'fake-process': { type: 'boolean', default: false },
     'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
   },
 });
@@ -68,6 +73,27 @@ function procMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
 }
 
+/** The fake model as a process of its own; `requests` stays empty (it is not this process's to count). */
+async function fakeProcess(): Promise<{ baseURL: string; requests: unknown[]; close(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'test/fakes/openai-server-main.ts', '--delay-ms', String(modelMs)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const { baseURL } = JSON.parse(line) as { baseURL: string };
+  return {
+    baseURL,
+    requests: [],
+    close: async () => {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    },
+  };
+}
+
 /** CPU time (user + system) a process has used, ms, from /proc/PID/stat. */
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -89,7 +115,9 @@ process.env.XDG_STATE_HOME = mkdtempSync(path.join(os.tmpdir(), 'magpie-bench-st
 build();
 // fsync once a second: this bench measures the crowd, not the disk (bench:chaos measures `always`).
 const redis = await startRedis({ args: ['--appendfsync', 'everysec'] });
-const fake = await startFakeOpenAI({ responder: () => ({ content: 'answered', delayMs: modelMs }) });
+const fake = values['fake-process']
+  ? await fakeProcess()
+  : await startFakeOpenAI({ responder: () => ({ content: 'answered', delayMs: modelMs }) });
 const workspace = tempWorkspace();
 const env = daemonEnv({
   REDIS_URL: redis.url,
@@ -191,7 +219,7 @@ try {
         answered,
         duplicates,
         lost,
-        modelCalls: fake.requests.length,
+        modelCalls: values['fake-process'] ? 'not counted (--fake-process)' : fake.requests.length,
         // Failed attempts and redone turns, as the workers logged them (each a model call the chat did not see).
         workerLog: Object.fromEntries(
           [
