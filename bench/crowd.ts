@@ -4,7 +4,8 @@
  * redis-server of the bench's own, with a fake model that takes 2 s per answer.
  * Every message must be answered exactly once. Prints one JSON object:
  *
- * - `answered`, `duplicates`, `lost`, `modelCalls` (one per chat, none twice);
+ * - `answered`, `duplicates`, `lost` (each reply counted by id, heard or listed), `modelCalls`
+ *   (with `--fake-in-process`), the workers' failed model calls and redone turns from their logs;
  * - `latencyMs`: publish → reply heard, p50/p99 (most of it is the queue: the
  *   turns run `workers × concurrency` at a time, 2 s each);
  * - `turnsPerSecond`: chats / the time from the first publish to the last answer;
@@ -12,7 +13,7 @@
  * - `redis.usedMemoryPerWaitingMessageBytes`: Redis `used_memory` once every
  *   message is published, less before, over the messages still waiting then.
  *
- *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR] [--fake-process]
+ *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR] [--fake-in-process]
  */
 
 import { spawn } from 'node:child_process';
@@ -41,8 +42,10 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '64' },
     'model-ms': { type: 'string', default: '2000' },
     logs: { type: 'string' },
-    // The fake model in a process of its own (test/fakes/openai-server-main.ts): the model calls are not counted then.
-    'fake-process': { type: 'boolean', default: false },
+    // By default the fake model runs in a process of its own (test/fakes/openai-server-main.ts): in this one, at
+    // 10,000 chats, it shares a loop with every waiting client and its recorded bodies, and calls time out. Here,
+    // with this flag, it counts the model calls.
+    'fake-in-process': { type: 'boolean', default: false },
     'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
   },
 });
@@ -115,9 +118,9 @@ process.env.XDG_STATE_HOME = mkdtempSync(path.join(os.tmpdir(), 'magpie-bench-st
 build();
 // fsync once a second: this bench measures the crowd, not the disk (bench:chaos measures `always`).
 const redis = await startRedis({ args: ['--appendfsync', 'everysec'] });
-const fake = values['fake-process']
-  ? await fakeProcess()
-  : await startFakeOpenAI({ responder: () => ({ content: 'answered', delayMs: modelMs }) });
+const fake = values['fake-in-process']
+  ? await startFakeOpenAI({ responder: () => ({ content: 'answered', delayMs: modelMs }) })
+  : await fakeProcess();
 const workspace = tempWorkspace();
 const env = daemonEnv({
   REDIS_URL: redis.url,
@@ -219,7 +222,7 @@ try {
         answered,
         duplicates,
         lost,
-        modelCalls: values['fake-process'] ? 'not counted (--fake-process)' : fake.requests.length,
+        modelCalls: values['fake-in-process'] ? fake.requests.length : 'not counted (see --fake-in-process)',
         // Failed attempts and redone turns, as the workers logged them (each a model call the chat did not see).
         workerLog: Object.fromEntries(
           [
