@@ -108,6 +108,9 @@ export class CronStore {
 
   constructor(private readonly options: CronStoreOptions) {
     this.queue = new Queue(SCHEDULED_QUEUE, { connection: options.connection, prefix: options.prefix });
+    // A Queue re-emits its borrowed connection's errors (a failover's ECONNREFUSED); without a listener
+    // BullMQ prints each to stderr. Every failure also rejects the command that met it, handled there.
+    this.queue.on('error', () => undefined);
   }
 
   /**
