@@ -41,6 +41,9 @@ export function sentinelOptions(target: SentinelSettings): RedisOptions {
     // Ask the Sentinels again quickly while they elect a new master.
     sentinelRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
     reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
+    // Listen to the Sentinels' +switch-master and reconnect at once: a master that was demoted
+    // but still answers (a partition healed) is left before a write has to meet READONLY.
+    failoverDetector: true,
   };
 }
 

@@ -13,6 +13,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
+import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { describeError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
@@ -48,12 +49,17 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
   }, 30_000);
 
   afterAll(async () => {
-    await platform?.close();
-    await role?.stop();
-    await openai?.close();
-    await group?.stop();
+    // Every step bounded: a stop that waits for an absent Redis must fail here, not hang the run.
+    const bounded = async (what: string, closing: Promise<unknown> | undefined) => {
+      if (closing && !(await closedWithin(closing, 15_000)))
+        throw new Error(`${what} did not stop within 15 s`);
+    };
+    await bounded('the platform', platform?.close());
+    await bounded('magpie', role?.stop());
+    await bounded('the fake OpenAI', openai?.close());
+    await bounded('the Sentinel group', group?.stop());
     await removeFolder(root);
-  });
+  }, 60_000);
 
   it('answers every acknowledged message exactly once through a master SIGKILL, and answers again within seconds', async () => {
     const config = roleConfig(
@@ -149,7 +155,9 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover');
     const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
     sending = false;
-    await Promise.all(chats);
+    expect(await closedWithin(Promise.all(chats), 15_000), "every chat's last delivery acknowledged").toBe(
+      true,
+    );
 
     const all = acknowledged();
     await waitFor(() => all.every(answered), 20_000, 'every acknowledged message answered').catch((err) => {
