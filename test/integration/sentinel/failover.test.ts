@@ -161,7 +161,8 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
 
     const all = acknowledged();
     await waitFor(() => all.every(answered), 20_000, 'every acknowledged message answered').catch((err) => {
-      throw new Error(`${err}; unanswered: ${all.filter((s) => !answered(s)).map((s) => s.token)}`);
+      const lost = all.filter((s) => !answered(s));
+      throw new Error(`${err}; unanswered: ${lost.map((s) => s.token)}`);
     });
 
     // Exactly once: one answer per message, and one user entry per message in its session.
