@@ -5,11 +5,19 @@
  * `magpie gateway` and several `magpie worker` processes from dist/, and the
  * blows the chaos loop deals them. Each blow is SIGKILL, then a restart that
  * is awaited by its event ("Ready to accept connections", "magpie is running").
+ *
+ * With `sentinel`, Redis is a Sentinel-watched master with two replicas and three
+ * Sentinels (test/fakes/redis-sentinel.ts) and the daemons run with
+ * `MAGPIE_REDIS_MIN_REPLICAS=1`; a Redis blow then SIGKILLs the master, waits for
+ * the Sentinels to promote a replica (a failover), and starts the killed server
+ * again on its port and folder as a replica of the new master.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { magpie, type Proc } from '../test/e2e/daemon-helpers.js';
+import { type SentinelGroup, startSentinelGroup } from '../test/fakes/redis-sentinel.js';
 import { type RedisHandle, startRedis } from '../test/fakes/redis-server.js';
+import { waitFor } from '../test/fakes/wait-for.js';
 
 /** What the chaos loop can do. */
 export type ChaosKind = 'worker' | 'gateway' | 'redis';
@@ -23,6 +31,8 @@ export interface CastOptions {
   env: NodeJS.ProcessEnv;
   /** The AOF's folder (kept across Redis restarts). */
   redisDir: string;
+  /** A Sentinel-watched master with two replicas instead of one server. @defaultValue false */
+  sentinel?: boolean;
 }
 
 /** The running processes and every one that ran (for their logs). */
@@ -33,6 +43,13 @@ export class ChaosCast {
   /** Every magpie process started, dead or alive. */
   readonly all: Array<Proc & { role: string }> = [];
   readonly blows: Record<ChaosKind, number> = { worker: 0, gateway: 0, redis: 0 };
+  /** Masters the Sentinels replaced (sentinel mode). */
+  failovers = 0;
+  /** Milliseconds from each master kill to the Sentinels naming a new master. */
+  readonly failoverMs: number[] = [];
+  #group: SentinelGroup | undefined;
+  /** Sentinel mode: the data servers now running, by port (the killed ones restarted in place). */
+  readonly #nodes = new Map<number, RedisHandle>();
   readonly #o: CastOptions;
 
   constructor(options: CastOptions) {
@@ -41,7 +58,13 @@ export class ChaosCast {
 
   /** Starts Redis, then the gateway and the workers, and waits until each says it is running. */
   async start(): Promise<void> {
-    this.redis = await startRedis({ dir: this.#o.redisDir });
+    if (this.#o.sentinel) {
+      this.#group = await startSentinelGroup({ replicas: 2 });
+      for (const node of [this.#group.master, ...this.#group.replicas]) this.#nodes.set(node.port, node);
+      this.redis = this.#group.master;
+    } else {
+      this.redis = await startRedis({ dir: this.#o.redisDir });
+    }
     this.gateway = this.#spawn('gateway');
     this.workers = Array.from({ length: this.#o.workers }, () => this.#spawn('worker'));
     await Promise.all([this.gateway, ...this.workers].map(running));
@@ -51,9 +74,25 @@ export class ChaosCast {
     return this.redis.url;
   }
 
+  /** The Redis variables of every magpie process (and the platform's bus). */
+  redisEnv(): Record<string, string | undefined> {
+    const group = this.#group;
+    if (!group) return { REDIS_URL: this.redis.url };
+    return {
+      REDIS_URL: undefined,
+      REDIS_SENTINELS: group.addresses,
+      REDIS_SENTINEL_NAME: group.name,
+      MAGPIE_REDIS_MIN_REPLICAS: '1',
+    };
+  }
+
   /** One blow of `kind`; resolves once the victim runs again. */
   async strike(kind: ChaosKind, pick: (n: number) => number): Promise<void> {
     this.blows[kind] += 1;
+    if (kind === 'redis' && this.#group) {
+      await this.#failover(this.#group);
+      return;
+    }
     if (kind === 'redis') {
       const { port } = this.redis;
       const exited = new Promise((resolve) => this.redis.process.once('exit', resolve));
@@ -75,6 +114,36 @@ export class ChaosCast {
     await running(fresh);
   }
 
+  /** SIGKILLs the master, waits for the Sentinels' new one, restarts the killed server as its replica. */
+  async #failover(group: SentinelGroup): Promise<void> {
+    const oldPort = await group.masterPort();
+    const victim = this.#nodes.get(oldPort);
+    if (!victim)
+      throw new Error(`the Sentinels name a master on port ${oldPort} that this run did not start`);
+    const exited = new Promise((resolve) => victim.process.once('exit', resolve));
+    const killedAt = Date.now();
+    victim.process.kill('SIGKILL');
+    await exited;
+    const newPort = await waitFor(
+      async () => {
+        const port = await group.masterPort().catch(() => oldPort);
+        return port !== oldPort && port;
+      },
+      30_000,
+      'the Sentinels promoting a replica',
+      50,
+    );
+    this.failovers += 1;
+    this.failoverMs.push(Date.now() - killedAt);
+    const back = await startRedis({
+      dir: victim.dir,
+      port: oldPort,
+      args: ['--replicaof', '127.0.0.1', String(newPort)],
+    });
+    this.#nodes.set(oldPort, back);
+    this.redis = this.#nodes.get(newPort) ?? back;
+  }
+
   /** Stops every magpie process (SIGTERM, awaited), then Redis. */
   async stop(): Promise<void> {
     await Promise.all(
@@ -84,6 +153,14 @@ export class ChaosCast {
         await p.exited;
       }),
     );
+    if (this.#group) {
+      // Servers restarted in place first (their folders are the group's), then the group removes all.
+      const first = new Set([this.#group.master, ...this.#group.replicas]);
+      for (const node of this.#nodes.values()) if (!first.has(node)) await node.stop();
+      await this.#group.stop();
+      this.#group = undefined;
+      return;
+    }
     await this.redis?.stop();
   }
 
@@ -124,7 +201,7 @@ export class ChaosCast {
   }
 
   #spawn(role: 'gateway' | 'worker'): Proc {
-    const proc = magpie([role, ...FAST_REDO], { ...this.#o.env, REDIS_URL: this.redis.url });
+    const proc = magpie([role, ...FAST_REDO], { ...this.#o.env, ...this.redisEnv() });
     this.all.push(Object.assign(proc, { role }));
     return proc;
   }

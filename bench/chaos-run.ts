@@ -16,7 +16,6 @@
  * `ChaosKind` and its branch in `ChaosCast.strike`.
  */
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +56,8 @@ export interface ChaosOptions {
   progress?: (line: string) => void;
   /** A folder to write every magpie process's log to (one file each). @defaultValue none */
   logsDir?: string;
+  /** Redis behind Sentinel (a master, two replicas, three Sentinels): Redis blows are master kills. @defaultValue false */
+  sentinel?: boolean;
 }
 
 export interface ChaosReport extends ChaosVerdict {
@@ -65,6 +66,8 @@ export interface ChaosReport extends ChaosVerdict {
   workers: number;
   kills: { worker: number; gateway: number };
   redisRestarts: number;
+  /** Sentinel mode: masters replaced, and how long each took the Sentinels (kill → new master named). */
+  failovers?: { count: number; ms: number[] };
   /** Turns a worker found already stored in the session (the log line "redone turn"). */
   redoneTurns: number;
   /** Publishes retried because Redis was away. */
@@ -105,11 +108,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     workers,
     env,
     redisDir: mkdtempSync(path.join(os.tmpdir(), 'magpie-chaos-redis-')),
+    sentinel: options.sentinel ?? false,
   });
   let bus: Bus | undefined;
   try {
     await cast.start();
-    const config = parseConfig({ REDIS_URL: cast.redisUrl, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
+    const config = parseConfig({ ...cast.redisEnv(), MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
     bus = await Bus.connect({ config, logger: silentLogger() });
     // Each waiting chat listens for the connection's return.
     bus.redis.setMaxListeners(chats + 20);
@@ -165,6 +169,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ...verdict,
       kills: { worker: cast.blows.worker, gateway: cast.blows.gateway },
       redisRestarts: cast.blows.redis,
+      ...(options.sentinel ? { failovers: { count: cast.failovers, ms: cast.failoverMs } } : {}),
       redoneTurns: cast.count('redone turn: messages already stored'),
       publishRetries: senders.retries,
       failedJobs: cast.count('job failed'),
@@ -308,7 +313,9 @@ class Senders {
         this.retries += 1;
         // The socket may be gone before ioredis has seen its close event: let that event run first.
         await new Promise((resolve) => setImmediate(resolve));
-        if (this.bus.redis.status !== 'ready') await once(this.bus.redis, 'ready');
+        // Not events.once: it rejects on the 'error' events a reconnecting connection emits.
+        if (this.bus.redis.status !== 'ready')
+          await new Promise((resolve) => this.bus.redis.once('ready', resolve));
       }
     }
     sent.acknowledged = true;

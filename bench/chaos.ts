@@ -5,7 +5,11 @@
  * been answered exactly once and in order. Prints progress on stderr and one
  * JSON object on stdout; exits 1 when a message was lost or answered twice.
  *
- *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR]
+ *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel]
+ *
+ * `--sentinel`: Redis is a Sentinel-watched master with two replicas and three
+ * Sentinels, magpie runs with MAGPIE_REDIS_MIN_REPLICAS=1, and each Redis blow
+ * kills the master (a replica takes over; the killed one comes back as a replica).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -22,6 +26,7 @@ const { values } = parseArgs({
     chats: { type: 'string', default: '50' },
     workers: { type: 'string', default: '3' },
     logs: { type: 'string' },
+    sentinel: { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
@@ -39,6 +44,7 @@ const report = await runChaos({
   workers: Number(values.workers),
   progress: (line) => console.error(`[chaos] ${line}`),
   ...(values.logs ? { logsDir: values.logs } : {}),
+  sentinel: values.sentinel,
 });
 console.log(JSON.stringify(report, null, 2));
 process.exit(report.lost === 0 && report.duplicates === 0 ? 0 : 1);

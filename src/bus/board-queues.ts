@@ -27,6 +27,8 @@ export class BoardQueues {
     for (const name of await discoverQueues(this.redis, this.prefix)) {
       if (this.#queues.has(name)) continue;
       const queue = new Queue(name, { connection: this.redis, prefix: this.prefix });
+      // The borrowed connection's errors are re-emitted here; unheard, BullMQ prints them (the board's reads report their own).
+      queue.on('error', () => undefined);
       this.#queues.set(name, queue);
       adapters.push(new BullMQAdapter(queue, this.label ? { prefix: `${this.label}:` } : {}));
     }

@@ -27,6 +27,7 @@ import { shortHash } from '../messages/short-hash.js';
 import { NO_TRACING, type Tracing, traceOf, withTrace } from '../telemetry/tracing.js';
 import { type ActivityEvent, publishActivity, subscribeActivity } from './activity.js';
 import { RedisApprovals } from './approvals.js';
+import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
 import { RedisBudgetStore } from './budget-store.js';
 import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
@@ -570,7 +571,11 @@ export class Bus implements WebEventBus {
   private async doClose(): Promise<void> {
     for (const queue of this.queues.values()) {
       try {
-        await queue.close();
+        if (!(await closedWithin(queue.close(), CLOSE_TIMEOUT_MS)))
+          this.logger.warn(
+            { queue: queue.name, waitedMs: CLOSE_TIMEOUT_MS },
+            'closing a queue took too long; dropped',
+          );
       } catch (err) {
         this.logger.warn({ err: describeError(err), queue: queue.name }, 'closing a queue failed');
       }

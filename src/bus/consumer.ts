@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { Logger } from '../log/index.js';
+import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
 
 /** The job a processor receives. */
 export interface ConsumedJob {
@@ -134,6 +135,8 @@ export class Consumer {
           { waitedMs: this.shutdownTimeoutMs },
           'running jobs did not finish in time; they will be redone',
         );
+        // BullMQ's close is still waiting (for the jobs, or QUIT for an absent Redis): drop its connections too.
+        await closedWithin(this.worker.disconnect(), CLOSE_TIMEOUT_MS);
       }
     } catch (err) {
       this.logger.warn({ err: describeError(err) }, 'closing the queue worker failed');

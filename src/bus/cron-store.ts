@@ -11,6 +11,7 @@ import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { nextRun } from '../time/schedule.js';
+import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
 import { keys } from './keys.js';
 
 /** The queue of heartbeat and scheduled-task jobs. */
@@ -108,6 +109,9 @@ export class CronStore {
 
   constructor(private readonly options: CronStoreOptions) {
     this.queue = new Queue(SCHEDULED_QUEUE, { connection: options.connection, prefix: options.prefix });
+    // A Queue re-emits its borrowed connection's errors (a failover's ECONNREFUSED); without a listener
+    // BullMQ prints each to stderr. Every failure also rejects the command that met it, handled there.
+    this.queue.on('error', () => undefined);
   }
 
   /**
@@ -233,7 +237,8 @@ export class CronStore {
 
   /** Closes the queue (not the borrowed connection). Idempotent: the same promise every time. */
   close(): Promise<void> {
-    this.closing ??= this.queue.close();
+    // Bounded: a Queue's close waits for its connection, which waits for Redis (bounded-close.ts).
+    this.closing ??= closedWithin(this.queue.close(), CLOSE_TIMEOUT_MS).then(() => undefined);
     return this.closing;
   }
 }

@@ -54,7 +54,12 @@ export async function withQueues<T>(
   names: string[],
   fn: (queues: Queue[]) => Promise<T>,
 ): Promise<T> {
-  const queues = names.map((name) => new Queue(name, { connection: redis, prefix }));
+  const queues = names.map((name) => {
+    const queue = new Queue(name, { connection: redis, prefix });
+    // The borrowed connection's errors are re-emitted here; unheard, BullMQ prints them (`fn`'s reads reject instead).
+    queue.on('error', () => undefined);
+    return queue;
+  });
   try {
     return await fn(queues);
   } finally {

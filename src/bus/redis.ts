@@ -44,6 +44,50 @@ export function sentinelOptions(target: SentinelSettings): RedisOptions {
   };
 }
 
+/** How soon a Sentinel connection ioredis gave up mid-reconnect is connected again. */
+const REVIVE_DELAY_MS = 100;
+
+/**
+ * Keeps a Sentinel connection following the master. ioredis ends such a connection for good
+ * (status `end`, no retry) when a reconnect is asked for while it is still asking the
+ * Sentinels for the master (a READONLY reply, a role check meeting a replica, BullMQ
+ * interrupting its blocking connection): the connect attempt is rejected with "Connection is
+ * closed." and nothing connects again. Under a failover that left a turn worker without a
+ * connection (its job locked until it died) and a CLI watcher deaf. Such an end — straight
+ * from `connecting`, never closed by its owner — is connected again here; so are the
+ * connections `duplicate()` makes (BullMQ's blocking ones).
+ */
+function followMaster(redis: Redis): Redis {
+  let closedByOwner = false;
+  let last = '';
+  const disconnect = redis.disconnect.bind(redis);
+  redis.disconnect = (reconnect = false) => {
+    if (!reconnect) closedByOwner = true;
+    disconnect(reconnect);
+  };
+  const quit = redis.quit.bind(redis);
+  redis.quit = ((...args: Parameters<Redis['quit']>) => {
+    closedByOwner = true;
+    return quit(...args);
+  }) as Redis['quit'];
+  const duplicate = redis.duplicate.bind(redis);
+  redis.duplicate = (...args: Parameters<Redis['duplicate']>) => followMaster(duplicate(...args));
+  redis.on('connecting', () => {
+    last = 'connecting';
+  });
+  redis.on('close', () => {
+    last = 'close';
+  });
+  redis.on('end', () => {
+    if (closedByOwner || last !== 'connecting') return;
+    last = '';
+    setTimeout(() => {
+      if (!closedByOwner && redis.status === 'end') redis.connect().catch(() => undefined);
+    }, REVIVE_DELAY_MS).unref();
+  });
+  return redis;
+}
+
 /**
  * ioredis Cluster options for `options` (a connection's kind): `lazyConnect` and the
  * offline queue apply to the Cluster as a whole, everything else to each node's
@@ -77,7 +121,7 @@ export function clusterOptions(target: ClusterSettings, options: RedisOptions): 
  */
 export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
   if (target.kind === 'server') return new Redis(target.url, options);
-  if (target.kind === 'sentinel') return new Redis({ ...options, ...sentinelOptions(target) });
+  if (target.kind === 'sentinel') return followMaster(new Redis({ ...options, ...sentinelOptions(target) }));
   const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
   return new Cluster(nodes, clusterOptions(target, options)) as unknown as Redis;
 }

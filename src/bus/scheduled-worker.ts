@@ -9,6 +9,7 @@ import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError, describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
 import { SCHEDULED_QUEUE } from './cron-store.js';
 
 /** A scheduled job as its processor sees it. */
@@ -93,7 +94,14 @@ export class ScheduledWorker {
   close(): Promise<void> {
     this.closing ??= (async () => {
       try {
-        await this.worker.close();
+        // Its jobs are short (they enqueue a turn): past the time, Redis is away and QUIT would wait for it.
+        if (!(await closedWithin(this.worker.close(), CLOSE_TIMEOUT_MS))) {
+          this.logger.warn(
+            { waitedMs: CLOSE_TIMEOUT_MS },
+            'the scheduled queue worker did not close in time; dropped',
+          );
+          await closedWithin(this.worker.disconnect(), CLOSE_TIMEOUT_MS);
+        }
       } catch (err) {
         this.logger.warn({ err: describeError(err) }, 'closing the scheduled queue worker failed');
       } finally {

@@ -107,7 +107,10 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
       if (s.process.exitCode === null && s.process.signalCode === null) {
         const exited = new Promise((r) => s.process.once('exit', r));
         s.process.kill('SIGTERM');
+        // A Sentinel busy with a failover may take a while to stop: bounded, then killed.
+        const timer = setTimeout(() => s.process.kill('SIGKILL'), 3_000);
         await exited;
+        clearTimeout(timer);
       }
     }
     for (const r of [...replicas, master]) {

@@ -1,0 +1,194 @@
+/**
+ * "Acknowledged means replicated" through a real failover: a master, two
+ * replicas and three Sentinels (test/fakes/redis-sentinel.ts), magpie
+ * (`start`, the fake OpenAI) on REDIS_SENTINELS with MAGPIE_REDIS_MIN_REPLICAS=1,
+ * and a platform sending continuously on four chats. The master is SIGKILLed
+ * mid-traffic: the platform redelivers whatever was not acknowledged, as
+ * Telegram would; every message is answered exactly once (one answer, one
+ * user entry in its session), and the service answers again within seconds
+ * of the new master.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningRole, startRole } from '../../../src/app/roles.js';
+import { closedWithin } from '../../../src/bus/bounded-close.js';
+import { Bus } from '../../../src/bus/bus.js';
+import { describeError } from '../../../src/errors/index.js';
+import { silentLogger } from '../../../src/log/index.js';
+import { roleConfig } from '../../fakes/config.js';
+import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
+import { waitFor } from '../../fakes/wait-for.js';
+import { initedFolder, removeFolder } from '../../fakes/workspace.js';
+
+const CHATS = 4;
+
+/** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
+interface Sent {
+  token: string;
+  chatId: string;
+  acknowledgedAt?: number;
+  /** Outbound id → time heard (the reply list and pub/sub may both bring one: taken once by id). */
+  replies: Map<string, number>;
+}
+
+describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
+  let group: SentinelGroup;
+  let openai: FakeOpenAI;
+  let root: string | undefined;
+  let workspace: string;
+  let role: RunningRole | undefined;
+  let platform: Bus | undefined;
+
+  beforeAll(async () => {
+    group = await startSentinelGroup({ replicas: 2 });
+    openai = await startFakeOpenAI({ responder: (req) => ({ content: `answer to ${lastUserText(req)}` }) });
+    ({ dir: root, workspace } = await initedFolder('magpie-sentinel-'));
+  }, 30_000);
+
+  afterAll(async () => {
+    // Every step bounded: a stop that waits for an absent Redis must fail here, not hang the run.
+    const bounded = async (what: string, closing: Promise<unknown> | undefined) => {
+      if (closing && !(await closedWithin(closing, 15_000)))
+        throw new Error(`${what} did not stop within 15 s`);
+    };
+    await bounded('the platform', platform?.close());
+    await bounded('magpie', role?.stop());
+    await bounded('the fake OpenAI', openai?.close());
+    await bounded('the Sentinel group', group?.stop());
+    await removeFolder(root);
+  }, 60_000);
+
+  it('answers every acknowledged message exactly once through a master SIGKILL, and answers again within seconds', async () => {
+    const config = roleConfig(
+      { workspace, openai },
+      {
+        REDIS_URL: undefined,
+        REDIS_SENTINELS: group.addresses,
+        REDIS_SENTINEL_NAME: group.name,
+        MAGPIE_REDIS_MIN_REPLICAS: '1',
+        MAGPIE_STATE_DIR: path.join(root!, 'state'),
+        MAGPIE_STREAM: 'off',
+        // Four busy chats would meet the per-minute guard (30 per chat) within the run.
+        MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
+      },
+    );
+    const logger = silentLogger();
+    // A stalled turn (its worker's lock lost with the old master) is redone within ~2 s.
+    role = await startRole({
+      role: 'start',
+      config,
+      logger,
+      tuning: { lockDurationMs: 2_000, stalledIntervalMs: 1_000 },
+    });
+    platform = await Bus.connect({ config, logger });
+    const bus = platform;
+    expect(bus.describe()).toBe(
+      `sentinel mymaster at 127.0.0.1:${group.master.port} (sentinels ${group.addresses})`,
+    );
+
+    const sent: Sent[] = [];
+
+    const refusals: string[] = [];
+    let sending = true;
+
+    /** The platform: publishes until acknowledged (a refused or failed publish is delivered again). */
+    async function deliver(s: Sent): Promise<void> {
+      const address = randomUUID();
+      await bus.watchCliReplies(address, (payload) => {
+        const out = JSON.parse(payload) as { id: string; kind?: string };
+        if (out.kind === 'reply' && !s.replies.has(out.id)) s.replies.set(out.id, Date.now());
+      });
+      const message = {
+        id: `cli:${address}`,
+        channel: 'cli',
+        chatId: s.chatId,
+        senderId: 'cli',
+        content: s.token,
+        metadata: { replyAddress: address },
+      };
+      for (;;) {
+        try {
+          await bus.publishInbound(message);
+          s.acknowledgedAt = Date.now();
+          return;
+        } catch (err) {
+          refusals.push(describeError(err));
+          // Redelivered as soon as the platform's connection is back (a refused WAIT already waited).
+          // A socket the dead master closed may still read 'ready' until its 'close' event is handled:
+          // wait for the next 'ready' then too (retrying at once would spin on microtasks and starve I/O).
+          // (Not events.once: it rejects on the 'error' events a reconnecting connection emits.)
+          if (bus.redis.status !== 'ready' || !bus.redis.stream?.writable) {
+            await new Promise((resolve) => bus.redis.once('ready', resolve));
+          }
+        }
+      }
+    }
+
+    const chats = Array.from({ length: CHATS }, async (_, c) => {
+      for (let i = 0; sending; i++) {
+        const s: Sent = { token: `<c${c}-m${i}>`, chatId: `failover-${c}`, replies: new Map() };
+        sent.push(s);
+        await deliver(s);
+      }
+    });
+
+    const acknowledged = () => sent.filter((s) => s.acknowledgedAt !== undefined);
+    const answered = (s: Sent) => s.replies.size > 0;
+
+    await waitFor(() => acknowledged().filter(answered).length >= 12, 15_000, 'traffic before the kill');
+    const oldPort = group.master.port;
+    expect(await group.masterPort()).toBe(oldPort);
+    const killedAt = Date.now();
+    group.master.process.kill('SIGKILL');
+
+    await waitFor(
+      async () => (await group.masterPort()) !== oldPort,
+      20_000,
+      'the Sentinels electing a new master',
+    );
+    const failedOverAt = Date.now();
+    // The service answers messages sent after the kill again.
+    const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
+    await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover');
+    const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
+    sending = false;
+    expect(await closedWithin(Promise.all(chats), 15_000), "every chat's last delivery acknowledged").toBe(
+      true,
+    );
+
+    const all = acknowledged();
+    await waitFor(() => all.every(answered), 20_000, 'every acknowledged message answered').catch((err) => {
+      const lost = all.filter((s) => !answered(s));
+      throw new Error(`${err}; unanswered: ${lost.map((s) => s.token)}`);
+    });
+
+    // Exactly once: one answer per message, and one user entry per message in its session.
+    const sessions = path.join(config.workspace, 'sessions');
+    const userLines = readdirSync(sessions)
+      .filter((f) => f.endsWith('.jsonl'))
+      .flatMap((f) => readFileSync(path.join(sessions, f), 'utf8').split('\n'))
+      .filter((line) => line.includes('"role":"user"'));
+    for (const s of all) {
+      expect(s.replies.size, `answers to ${s.token}`).toBe(1);
+      expect(userLines.filter((line) => line.includes(s.token)).length, `session entries of ${s.token}`).toBe(
+        1,
+      );
+    }
+    // The kill was felt (publishes failed and were delivered again), and the service came back quickly.
+    expect(refusals.length).toBeGreaterThan(0);
+    expect(firstAnswerAfter - killedAt).toBeLessThan(10_000);
+    expect(bus.describe()).toContain(`at 127.0.0.1:${await group.masterPort()}`);
+    console.info(
+      JSON.stringify({
+        sent: sent.length,
+        acknowledged: all.length,
+        refusals: refusals.length,
+        failoverMs: failedOverAt - killedAt,
+        backMs: firstAnswerAfter - killedAt,
+      }),
+    );
+  }, 60_000);
+});
