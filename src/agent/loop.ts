@@ -45,7 +45,7 @@ import {
   targetOfRequest,
 } from './turn-request.js';
 import { STOPPED_REPLY, TurnRun } from './turn-run.js';
-import type { AgentRunner, ParkedDecision, TurnOptions, TurnResult } from './types.js';
+import type { AgentRunner, ParkedDecision, StoredAnswer, TurnOptions, TurnResult } from './types.js';
 import { toUserMessages, type UserTurnMessage } from './user-content.js';
 
 export type { AgentLoopOptions, LoopContextBuilder, PromptSession } from './loop-options.js';
@@ -222,9 +222,13 @@ export class AgentLoop implements AgentRunner {
     try {
       run = await this.#startRun(req, options, meter, log);
       await run.addUser(req.user, req.ids, this.#o.context);
-      const stored = run.storedAnswer();
-      if (stored !== undefined) return this.#storedRun(run, stored);
-      return await this.#finishRun(run, await this.runLLMIteration(run));
+      const stored = run.storedAnswers();
+      const answered = new Set(stored.flatMap((a) => a.ids));
+      const unanswered = req.ids.find((id) => !answered.has(id));
+      if (unanswered === undefined && stored.length > 0) return this.#storedRun(run, stored);
+      const result = await this.#finishRun(run, await this.runLLMIteration(run));
+      if (stored.length === 0) return result;
+      return { ...result, stored, ...(unanswered === req.ids[0] ? {} : { answersFrom: unanswered }) };
     } catch (err) {
       logTurn(log, meter.finish('error'));
       throw err;
@@ -329,13 +333,24 @@ export class AgentLoop implements AgentRunner {
     };
   }
 
-  /** A redone turn whose answer the session holds already: the same answer again, nothing stored, no model call. */
-  #storedRun(run: TurnRun, answer: string): TurnResult {
+  /**
+   * A redone turn whose messages the session holds answered already: the stored answers again
+   * (the last as the reply), nothing stored, no model call.
+   */
+  #storedRun(run: TurnRun, stored: StoredAnswer[]): TurnResult {
     const { req, meter, log } = run;
-    log.info('redone turn: answer already stored; sent again');
+    log.info({ answers: stored.length }, 'redone turn: answer already stored; sent again');
     const metrics = meter.finish('ok');
     logTurn(log, metrics);
-    return { sessionKey: req.sessionKey, reply: answer, target: targetOfRequest(req), metrics };
+    const last = stored.at(-1)!;
+    return {
+      sessionKey: req.sessionKey,
+      reply: last.content,
+      target: targetOfRequest(req),
+      metrics,
+      ...(stored.length > 1 ? { stored: stored.slice(0, -1) } : {}),
+      ...(last.ids[0] === req.ids[0] ? {} : { answersFrom: last.ids[0] }),
+    };
   }
 
   /** A turn that ends waiting for a person: nothing is replied; the result carries the question. */

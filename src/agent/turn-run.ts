@@ -15,7 +15,7 @@ import { withNote } from './prompt-note.js';
 import { estimateTokens } from './summarize.js';
 import type { TurnMeter } from './turn-metrics.js';
 import { inboundIdOf, type TurnRequest } from './turn-request.js';
-import type { TurnOptions } from './types.js';
+import type { StoredAnswer, TurnOptions } from './types.js';
 import type { UserTurnMessage } from './user-content.js';
 
 /** Reply sent when a turn is cancelled. */
@@ -135,23 +135,31 @@ export class TurnRun {
   }
 
   /**
-   * A redone turn's answer when the session already holds it: every message of
-   * the turn stored (nothing new added) and followed by a final assistant
-   * answer. Its worker died after storing the answer and before queuing the
-   * reply; asking the model again would answer "nothing new" under the same
-   * reply id, and the stored answer would never reach the chat.
+   * What an earlier attempt of this turn (a retried or crashed job) already
+   * answered: each run of this turn's messages in the stored history with the
+   * final answer that followed it, in order. The earlier attempt's worker died
+   * (or its reply could not be queued) after storing them; asking the model
+   * again would answer "nothing new", and the stored answers would never reach
+   * the chat. Messages not stored yet, or stored without an answer after them,
+   * are in none.
    */
-  storedAnswer(): string | undefined {
-    if (this.turn.length > 0 || this.req.ids.length === 0) return undefined;
+  storedAnswers(): StoredAnswer[] {
     const ids = new Set(this.req.ids);
-    const last = this.history.findLastIndex((m) => ids.has(inboundIdOf(m) ?? ''));
-    if (last < 0) return undefined;
-    const after = this.history.slice(last + 1);
-    if (after.some((m) => m.role === 'user')) return undefined;
-    const answer = after.findLast((m) => m.role === 'assistant');
-    if (!answer || typeof answer.content !== 'string' || answer.content === '') return undefined;
-    if ('toolCalls' in answer && answer.toolCalls?.length) return undefined;
-    return answer.content;
+    const answers: StoredAnswer[] = [];
+    let waiting: string[] = [];
+    for (const message of this.history) {
+      const inboundId = inboundIdOf(message);
+      if (message.role === 'user') {
+        if (inboundId !== undefined && ids.has(inboundId)) waiting.push(inboundId);
+        continue;
+      }
+      if (waiting.length === 0 || message.role !== 'assistant') continue;
+      if (typeof message.content !== 'string' || message.content === '') continue;
+      if ('toolCalls' in message && message.toolCalls?.length) continue;
+      answers.push({ ids: waiting, content: message.content });
+      waiting = [];
+    }
+    return answers;
   }
 
   /** The session facts the system prompt shows for this turn. */

@@ -51,6 +51,23 @@ export interface TurnResult {
   metrics: TurnMetrics;
   /** Set when the turn parked (outcome `waiting`): the question to ask and what it needs to resume. */
   parked?: ParkedTurn;
+  /**
+   * A redone turn's answers an earlier attempt stored for some of its messages (its worker died,
+   * or its reply could not be queued, after storing them): sent again before `reply`, each under
+   * the id its first message names, as the earlier attempt sent it. @defaultValue none
+   */
+  stored?: StoredAnswer[];
+  /**
+   * The first message `reply` answers, when earlier messages of the batch were answered by an
+   * earlier attempt (`stored`): it names the reply's id. @defaultValue the batch's first
+   */
+  answersFrom?: string;
+}
+
+/** An answer stored in the session and the inbound messages (ids, in order) it answers. */
+export interface StoredAnswer {
+  ids: string[];
+  content: string;
 }
 
 /** A turn parked on a question: the first waiting call is asked about, the rest wait behind it. */

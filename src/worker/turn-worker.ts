@@ -330,19 +330,24 @@ export class TurnWorker {
     // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
     await live?.close();
     const completes = live ? { live: turn.id } : {};
+    if (result.ok) await this.resendStored(turn, result.value);
     if (result.ok && result.value.parked) {
       await this.ask(turn, result.value, completes);
       await recorded;
     } else if (result.ok) {
       if (result.value.reply !== undefined) {
         const content = shownReply(result.value, live);
+        const { answersFrom } = result.value;
+        // Messages an earlier attempt answered (`stored`) keep that answer's id; this one is named
+        // by the first message it answers, so a redo with new messages is not mistaken for the old reply.
+        const replyTurn = answersFrom ? turnId(turn.sessionKey, answersFrom) : turn.id;
         await this.bus.publishOutbound({
           ...result.value.target,
-          id: replyId(turn.id),
+          id: replyId(replyTurn),
           content,
           kind: 'reply',
           metadata: {
-            ...this.routed(turn),
+            ...this.routed(turn, answeredBy(turn.batch, result.value)),
             usage: usageOf(result.value.metrics),
             // A limit reached: the API answers 429 with the line.
             ...(result.value.metrics.outcome === 'budget' ? { budget: true } : {}),
@@ -353,7 +358,7 @@ export class TurnWorker {
         if (this.voice) {
           await this.voice.afterReply({
             outcome: result.value.metrics.outcome,
-            turn: turn.id,
+            turn: replyTurn,
             sessionKey: turn.sessionKey,
             batch: turn.batch,
             target: result.value.target,
@@ -550,9 +555,30 @@ export class TurnWorker {
     ]);
   }
 
-  /** The routing of the turn's messages, with the turn's span as the parent of what it sends. */
-  private routed(turn: TakenTurn): Record<string, unknown> {
-    return withTrace(routingMetadata(turn.batch), turn.span);
+  /** The routing of the turn's messages (or of `messages`, some of them), with the turn's span as the parent of what it sends. */
+  private routed(turn: TakenTurn, messages: InboundMessage[] = turn.batch): Record<string, unknown> {
+    return withTrace(routingMetadata(messages), turn.span);
+  }
+
+  /**
+   * A redone turn's answers stored by an earlier attempt, queued again in order, each under the
+   * reply id its first message names (the earlier attempt's id when it was the head: BullMQ drops
+   * what it holds already) and routed to the messages it answers.
+   */
+  private async resendStored(turn: TakenTurn, result: TurnResult): Promise<void> {
+    for (const answer of result.stored ?? []) {
+      const ids = new Set(answer.ids);
+      await this.bus.publishOutbound({
+        ...result.target,
+        id: replyId(turnId(turn.sessionKey, answer.ids[0]!)),
+        content: answer.content,
+        kind: 'reply',
+        metadata: this.routed(
+          turn,
+          turn.batch.filter((m) => ids.has(m.id)),
+        ),
+      });
+    }
   }
 
   /**
@@ -738,4 +764,12 @@ function shownReply(result: TurnResult, live: LivePublisher | undefined): string
   if (result.metrics.outcome !== 'cancelled' || !live || live.published === 0 || live.text.trim() === '')
     return reply;
   return `${live.text.trimEnd()}\n\n${reply}`;
+}
+
+/** The messages of `batch` the turn's reply answers: all but those an earlier attempt answered. */
+function answeredBy(batch: InboundMessage[], result: TurnResult): InboundMessage[] {
+  if (!result.stored?.length) return batch;
+  const earlier = new Set(result.stored.flatMap((a) => a.ids));
+  const rest = batch.filter((m) => !earlier.has(m.id));
+  return rest.length > 0 ? rest : batch;
 }
