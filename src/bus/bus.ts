@@ -76,6 +76,7 @@ import {
   type WebMessageEvent,
   type WebSignal,
 } from './web-events.js';
+import { keepWebAudio, readWebAudio } from './web-audio.js';
 import { RedisWhatsAppStore } from './whatsapp-store.js';
 import { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-beats.js';
 import { claimWorkspace } from './workspace-record.js';
@@ -520,6 +521,16 @@ export class Bus implements WebEventBus {
     count?: number,
   ): Promise<DeliveredWebEvent[]> {
     return this.guard(() => readWebEvents(this.redis, this.prefix, chat, afterId, count));
+  }
+
+  /** Keeps a web chat's spoken reply for its `<audio>` players (web-audio.ts). */
+  async keepWebAudio(chat: string, id: string, bytes: Buffer): Promise<void> {
+    await this.guard(() => keepWebAudio(this.redis, this.prefix, chat, id, bytes));
+  }
+
+  /** A web chat's kept spoken reply, or undefined. */
+  async readWebAudio(chat: string, id: string): Promise<Buffer | undefined> {
+    return this.guard(() => readWebAudio(this.redis, this.prefix, chat, id));
   }
 
   /** The id of a web chat's newest kept message. */
