@@ -53,6 +53,8 @@ export interface WebChatRouterOptions {
   maxStreams?: number;
   /** Largest recording `POST /chat/voice` takes, in bytes. @defaultValue 2 MiB (voice-routes.ts) */
   maxVoiceBytes?: number;
+  /** Longest OGG recording `POST /chat/voice` takes, in seconds. @defaultValue 120 (voice-routes.ts) */
+  maxVoiceSeconds?: number;
 }
 
 /** The largest message body by default (16 KiB). */
@@ -131,7 +133,14 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
     },
   );
 
-  router.use(voiceRoutes({ bus, logger, ...(options.maxVoiceBytes ? { maxVoiceBytes: options.maxVoiceBytes } : {}) }));
+  router.use(
+    voiceRoutes({
+      bus,
+      logger,
+      ...(options.maxVoiceBytes ? { maxVoiceBytes: options.maxVoiceBytes } : {}),
+      ...(options.maxVoiceSeconds ? { maxVoiceSeconds: options.maxVoiceSeconds } : {}),
+    }),
+  );
 
   router.get('/history', async (req, res, next) => {
     const chat = req.query.chat;
