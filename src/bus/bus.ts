@@ -65,6 +65,7 @@ import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
 import { Subscriber } from './subscriber.js';
 import { TurnRecorder, type TurnRecorderOptions } from './turn-recorder.js';
+import { keepWebAudio, readWebAudio } from './web-audio.js';
 import {
   type DeliveredWebEvent,
   lastWebEventId,
@@ -76,7 +77,6 @@ import {
   type WebMessageEvent,
   type WebSignal,
 } from './web-events.js';
-import { keepWebAudio, readWebAudio } from './web-audio.js';
 import { RedisWhatsAppStore } from './whatsapp-store.js';
 import { WorkerHeartbeat, type WorkerHeartbeatOptions } from './worker-beats.js';
 import { claimWorkspace } from './workspace-record.js';

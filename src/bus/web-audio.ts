@@ -61,7 +61,8 @@ export async function keepWebAudio(
   options: KeepWebAudioOptions = {},
 ): Promise<void> {
   if (!WEB_AUDIO_ID.test(id)) throw new RangeError(`web audio id "${id.slice(0, 80)}" is not valid`);
-  if (bytes.length > WEB_AUDIO_MAX_BYTES) throw new RangeError(`web audio ${id} is over ${WEB_AUDIO_MAX_BYTES} bytes`);
+  if (bytes.length > WEB_AUDIO_MAX_BYTES)
+    throw new RangeError(`web audio ${id} is over ${WEB_AUDIO_MAX_BYTES} bytes`);
   await runScript(
     redis,
     KEEP_SCRIPT,

@@ -29,9 +29,9 @@ import { APP_SCRIPT } from './assets/app-script.js';
 import { chatPage, PAGE_STYLE } from './assets/page.js';
 import { RENDER_SCRIPT } from './assets/render-script.js';
 import { isChatId } from './chat-id.js';
-import { fromThisOrigin } from './same-origin.js';
 import { eventStream } from './event-stream.js';
 import { chatHistory, HISTORY_LIMIT, withKeptMessages } from './history.js';
+import { fromThisOrigin } from './same-origin.js';
 import { voiceRoutes } from './voice-routes.js';
 
 /** What the routes need from the bus. */

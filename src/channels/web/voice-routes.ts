@@ -11,7 +11,9 @@
  *   `audio` attachment, transcribed by the worker like a Telegram voice note
  *   (agent/user-content.ts), so `/voice auto` answers it aloud → 202 `{ id }`.
  * - `GET /chat/audio?chat=…&id=…` a spoken reply's OGG/Opus, kept by WebChannel
- *   (bus/web-audio.ts) → 200 `audio/ogg`, 404 once dropped or expired.
+ *   (bus/web-audio.ts) → 200 `audio/ogg`, or 206 for one byte `Range` (a
+ *   browser reads an OGG's end for its length and seeks by range: without it
+ *   the player shows no duration), 404 once dropped or expired.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -52,6 +54,23 @@ function sniff(bytes: Buffer): RecordingType | undefined {
   if (bytes.length >= 4 && bytes.readUInt32BE(0) === 0x1a45dfa3) return 'audio/webm';
   if (bytes.subarray(0, 4).toString('latin1') === 'OggS') return 'audio/ogg';
   return undefined;
+}
+
+/** Answers with `bytes` as audio/ogg: the one range asked for (206), 416 for one outside them, else all. */
+function sendRange(req: Request, res: Response, bytes: Buffer): void {
+  res.set('Accept-Ranges', 'bytes').type('audio/ogg');
+  const ranges = req.range(bytes.length, { combine: true });
+  if (ranges === -1) {
+    res.status(416).set('Content-Range', `bytes */${bytes.length}`).end();
+    return;
+  }
+  const [range] = Array.isArray(ranges) && ranges.type === 'bytes' && ranges.length === 1 ? ranges : [];
+  if (!range) {
+    res.status(200).send(bytes);
+    return;
+  }
+  res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${bytes.length}`);
+  res.send(bytes.subarray(range.start, range.end + 1));
 }
 
 /** Builds the voice routes (a Router to mount inside the `/chat` router). */
@@ -96,7 +115,12 @@ export function voiceRoutes(options: VoiceRoutesOptions): Router {
       }
       const id = typeof given === 'string' ? given : randomUUID();
       try {
-        await bus.pushWebEvent(chat, { type: 'user', id, text: VOICE_NOTE_TEXT, at: new Date().toISOString() });
+        await bus.pushWebEvent(chat, {
+          type: 'user',
+          id,
+          text: VOICE_NOTE_TEXT,
+          at: new Date().toISOString(),
+        });
         await intake(
           {
             id: `web:${chat}:${id}`,
@@ -138,10 +162,13 @@ export function voiceRoutes(options: VoiceRoutesOptions): Router {
     try {
       const bytes = await bus.readWebAudio(chat, id);
       if (!bytes) {
-        res.status(404).type('text').send('magpie chat: no such audio (kept for a day, the last 10 per chat)');
+        res
+          .status(404)
+          .type('text')
+          .send('magpie chat: no such audio (kept for a day, the last 10 per chat)');
         return;
       }
-      res.status(200).type('audio/ogg').send(bytes);
+      sendRange(req, res, bytes);
     } catch (err) {
       next(err);
     }

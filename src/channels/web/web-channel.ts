@@ -51,7 +51,10 @@ export class WebChannel implements Channel {
     }
     const audio = spokenAudio(message);
     if (audio && audio.bytes.length > WEB_AUDIO_MAX_BYTES) {
-      throw new AppError('DELIVERY_PERMANENT', `web chat audio of ${message.id} is over ${WEB_AUDIO_MAX_BYTES} bytes`);
+      throw new AppError(
+        'DELIVERY_PERMANENT',
+        `web chat audio of ${message.id} is over ${WEB_AUDIO_MAX_BYTES} bytes`,
+      );
     }
     try {
       if (audio) await this.options.bus.keepWebAudio(chat, message.id, audio.bytes);

@@ -6,7 +6,8 @@
  * line; an accepted one reaches the session's mailbox as an audio attachment
  * holding the same bytes, and the chat's other tabs see a voice-note bubble.
  * WebChannel keeps a spoken reply apart from the event stream (its event
- * carries only the length) and `GET /chat/audio` serves the same OGG bytes;
+ * carries only the length) and `GET /chat/audio` serves the same OGG bytes
+ * (a byte range as 206, one outside them 416);
  * a chat keeps its last 10 clips; audio that is not OGG/Opus is refused.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -82,7 +83,9 @@ describe('web chat voice routes', () => {
     chatId,
     content: '',
     kind: 'reply',
-    media: [{ kind: 'audio', mimeType: 'audio/ogg', dataUrl: `data:audio/ogg;base64,${bytes.toString('base64')}` }],
+    media: [
+      { kind: 'audio', mimeType: 'audio/ogg', dataUrl: `data:audio/ogg;base64,${bytes.toString('base64')}` },
+    ],
     createdAt: new Date().toISOString(),
     metadata: {},
   });
@@ -91,7 +94,11 @@ describe('web chat voice routes', () => {
     const res = await fetch(`http://127.0.0.1:${port}/chat/audio?chat=${chat}&id=${id}`, {
       headers: { cookie: signedInCookie(port, TOKEN) },
     });
-    return { status: res.status, type: res.headers.get('content-type'), bytes: Buffer.from(await res.arrayBuffer()) };
+    return {
+      status: res.status,
+      type: res.headers.get('content-type'),
+      bytes: Buffer.from(await res.arrayBuffer()),
+    };
   };
 
   it('answers 401 to both routes without the token', async () => {
@@ -128,7 +135,11 @@ describe('web chat voice routes', () => {
     });
     expect(answer.status).toBe(202);
     const { messages } = await bus.mailbox('web:webm').read(0);
-    expect(messages[0]?.media[0]).toMatchObject({ kind: 'audio', mimeType: 'audio/webm', name: 'voice.webm' });
+    expect(messages[0]?.media[0]).toMatchObject({
+      kind: 'audio',
+      mimeType: 'audio/webm',
+      name: 'voice.webm',
+    });
   });
 
   it('refuses a recording over 2 MB with 413 and one line, and an OGG over the length cap', async () => {
@@ -151,9 +162,21 @@ describe('web chat voice routes', () => {
     const base = pageHeaders(port, TOKEN);
     const cases: Array<[string, string, Buffer | string, Record<string, string>, number]> = [
       ['text/plain', '/chat/voice?chat=bad', ogg, { ...base, 'content-type': 'text/plain' }, 415],
-      ['form', '/chat/voice?chat=bad', ogg, { ...base, 'content-type': 'multipart/form-data; boundary=x' }, 415],
+      [
+        'form',
+        '/chat/voice?chat=bad',
+        ogg,
+        { ...base, 'content-type': 'multipart/form-data; boundary=x' },
+        415,
+      ],
       ['json', '/chat/voice?chat=bad', ogg, base, 415],
-      ['lying type', '/chat/voice?chat=bad', '<script>alert(1)</script>', { ...base, 'content-type': 'audio/ogg' }, 415],
+      [
+        'lying type',
+        '/chat/voice?chat=bad',
+        '<script>alert(1)</script>',
+        { ...base, 'content-type': 'audio/ogg' },
+        415,
+      ],
       ['empty', '/chat/voice?chat=bad', '', { ...base, 'content-type': 'audio/ogg' }, 415],
       ['bad chat', '/chat/voice?chat=../x', ogg, { ...base, 'content-type': 'audio/ogg' }, 400],
       ['bad id', '/chat/voice?chat=bad&id=a%20b', ogg, { ...base, 'content-type': 'audio/ogg' }, 400],
@@ -161,7 +184,12 @@ describe('web chat voice routes', () => {
         'other origin',
         '/chat/voice?chat=bad',
         ogg,
-        { ...base, 'content-type': 'audio/ogg', origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+        {
+          ...base,
+          'content-type': 'audio/ogg',
+          origin: 'http://evil.example',
+          'sec-fetch-site': 'cross-site',
+        },
         403,
       ],
       [
@@ -180,7 +208,7 @@ describe('web chat voice routes', () => {
     expect(await bus.mailbox('web:bad').length()).toBe(0);
   });
 
-  it('keeps a spoken reply apart from the event stream and serves its OGG bytes at /chat/audio', async () => {
+  it('keeps a spoken reply apart from the event stream and serves its OGG bytes at /chat/audio, by range too', async () => {
     await channel.send(spoken('r-t1-voice', 'hear', ogg));
     const kept = await bus.readWebEvents('hear', undefined);
     expect(kept).toHaveLength(1);
@@ -192,6 +220,18 @@ describe('web chat voice routes', () => {
     expect(audio.status).toBe(200);
     expect(audio.type).toBe('audio/ogg');
     expect(audio.bytes.equals(ogg)).toBe(true);
+    const tail = await fetch(`http://127.0.0.1:${port}/chat/audio?chat=hear&id=r-t1-voice`, {
+      headers: { cookie: signedInCookie(port, TOKEN), range: 'bytes=-100' },
+    });
+    expect(tail.status).toBe(206);
+    expect(tail.headers.get('content-range')).toBe(
+      `bytes ${ogg.length - 100}-${ogg.length - 1}/${ogg.length}`,
+    );
+    expect(Buffer.from(await tail.arrayBuffer()).equals(ogg.subarray(-100))).toBe(true);
+    const outside = await fetch(`http://127.0.0.1:${port}/chat/audio?chat=hear&id=r-t1-voice`, {
+      headers: { cookie: signedInCookie(port, TOKEN), range: `bytes=${ogg.length + 10}-` },
+    });
+    expect(outside.status).toBe(416);
     expect((await audioOf('hear', 'nope')).status).toBe(404);
     expect((await audioOf('other', 'r-t1-voice')).status).toBe(404);
   });
@@ -201,7 +241,9 @@ describe('web chat voice routes', () => {
     expect((await audioOf('many', 'r-c0-voice')).status).toBe(404);
     expect((await audioOf('many', 'r-c1-voice')).status).toBe(200);
     expect((await audioOf('many', `r-c${WEB_AUDIO_MAX}-voice`)).status).toBe(200);
-    const bad = await channel.send(spoken('r-bad-voice', 'many', Buffer.from('not audio'))).catch((e: unknown) => e);
+    const bad = await channel
+      .send(spoken('r-bad-voice', 'many', Buffer.from('not audio')))
+      .catch((e: unknown) => e);
     expect(hasCode(bad, 'INVALID_MESSAGE')).toBe(true);
     expect((await audioOf('many', 'r-bad-voice')).status).toBe(404);
   });
