@@ -142,6 +142,7 @@ export function voiceRoutes(options: VoiceRoutesOptions): Router {
           {
             publish: (message) => bus.publishInbound(message),
             ...busIntakePorts(bus),
+            // An empty text is never an at-once command, so nothing is answered here.
             reply: async () => {},
           },
         );

@@ -169,7 +169,9 @@ async function startRecording(type) {
     mic.textContent = '\u{1F3A4}';
     clearTimeout(rec.limit);
     recorder = null;
-    sendVoice(new Blob(chunks, { type: type.split(';')[0] }));
+    const blob = new Blob(chunks, { type: type.split(';')[0] });
+    if (blob.size > 0) sendVoice(blob);
+    else setStatus('nothing was recorded');
   });
   rec.start();
   rec.limit = setTimeout(() => rec.state !== 'inactive' && rec.stop(), MAX_RECORD_MS);
