@@ -66,6 +66,7 @@ import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
 import { Subscriber } from './subscriber.js';
 import { TurnRecorder, type TurnRecorderOptions } from './turn-recorder.js';
+import { keepWebAudio, readWebAudio } from './web-audio.js';
 import {
   type DeliveredWebEvent,
   lastWebEventId,
@@ -521,6 +522,16 @@ export class Bus implements WebEventBus {
     count?: number,
   ): Promise<DeliveredWebEvent[]> {
     return this.guard(() => readWebEvents(this.redis, this.prefix, chat, afterId, count));
+  }
+
+  /** Keeps a web chat's spoken reply for its `<audio>` players (web-audio.ts). */
+  async keepWebAudio(chat: string, id: string, bytes: Buffer): Promise<void> {
+    await this.guard(() => keepWebAudio(this.redis, this.prefix, chat, id, bytes));
+  }
+
+  /** A web chat's kept spoken reply, or undefined. */
+  async readWebAudio(chat: string, id: string): Promise<Buffer | undefined> {
+    return this.guard(() => readWebAudio(this.redis, this.prefix, chat, id));
   }
 
   /** The id of a web chat's newest kept message. */

@@ -29,6 +29,8 @@ export const keys = {
   cliReplies: (prefix: string, address: string) => `${prefix}:cli-replies:${address}`,
   /** A web chat's kept messages, a capped expiring stream (web-events.ts). */
   webEvents: (prefix: string, chat: string) => `${prefix}:web-events:${chat}`,
+  /** A web chat's spoken replies, a capped expiring hash (web-audio.ts). */
+  webAudio: (prefix: string, chat: string) => `${prefix}:web-audio:${chat}`,
   /** Pub/sub of everything a web chat's open pages receive (web-events.ts). */
   web: (prefix: string, chat: string) => `${prefix}:web:${chat}`,
   lastChannel: (prefix: string) => `${prefix}:state:last-channel`,

@@ -18,7 +18,7 @@ export interface LuaScript {
   readonly lua: string;
 }
 
-type ScriptCall = (...args: Array<string | number>) => Promise<unknown>;
+type ScriptCall = (...args: Array<string | number | Buffer>) => Promise<unknown>;
 
 /** The script as a command of `redis`, defined on first use. */
 function commandOf(redis: Redis, script: LuaScript): ScriptCall {
@@ -39,7 +39,7 @@ function commandOf(redis: Redis, script: LuaScript): ScriptCall {
 export function runScript(
   redis: Redis,
   script: LuaScript,
-  ...args: Array<string | number>
+  ...args: Array<string | number | Buffer>
 ): Promise<unknown> {
   return commandOf(redis, script)(...args);
 }

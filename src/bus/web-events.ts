@@ -44,6 +44,8 @@ export const WebEventSchema = z.discriminatedUnion('type', [
     live: z.string().min(1).optional(),
     /** Buttons under the message: a click sends the command as if typed. */
     actions: z.array(OutboundActionSchema).max(MAX_ACTIONS).optional(),
+    /** A spoken reply: the page plays `/chat/audio?chat=…&id=<id>` (web-audio.ts keeps the bytes). */
+    audio: z.object({ seconds: z.number().nonnegative() }).optional(),
     at,
   }),
   /** A message the user sent (so the chat's other tabs show it). */
@@ -81,6 +83,10 @@ export interface WebEventBus {
   publishWebSignal(chat: string, event: WebSignal): Promise<void>;
   /** Kept events after `afterId` (all kept ones without it), oldest first, at most `count`. */
   readWebEvents(chat: string, afterId: string | undefined, count?: number): Promise<DeliveredWebEvent[]>;
+  /** Keeps a spoken reply's OGG/Opus for the chat's `<audio>` players (web-audio.ts). */
+  keepWebAudio(chat: string, id: string, bytes: Buffer): Promise<void>;
+  /** A kept spoken reply, or undefined. */
+  readWebAudio(chat: string, id: string): Promise<Buffer | undefined>;
   /** The id of the newest kept event, or undefined when none is kept. */
   lastWebEventId(chat: string): Promise<string | undefined>;
   /** Every event published to the chat from now on. Resolves once subscribed; returns the unsubscribe. */

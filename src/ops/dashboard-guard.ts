@@ -10,7 +10,8 @@ import type { NextFunction, Request, Response } from 'express';
 
 /**
  * The Content-Security-Policy of every response: scripts only from this
- * server (no inline script, no eval), styles from here or inline (Bull
+ * server (no inline script, no eval), audio from here (the web chat's
+ * players), styles from here or inline (Bull
  * Board's markup uses style attributes), nothing from other origins, forms
  * post only here, and no page may frame the dashboard.
  */
@@ -21,6 +22,7 @@ export const CONTENT_SECURITY_POLICY = [
   "img-src 'self' data:",
   "font-src 'self' data:",
   "connect-src 'self'",
+  "media-src 'self'",
   "manifest-src 'self'",
   "form-action 'self'",
   "base-uri 'self'",

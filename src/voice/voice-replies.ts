@@ -18,7 +18,16 @@ import type { SpeechCharges } from './speech-budget.js';
 import type { VoiceChoiceStore } from './voice-choice.js';
 
 /** Channels whose senders play a spoken reply (others are never sent one). */
-export const VOICE_CHANNELS: readonly string[] = ['telegram', 'discord', 'cli'];
+export const VOICE_CHANNELS: readonly string[] = [
+  'telegram',
+  'discord',
+  'cli',
+  'web',
+  'whatsapp',
+  'signal',
+  'matrix',
+  'slack',
+];
 
 /** The running totals /metrics reads (fields of the turn-totals hash). */
 export const voiceTotalsFields = {

@@ -89,6 +89,8 @@ export interface FakeOpenAI {
     input?: string;
     response_format?: string;
   }>;
+  /** POST /v1/audio/transcriptions files (the multipart `file` part), in arrival order. */
+  readonly transcriptionRequests: Array<{ fileName: string; contentType: string; bytes: Buffer }>;
   /** The next `times` speech requests answer 500. */
   failSpeech(times?: number): void;
   /** Resolves when` `requests.length >= n` (event-driven); rejects after `timeoutMs` (default 5000). */
@@ -124,6 +126,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   const waiters = new Set<() => void>();
   let responder = options.responder;
   const speechRequests: FakeOpenAI['speechRequests'] = [];
+  const transcriptionRequests: FakeOpenAI['transcriptionRequests'] = [];
   let speechFailures = 0;
 
   const notify = () => {
@@ -205,6 +208,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       if (!/name="file"/.test(text)) {
         return sendError(res, 400, { message: 'missing file field', type: 'invalid_request_error' });
       }
+      transcriptionRequests.push(filePart(rawBody));
       return sendJson(res, 200, { text: transcript });
     }
     return sendError(res, 404, { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' });
@@ -237,6 +241,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
     speechRequests,
+    transcriptionRequests,
     failSpeech: (times = 1) => {
       speechFailures += times;
     },
@@ -511,4 +516,22 @@ export function lastUserText(req: RecordedRequest): string {
 /** `text` without a trailing `<context>…</context>` block (see src/agent/prompt-note.ts). */
 export function withoutContextBlock(text: string): string {
   return text.replace(/\s*<context>\n[\s\S]*?\n<\/context>$/, '');
+}
+
+/** The `file` part of a multipart/form-data body: its file name, Content-Type and bytes. */
+function filePart(raw: Buffer): FakeOpenAI['transcriptionRequests'][number] {
+  const text = raw.toString('latin1');
+  const head =
+    /Content-Disposition: form-data; name="file"; filename="([^"]*)"\r\nContent-Type: ([^\r]*)\r\n\r\n/i.exec(
+      text,
+    );
+  if (!head) return { fileName: '', contentType: '', bytes: Buffer.alloc(0) };
+  const start = head.index + head[0].length;
+  const boundary = /^(--[^\r]+)\r\n/.exec(text)?.[1] ?? '';
+  const end = text.indexOf(`\r\n${boundary}`, start);
+  return {
+    fileName: head[1] ?? '',
+    contentType: head[2] ?? '',
+    bytes: raw.subarray(start, end < 0 ? undefined : end),
+  };
 }

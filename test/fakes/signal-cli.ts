@@ -31,6 +31,8 @@ export interface FakeSignalMessage {
   timestamp: number;
   quoteTimestamp?: number;
   quoteAuthor?: string;
+  /** `attachments` sent as data URIs (`data:<type>;filename=<name>;base64,<data>`), decoded. */
+  attachments?: Array<{ contentType: string; filename: string | undefined; bytes: Buffer }>;
 }
 
 /** Someone on Signal: an ACI, and a number unless they hide it. */
@@ -139,8 +141,22 @@ export async function startFakeSignalCli(
           typeof params['groupId'] === 'string'
             ? params['groupId']
             : String((params['recipient'] as unknown[] | undefined)?.[0] ?? '');
+        const files: NonNullable<FakeSignalMessage['attachments']> = [];
+        for (const uri of (params['attachments'] as unknown[] | undefined) ?? []) {
+          const file = dataUri(uri);
+          // signal-cli reads anything else as a path on its own disk, which this fake has none of.
+          if (!file)
+            return {
+              error: {
+                code: -1,
+                message: `Failed to send message: attachment not found: ${String(uri).slice(0, 40)}`,
+              },
+            };
+          files.push(file);
+        }
         const timestamp = ++clock;
         sent.push({
+          ...(files.length > 0 ? { attachments: files } : {}),
           chat,
           text: String(params['message'] ?? ''),
           textStyle: ((params['textStyle'] as string[] | undefined) ?? []).map(String),
@@ -293,4 +309,19 @@ function json(res: ServerResponse, body: unknown): void {
 function end(res: ServerResponse, status: number): void {
   res.writeHead(status);
   res.end();
+}
+
+/** A signal-cli attachment data URI, `data:<MIME-TYPE>[;filename=<FILENAME>];base64,<DATA>`, decoded; else undefined. */
+function dataUri(
+  uri: unknown,
+): { contentType: string; filename: string | undefined; bytes: Buffer } | undefined {
+  const match = /^data:([\w.+-]+\/[\w.+-]+)(?:;filename=([^;,]+))?;base64,([A-Za-z0-9+/]*={0,2})$/.exec(
+    String(uri),
+  );
+  if (!match) return undefined;
+  return {
+    contentType: match[1] as string,
+    filename: match[2],
+    bytes: Buffer.from(match[3] as string, 'base64'),
+  };
 }

@@ -100,6 +100,20 @@ export interface FakeEnvelope {
   acked: boolean;
 }
 
+/** A file the bot shared with files.uploadV2 (getUploadURLExternal, the upload, completeUploadExternal). */
+export interface FakeSlackUpload {
+  id: string;
+  filename: string;
+  /** The `length` the bot announced. */
+  length: number;
+  title: string | undefined;
+  /** Where it was shared (completeUploadExternal); undefined until then. */
+  channel: string | undefined;
+  threadTs: string | undefined;
+  bytes: Buffer;
+  completed: boolean;
+}
+
 export interface FakeSlack {
   /** For SLACK_API_ROOT: `http://127.0.0.1:PORT/api/`. */
   apiRoot: string;
@@ -127,6 +141,8 @@ export interface FakeSlack {
   shown(channel: string, threadTs?: string): string[];
   /** Reactions on a message now (names). */
   reactions(channel: string, ts: string): string[];
+  /** Files the bot uploaded (files.uploadV2), in order. */
+  uploads: FakeSlackUpload[];
   /** The next call of `method` fails with this. */
   failNext(method: string, failure: FakeSlackFailure): void;
   /** Serves bytes as a file shared in Slack (bot token needed); returns the event's `files` entry. */
@@ -153,6 +169,7 @@ export async function startFakeSlack(options: { botToken: string; appToken: stri
   const reactions = new Map<string, Set<string>>();
   const failures = new Map<string, FakeSlackFailure[]>();
   const files = new Map<string, { mimetype: string; bytes: Buffer }>();
+  const uploads: FakeSlackUpload[] = [];
   const sockets = new Set<WebSocket>();
   let acksToLose = 0;
   const waiters = new Set<() => void>();
@@ -207,6 +224,7 @@ export async function startFakeSlack(options: { botToken: string; appToken: stri
       res.end(file.bytes);
       return;
     }
+    if (req.method === 'POST' && url.pathname.startsWith('/upload/v1/')) return receiveUpload(req, res, url);
     if (!url.pathname.startsWith('/api/')) return json(res, 404, { ok: false });
     const method = url.pathname.slice('/api/'.length);
     const args = await readArgs(req);
@@ -313,9 +331,77 @@ export async function startFakeSlack(options: { botToken: string; appToken: stri
         reactions.set(key, set);
         return ok();
       }
+      case 'files.getUploadURLExternal': {
+        const filename = typeof args['filename'] === 'string' ? args['filename'] : '';
+        const length = Number(args['length']);
+        if (filename === '' || !Number.isInteger(length) || length < 1) return refuse('invalid_arguments');
+        const id = newId('F');
+        uploads.push({
+          id,
+          filename,
+          length,
+          title: undefined,
+          channel: undefined,
+          threadTs: undefined,
+          bytes: Buffer.alloc(0),
+          completed: false,
+        });
+        return ok({ upload_url: `${base}/upload/v1/${id}`, file_id: id });
+      }
+      case 'files.completeUploadExternal': {
+        const listed = Array.isArray(args['files'])
+          ? (args['files'] as Array<{ id?: string; title?: string }>)
+          : [];
+        if (listed.length === 0) return refuse('invalid_arguments');
+        const done: FakeSlackUpload[] = [];
+        for (const entry of listed) {
+          const upload = uploads.find((u) => u.id === entry.id && !u.completed);
+          // Slack refuses a file whose bytes never arrived, or not all of them.
+          if (!upload || upload.bytes.length !== upload.length) return refuse('file_not_found');
+          done.push(upload);
+        }
+        for (const upload of done) {
+          const title = listed.find((f) => f.id === upload.id)?.title;
+          upload.completed = true;
+          upload.title = typeof title === 'string' ? title : undefined;
+          upload.channel = typeof args['channel_id'] === 'string' ? args['channel_id'] : undefined;
+          upload.threadTs = typeof args['thread_ts'] === 'string' ? args['thread_ts'] : undefined;
+        }
+        return ok({ files: done.map((u) => ({ id: u.id, title: u.title ?? u.filename })) });
+      }
       default:
         return refuse('unknown_method');
     }
+  }
+
+  /** The upload URL getUploadURLExternal handed out: the bytes as the multipart field `body` (as the SDK posts them). */
+  async function receiveUpload(req: IncomingMessage, res: ServerResponse, url: URL) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const upload = uploads.find((u) => `/upload/v1/${u.id}` === url.pathname && !u.completed);
+    calls.push({
+      method: 'POST /upload',
+      args: { path: url.pathname },
+      status: upload ? 200 : 404,
+      at: Date.now(),
+    });
+    notify();
+    if (!upload) return json(res, 404, { ok: false });
+    try {
+      const form = await new Request(base, {
+        method: 'POST',
+        headers: { 'content-type': String(req.headers['content-type'] ?? '') },
+        body: Buffer.concat(chunks),
+      }).formData();
+      const file = form.get('body');
+      if (!(file instanceof Blob)) return json(res, 400, { ok: false, error: 'no body field' });
+      upload.bytes = Buffer.from(await file.arrayBuffer());
+    } catch {
+      // Slack also takes the raw bytes.
+      upload.bytes = Buffer.concat(chunks);
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end(`OK - ${upload.bytes.length}`);
   }
 
   function editOf(
@@ -394,6 +480,7 @@ export async function startFakeSlack(options: { botToken: string; appToken: stri
     apiRoot: `${base}/api/`,
     botUserId,
     calls,
+    uploads,
     edits,
     envelopes,
     newId,

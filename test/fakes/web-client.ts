@@ -23,7 +23,7 @@ export function webRequest(
   port: number,
   method: string,
   path: string,
-  options: { headers?: Record<string, string>; body?: string; localAddress?: string } = {},
+  options: { headers?: Record<string, string>; body?: string | Buffer; localAddress?: string } = {},
 ): Promise<WebAnswer> {
   return new Promise((resolve, reject) => {
     const req = http.request(

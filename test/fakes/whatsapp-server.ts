@@ -32,11 +32,24 @@ export interface FakeGraphCall {
 export interface FakeWaSent {
   id: string;
   to: string;
-  type: 'text' | 'interactive';
+  type: 'text' | 'interactive' | 'audio';
   text: string;
   /** Reply buttons (interactive): id and title. */
   buttons: Array<{ id: string; title: string }>;
+  /** An audio message: the uploaded media id, and whether it is a voice note. */
+  audio?: { mediaId: string; voice: boolean };
   at: number;
+}
+
+/** A file uploaded with `POST /<phone number id>/media` (multipart, like Meta's). */
+export interface FakeWaUpload {
+  id: string;
+  /** The `type` field. */
+  type: string;
+  fileName: string;
+  /** The file part's own Content-Type. */
+  fileType: string;
+  bytes: Buffer;
 }
 
 /** A read receipt (and typing indicator) the business sent about a user's message. */
@@ -92,6 +105,8 @@ export interface FakeWhatsApp {
   reads: FakeWaRead[];
   /** Media downloads: the media id and whether the token came with it. */
   downloads: Array<{ mediaId: string; authorized: boolean }>;
+  /** Media the business uploaded (`POST /<phone number id>/media`). */
+  uploads: FakeWaUpload[];
   posts: FakeWebhookPost[];
   /** Where webhooks are posted (magpie's `/webhooks/whatsapp`). */
   webhookUrl: string | undefined;
@@ -158,6 +173,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
   const sent: FakeWaSent[] = [];
   const reads: FakeWaRead[] = [];
   const downloads: Array<{ mediaId: string; authorized: boolean }> = [];
+  const uploads: FakeWaUpload[] = [];
   const posts: FakeWebhookPost[] = [];
   const media = new Map<string, { bytes: Buffer; mimeType: string }>();
   /** Every user message id the fake made → its chat. */
@@ -214,6 +230,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     }
     if (!url.pathname.startsWith('/v21.0/')) return graphError(res, 404, 100, 'Unknown path');
     const path = url.pathname.slice('/v21.0'.length);
+    if (req.method === 'POST' && path === `/${phoneNumberId}/media`) return upload(req, res, authorized);
     const body = req.method === 'POST' ? await readJson(req) : {};
     const record = (status: number) => {
       calls.push({ method: req.method ?? 'GET', path, body, status, at: Date.now() });
@@ -246,6 +263,51 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     if (req.method === 'POST' && path === `/${phoneNumberId}/messages`) return messages(res, body, record);
     record(400);
     return graphError(res, 400, 100, `Unsupported request: ${req.method} ${path}`);
+  }
+
+  /** POST /<phone number id>/media: multipart with messaging_product, type and file, as Meta takes it. */
+  async function upload(req: IncomingMessage, res: ServerResponse, authorized: boolean) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const record = (status: number, body: Record<string, unknown>) =>
+      calls.push({ method: 'POST', path: `/${phoneNumberId}/media`, body, status, at: Date.now() });
+    if (!authorized) {
+      record(401, {});
+      return graphError(res, 401, 190, 'Error validating access token: Session has expired');
+    }
+    let form: FormData;
+    try {
+      form = await new Request(base, {
+        method: 'POST',
+        headers: { 'content-type': String(req.headers['content-type'] ?? '') },
+        body: Buffer.concat(chunks),
+      }).formData();
+    } catch {
+      record(400, {});
+      return graphError(res, 400, 100, '(#100) The request is not multipart/form-data');
+    }
+    const file = form.get('file');
+    const fields = { messaging_product: form.get('messaging_product'), type: form.get('type') };
+    if (
+      fields.messaging_product !== 'whatsapp' ||
+      typeof fields.type !== 'string' ||
+      !(file instanceof Blob)
+    ) {
+      record(400, fields);
+      return graphError(res, 400, 100, '(#100) messaging_product, type and file are required');
+    }
+    const id = String(1000000 + uploads.length + media.size);
+    const bytes = Buffer.from(await file.arrayBuffer());
+    uploads.push({
+      id,
+      type: fields.type,
+      fileName: file instanceof File ? file.name : '',
+      fileType: file.type,
+      bytes,
+    });
+    media.set(id, { bytes, mimeType: fields.type });
+    record(200, fields);
+    return json(res, 200, { id });
   }
 
   function messages(res: ServerResponse, body: Record<string, unknown>, record: (status: number) => void) {
@@ -317,6 +379,21 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
       if (new Set(buttons.map((b) => b.title)).size !== buttons.length)
         return refuse('Button title must be unique.');
       message = { id, to, type: 'interactive', text, buttons, at: Date.now() };
+    } else if (body['type'] === 'audio') {
+      const audio = body['audio'] as { id?: unknown; voice?: unknown } | undefined;
+      const mediaId = String(audio?.id ?? '');
+      if (!media.has(mediaId)) return refuse('Invalid parameter: audio.id is not an uploaded media id');
+      if (audio?.voice === true && media.get(mediaId)?.mimeType !== 'audio/ogg')
+        return refuse('A voice message must be OGG/Opus (audio/ogg)');
+      message = {
+        id,
+        to,
+        type: 'audio',
+        text: '',
+        buttons: [],
+        audio: { mediaId, voice: audio?.voice === true },
+        at: Date.now(),
+      };
     } else {
       return refuse(`Unsupported message type ${String(body['type'])}`);
     }
@@ -361,6 +438,7 @@ export async function startFakeWhatsApp(options: FakeWhatsAppOptions): Promise<F
     sent,
     reads,
     downloads,
+    uploads,
     posts,
     webhookUrl: options.webhookUrl,
     newMessageId,

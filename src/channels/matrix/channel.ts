@@ -21,6 +21,7 @@ import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import type { LiveUpdate } from '../../messages/live-update.js';
 import type { Media, OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
 import { AccessControl } from '../access.js';
 import { busIntakePorts, intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
@@ -36,7 +37,15 @@ import { plainContent } from './format.js';
 import { decideEvent, matrixSender, type RawEvent } from './inbound.js';
 import { MatrixLiveSurface } from './live.js';
 import { refsToMedia } from './media.js';
-import { deliverMessage, inThread, type MatrixOutbox, type MatrixTarget, sendContent } from './sender.js';
+import {
+  deliverMessage,
+  deliverVoice,
+  hasEncryptionState,
+  inThread,
+  type MatrixOutbox,
+  type MatrixTarget,
+  sendContent,
+} from './sender.js';
 import type { MatrixStore } from './store.js';
 import { type JoinedRoom, SyncLoop, type SyncResponse } from './sync.js';
 
@@ -113,6 +122,7 @@ export class MatrixChannel implements Channel {
       client: this.client,
       seal: async (roomId, type, content) =>
         crypto ? crypto.seal(roomId, type, content) : { type, content },
+      encrypted: (roomId) => (crypto ? crypto.isEncrypted(roomId) : hasEncryptionState(this.client, roomId)),
     };
   }
 
@@ -204,6 +214,16 @@ export class MatrixChannel implements Channel {
   async send(message: OutboundMessage): Promise<void> {
     if (message.kind !== 'message') this.stopActivity(message.chatId);
     if (message.live && this.live && (await this.live.finish(message))) return;
+    const audio = spokenAudio(message);
+    if (audio) {
+      const sent = await deliverVoice(this.out, message, audio);
+      if (!sent)
+        this.logger.info(
+          { id: message.id, room: message.chatId },
+          'matrix voice not sent: the room is encrypted',
+        );
+      return;
+    }
     if (message.content.trim() === '') return;
     const total = await deliverMessage(this.out, message, this.progress.sent(message.id), (index) =>
       this.progress.record(message.id, index + 1),

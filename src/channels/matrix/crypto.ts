@@ -146,6 +146,11 @@ export class MatrixCrypto {
     }
   }
 
+  /** Whether `roomId` is encrypted (asks the homeserver when not known). Rejects DELIVERY_TRANSIENT when it cannot tell. */
+  isEncrypted(roomId: string): Promise<boolean> {
+    return this.#isEncrypted(roomId);
+  }
+
   /** The event to send for `content`: encrypted when the room is, as it is otherwise. */
   async seal(
     roomId: string,

@@ -8,11 +8,14 @@
  * (403 not in the room, 400 bad event) are DELIVERY_PERMANENT; 429 carries
  * its retry time; anything else is DELIVERY_TRANSIENT. Content passes the
  * outbox's `seal` first, which encrypts it for an encrypted room (crypto.ts).
+ * A spoken reply is an `m.audio` voice message in rooms that are not
+ * encrypted ({@link deliverVoice}).
  */
 import { createHash } from 'node:crypto';
 import { type MatrixClient, MatrixError } from 'matrix-js-sdk';
 import { AppError, describeError } from '../../errors/index.js';
 import type { OutboundMessage } from '../../messages/messages.js';
+import type { SpokenAudio } from '../../voice/outbound-audio.js';
 import { splitReply } from '../chunk.js';
 import { htmlContent } from './format.js';
 
@@ -57,6 +60,51 @@ export interface MatrixOutbox {
     type: string,
     content: Record<string, unknown>,
   ): Promise<{ type: string; content: Record<string, unknown> }>;
+  /** Whether the room is end-to-end encrypted. */
+  encrypted(roomId: string): Promise<boolean>;
+}
+
+/** Whether the room has `m.room.encryption` state (when magpie has no crypto of its own to ask). */
+export async function hasEncryptionState(client: MatrixClient, roomId: string): Promise<boolean> {
+  try {
+    await client.getStateEvent(roomId, 'm.room.encryption', '');
+    return true;
+  } catch (err) {
+    if (err instanceof MatrixError && err.errcode === 'M_NOT_FOUND') return false;
+    throw toDeliveryError(err, roomId);
+  }
+}
+
+/**
+ * Sends a spoken reply as an `m.audio` voice message: the OGG/Opus uploaded to the media repository,
+ * then an `m.room.message` naming its mxc:// URI with `info` (audio/ogg, size, duration in ms) and
+ * the voice-message marks (MSC3245, MSC1767 duration) clients draw as a voice note. In an encrypted
+ * room it sends nothing and resolves false: the media repository would hold the audio in the clear,
+ * and magpie does not make encrypted attachments.
+ */
+export async function deliverVoice(
+  out: MatrixOutbox,
+  message: OutboundMessage,
+  audio: Pick<SpokenAudio, 'bytes' | 'durationSeconds'>,
+): Promise<boolean> {
+  if (await out.encrypted(message.chatId)) return false;
+  let url: string;
+  try {
+    url = (await out.client.uploadContent(audio.bytes, { type: 'audio/ogg', name: 'reply.ogg' })).content_uri;
+  } catch (err) {
+    throw toDeliveryError(err, message.chatId);
+  }
+  const duration = Math.round(audio.durationSeconds * 1000);
+  const content = {
+    msgtype: 'm.audio',
+    body: 'reply.ogg',
+    url,
+    info: { mimetype: 'audio/ogg', size: audio.bytes.length, duration },
+    'org.matrix.msc1767.audio': { duration },
+    'org.matrix.msc3245.voice': {},
+  };
+  await sendContent(out, message, inThread(content, message), `${message.id}:voice`);
+  return true;
 }
 
 /** Sends an `m.room.message`'s content (sealed first); resolves with its event id. */

@@ -14,6 +14,7 @@ import { ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import type { Media, OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
 import { AccessControl } from '../access.js';
 import { busIntakePorts, intake } from '../intake.js';
 import { LruMap } from '../lru-map.js';
@@ -27,7 +28,7 @@ import { SignalEvents } from './events.js';
 import { decideEvent, type InboundAction, targetOf } from './inbound.js';
 import { attachmentsToMedia } from './media.js';
 import { SignalRpc } from './rpc.js';
-import { deliverMessage } from './sender.js';
+import { deliverMessage, deliverVoice } from './sender.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface SignalChannelOptions {
@@ -159,6 +160,12 @@ export class SignalChannel implements Channel {
 
   async send(message: OutboundMessage): Promise<void> {
     if (message.kind !== 'message') this.stopActivity(message.chatId);
+    const audio = spokenAudio(message);
+    if (audio) {
+      await deliverVoice(this.rpc, message.chatId, audio.bytes);
+      this.logger.debug({ id: message.id, seconds: audio.durationSeconds }, 'signal voice delivered');
+      return;
+    }
     if (message.content.trim() === '') return;
     const sent = this.progress.sent(message.id);
     const total = await deliverMessage(this.rpc, message, sent, (index) =>

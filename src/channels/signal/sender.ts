@@ -8,6 +8,7 @@
  * says what to type (`/approve K7QF2`). signal-cli's refusals no retry can fix
  * (an unknown recipient, an untrusted key) are DELIVERY_PERMANENT; its I/O
  * errors, Signal's rate limit and an unreachable daemon DELIVERY_TRANSIENT.
+ * A spoken reply goes as an OGG/Opus attachment (a data URI, {@link deliverVoice}).
  *
  * Replies are sent whole (no live edits): signal-cli can edit a sent message
  * (`editTimestamp`), but every edit is a new message on the wire, each
@@ -49,6 +50,18 @@ export function sendParams(
 export function quoteOf(replyTo: string | undefined): { timestamp: number; author: string } | undefined {
   const match = /^(\d{1,16}):(.+)$/.exec(replyTo ?? '');
   return match ? { timestamp: Number(match[1]), author: match[2]! } : undefined;
+}
+
+/**
+ * Sends a spoken reply (OGG/Opus) as an attachment of an empty message: signal-cli's `send` takes it
+ * as a data URI (`data:audio/ogg;filename=reply.ogg;base64,…`), so nothing is written to disk here.
+ */
+export async function deliverVoice(rpc: SignalRpc, chatId: string, ogg: Buffer): Promise<void> {
+  await rpc.call('send', {
+    ...targetOf(chatId),
+    message: '',
+    attachments: [`data:audio/ogg;filename=reply.ogg;base64,${ogg.toString('base64')}`],
+  });
 }
 
 /** Sends every part of `message`, in order, skipping parts `alreadySent` says went out. Returns the parts count. */

@@ -17,6 +17,7 @@ import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import type { LiveUpdate } from '../../messages/live-update.js';
 import type { Media, OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
 import { AccessControl, type Sender } from '../access.js';
 import { busIntakePorts, intake } from '../intake.js';
 import { LiveRenderer } from '../live/renderer.js';
@@ -31,7 +32,7 @@ import { type BlockActionsPayload, pressOf } from './buttons.js';
 import { decideMessage, type SlackMessageEvent } from './inbound.js';
 import { SlackLiveSurface } from './live.js';
 import { filesToMedia } from './media.js';
-import { deliverMessage } from './sender.js';
+import { deliverMessage, deliverVoice } from './sender.js';
 
 /** Tunables (tests shorten them); everything else comes from ChannelDeps. */
 export interface SlackChannelOptions {
@@ -149,6 +150,12 @@ export class SlackChannel implements Channel {
   async send(message: OutboundMessage): Promise<void> {
     if (message.kind !== 'message') this.stopActivity(message.chatId, message.threadId);
     if (message.live && this.live && (await this.live.finish(message))) return;
+    const audio = spokenAudio(message);
+    if (audio) {
+      await deliverVoice(this.web, message, audio.bytes);
+      this.logger.debug({ id: message.id, channel: message.chatId }, 'slack voice delivered');
+      return;
+    }
     if (message.content.trim() === '') return;
     const sent = this.progress.sent(message.id);
     const total = await deliverMessage(this.web, message, sent, (index) =>

@@ -5,7 +5,8 @@
  * message's thread. The last part carries the actions as buttons. The Web
  * client is built with `rejectRateLimitedCalls`, so a 429 is
  * DELIVERY_TRANSIENT carrying its Retry-After; Slack's own refusals
- * (channel_not_found, not_in_channel…) are DELIVERY_PERMANENT.
+ * (channel_not_found, not_in_channel…) are DELIVERY_PERMANENT. A spoken reply
+ * is uploaded as an audio file ({@link deliverVoice}).
  */
 import type { webApi } from '@slack/bolt';
 import { AppError, describeError } from '../../errors/index.js';
@@ -83,6 +84,24 @@ export async function deliverMessage(
     onPartSent(index);
   }
   return parts.length;
+}
+
+/**
+ * Sends a spoken reply (OGG/Opus) as an audio file in the conversation (its thread when it has one)
+ * with the Web client's `files.uploadV2` (files.getUploadURLExternal, the upload, then
+ * files.completeUploadExternal); Slack shows it with a player.
+ */
+export async function deliverVoice(web: webApi.WebClient, target: SlackTarget, ogg: Buffer): Promise<void> {
+  try {
+    const file = { file: ogg, filename: 'reply.ogg', title: 'Spoken reply' };
+    await web.filesUploadV2(
+      target.threadId
+        ? { ...file, channel_id: target.chatId, thread_ts: target.threadId }
+        : { ...file, channel_id: target.chatId },
+    );
+  } catch (err) {
+    throw toDeliveryError(err, target.chatId);
+  }
 }
 
 /** Classifies a Web API failure (by the SDK's error codes, not its text). */

@@ -6,6 +6,8 @@
  * - `POST /chat/messages` `{ chat, text, id? }` (JSON, at most `maxBodyBytes`) → 202 `{ id }`:
  *   handed to the intake like any channel's message (`/stop` cancels at once and is answered here);
  * - `GET /chat/events?chat=…` the chat's events (event-stream.ts);
+ * - `POST /chat/voice?chat=…&id=…` a recording from the page's microphone, `GET /chat/audio?chat=…&id=…`
+ *   a spoken reply's OGG/Opus (voice-routes.ts);
  * - `GET /chat/history?chat=…` the conversation so far (history.ts: the session and the kept
  *   messages no session holds) and the id of the newest kept event, after which the page's event
  *   stream starts.
@@ -29,6 +31,8 @@ import { RENDER_SCRIPT } from './assets/render-script.js';
 import { isChatId } from './chat-id.js';
 import { eventStream } from './event-stream.js';
 import { chatHistory, HISTORY_LIMIT, withKeptMessages } from './history.js';
+import { fromThisOrigin } from './same-origin.js';
+import { voiceRoutes } from './voice-routes.js';
 
 /** What the routes need from the bus. */
 export type WebChatBus = Pick<ChannelBus, 'publishInbound' | 'cancel' | 'answerApproval'> & WebEventBus;
@@ -47,6 +51,10 @@ export interface WebChatRouterOptions {
   heartbeatMs?: number;
   /** Event streams open at once in this process. @defaultValue 64 */
   maxStreams?: number;
+  /** Largest recording `POST /chat/voice` takes, in bytes. @defaultValue 2 MiB (voice-routes.ts) */
+  maxVoiceBytes?: number;
+  /** Longest OGG recording `POST /chat/voice` takes, in seconds. @defaultValue 120 (voice-routes.ts) */
+  maxVoiceSeconds?: number;
 }
 
 /** The largest message body by default (16 KiB). */
@@ -125,6 +133,15 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
     },
   );
 
+  router.use(
+    voiceRoutes({
+      bus,
+      logger,
+      ...(options.maxVoiceBytes ? { maxVoiceBytes: options.maxVoiceBytes } : {}),
+      ...(options.maxVoiceSeconds ? { maxVoiceSeconds: options.maxVoiceSeconds } : {}),
+    }),
+  );
+
   router.get('/history', async (req, res, next) => {
     const chat = req.query.chat;
     if (!isChatId(chat)) {
@@ -175,25 +192,14 @@ export function createWebChatRouter(options: WebChatRouterOptions): Router {
 }
 
 /**
- * CSRF guard of the POST: JSON only, and the request must come from this origin — an `Origin`
- * equal to `http://<Host>`, else a `Sec-Fetch-Site: same-origin`, else (no browser headers at
- * all) a bearer token rather than a cookie.
+ * CSRF guard of the POST: JSON only, and the request must come from this origin ({@link fromThisOrigin}).
  */
 function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
   if (!req.is('application/json')) {
     res.status(415).type('text').send('magpie chat: send Content-Type: application/json');
     return;
   }
-  const origin = req.get('origin');
-  const site = req.get('sec-fetch-site');
-  const own = `http://${req.get('host') ?? ''}`.toLowerCase();
-  const allowed =
-    origin !== undefined
-      ? origin.toLowerCase() === own && (site === undefined || site === 'same-origin')
-      : site !== undefined
-        ? site === 'same-origin'
-        : /^Bearer /.test(req.get('authorization') ?? '');
-  if (!allowed) {
+  if (!fromThisOrigin(req)) {
     res.status(403).type('text').send('magpie chat: cross-site request refused');
     return;
   }

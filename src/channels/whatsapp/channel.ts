@@ -23,6 +23,7 @@ import { AppError, ConfigError, describeError } from '../../errors/index.js';
 import { runAll } from '../../lifecycle/run-all.js';
 import type { Logger } from '../../log/index.js';
 import type { Media, OutboundMessage } from '../../messages/messages.js';
+import { spokenAudio } from '../../voice/outbound-audio.js';
 import { AccessControl } from '../access.js';
 import { busIntakePorts, intake } from '../intake.js';
 import { LruMap } from '../lru-map.js';
@@ -42,7 +43,7 @@ import {
   type WaStatus,
 } from './inbound.js';
 import { fetchMedia } from './media.js';
-import { deliverMessage, failureReason } from './sender.js';
+import { deliverMessage, deliverVoice, failureReason } from './sender.js';
 import type { WhatsAppStore } from './store.js';
 import { whatsappWebhook } from './webhook.js';
 
@@ -175,6 +176,15 @@ export class WhatsAppChannel implements Channel {
 
   async send(message: OutboundMessage): Promise<void> {
     if (message.kind !== 'message') this.stopActivity(message.chatId);
+    const audio = spokenAudio(message);
+    if (audio) {
+      await deliverVoice(this.graph, message.chatId, audio.bytes);
+      this.logger.debug(
+        { id: message.id, to: message.chatId, seconds: audio.durationSeconds },
+        'whatsapp voice delivered',
+      );
+      return;
+    }
     if (message.content.trim() === '') return;
     const sent = this.progress.sent(message.id);
     const total = await deliverMessage(this.graph, message, sent, (index) =>

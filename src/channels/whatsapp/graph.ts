@@ -1,6 +1,7 @@
 /**
  * The few Graph API calls of the Cloud API magpie makes, with fetch (Meta's
- * Node SDK for the Cloud API is archived): send a message, mark one read
+ * Node SDK for the Cloud API is archived): send a message, upload media to
+ * send (a spoken reply), mark one read
  * (with the typing indicator), look up a media id (its download URL) and
  * describe the phone number (doctor, onboard). The access token goes in the
  * Authorization header, never in a URL. A refusal is a GraphError carrying
@@ -81,6 +82,21 @@ export class GraphClient {
     return body.messages?.[0]?.id ?? '';
   }
 
+  /**
+   * POST /<phone number id>/media (multipart): uploads a file to send by id; resolves to the media id.
+   * @example await graph.sendMessage({ to, type: 'audio', audio: { id: await graph.uploadMedia(ogg, 'audio/ogg', 'reply.ogg'), voice: true } })
+   */
+  async uploadMedia(bytes: Buffer, mimeType: string, fileName: string): Promise<string> {
+    const form = new FormData();
+    form.set('messaging_product', 'whatsapp');
+    form.set('type', mimeType);
+    form.set('file', new Blob([new Uint8Array(bytes)], { type: mimeType }), fileName);
+    const body = (await this.call('POST', `/${this.phoneNumberId}/media`, form)) as { id?: unknown };
+    if (typeof body.id !== 'string' || body.id === '')
+      throw new GraphError(200, undefined, 'the media upload gave no id', undefined, undefined);
+    return body.id;
+  }
+
   /** Marks an incoming message read (blue ticks); with `typing`, shows the typing indicator too (up to 25 s or the next message). */
   async markRead(messageId: string, typing = false): Promise<void> {
     await this.call('POST', `/${this.phoneNumberId}/messages`, {
@@ -117,7 +133,7 @@ export class GraphClient {
     return { number: body.display_phone_number ?? '?', name: body.verified_name ?? '' };
   }
 
-  /** One call: JSON in and out; a non-2xx answer is a GraphError, a network failure fetch's own error. */
+  /** One call: JSON (or a form) in, JSON out; a non-2xx answer is a GraphError, a network failure fetch's own error. */
   private async call(
     method: 'GET' | 'POST',
     path: string,
@@ -125,13 +141,14 @@ export class GraphClient {
     signal?: AbortSignal,
   ): Promise<unknown> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
+    const form = json instanceof FormData;
     const res = await fetch(`${this.root}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${this.token}`,
-        ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(json === undefined || form ? {} : { 'content-type': 'application/json' }),
       },
-      ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+      ...(json === undefined ? {} : { body: form ? json : JSON.stringify(json) }),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     const text = await res.text();

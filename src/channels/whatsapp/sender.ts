@@ -5,7 +5,8 @@
  * message. The last part carries the actions as reply buttons (an
  * interactive message, whose body takes 1,024 characters: a longer last part
  * is split again so its end carries them). WhatsApp cannot edit, so there is
- * no live reply.
+ * no live reply. A spoken reply is uploaded and sent as a voice message
+ * ({@link deliverVoice}).
  *
  * Refusals: 131047 means the 24-hour customer-service window is closed (the
  * person has not written for a day; only a template may start a
@@ -81,6 +82,19 @@ export async function deliverMessage(
     onPartSent(index, id);
   }
   return parts.length;
+}
+
+/**
+ * Sends a spoken reply (OGG/Opus) as a voice message: uploads it (`/<phone number id>/media`), then
+ * posts an `audio` message of that media id with `voice: true`. Resolves to the message id.
+ */
+export async function deliverVoice(graph: GraphClient, to: string, ogg: Buffer): Promise<string> {
+  try {
+    const mediaId = await graph.uploadMedia(ogg, 'audio/ogg', 'reply.ogg');
+    return await graph.sendMessage({ to, type: 'audio', audio: { id: mediaId, voice: true } });
+  } catch (err) {
+    throw toDeliveryError(err, to);
+  }
 }
 
 /** Classifies a failed send (by Meta's code and the HTTP status, not by text). */

@@ -11,7 +11,11 @@
  * `press-<message id>` — one per message, so the chat takes one press of a
  * question whichever tab it comes from — and disables that message's
  * buttons, here and (when the press comes back as a user event) in the
- * chat's other tabs.
+ * chat's other tabs. A spoken reply is an `<audio controls>` player loading
+ * `/chat/audio`. The microphone button (shown where MediaRecorder exists)
+ * records Opus (WebM, else OGG) until pressed again or MAX_RECORD_MS, and
+ * posts the bytes to `/chat/voice`; a refusal (too large, too long) is a line
+ * under the user's bubble.
  */
 
 /** The source of `/chat/app.js`. */
@@ -30,6 +34,9 @@ const buttonRows = new Map();
 let typing = null;
 let dupes = new Set();
 let chat = null;
+const mic = document.getElementById('mic');
+const MAX_RECORD_MS = 110000;
+let recorder = null;
 
 function randomId() {
   if (crypto.randomUUID) return crypto.randomUUID();
@@ -123,6 +130,89 @@ function addButtons(el, ev) {
   if (shown.has(pressId)) disableButtons(pressId);
 }
 
+/** An <audio controls> player of the spoken reply ev under el. */
+function addPlayer(el, ev) {
+  const audio = document.createElement('audio');
+  audio.controls = true;
+  audio.preload = 'metadata';
+  audio.src = '/chat/audio?chat=' + encodeURIComponent(chat) + '&id=' + encodeURIComponent(ev.id);
+  audio.setAttribute('aria-label', 'spoken reply, ' + Math.round(ev.audio.seconds) + ' s');
+  el.classList.add('voice');
+  el.appendChild(audio);
+}
+
+/** The recording type this browser makes: Opus in WebM, else in OGG; null without MediaRecorder. */
+function recordingType() {
+  if (!window.MediaRecorder || !navigator.mediaDevices?.getUserMedia) return null;
+  for (const type of ['audio/webm;codecs=opus', 'audio/ogg;codecs=opus', 'audio/webm']) {
+    if (MediaRecorder.isTypeSupported(type)) return type;
+  }
+  return null;
+}
+
+async function startRecording(type) {
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+  } catch (err) {
+    setStatus('microphone not available: ' + String(err.message || err));
+    return;
+  }
+  const chunks = [];
+  const rec = new MediaRecorder(stream, { mimeType: type });
+  rec.addEventListener('dataavailable', (e) => {
+    if (e.data.size > 0) chunks.push(e.data);
+  });
+  rec.addEventListener('stop', () => {
+    for (const track of stream.getTracks()) track.stop();
+    mic.classList.remove('recording');
+    mic.textContent = '\u{1F3A4}';
+    clearTimeout(rec.limit);
+    recorder = null;
+    const blob = new Blob(chunks, { type: type.split(';')[0] });
+    if (blob.size > 0) sendVoice(blob);
+    else setStatus('nothing was recorded');
+  });
+  rec.start();
+  rec.limit = setTimeout(() => rec.state !== 'inactive' && rec.stop(), MAX_RECORD_MS);
+  recorder = rec;
+  mic.classList.add('recording');
+  mic.textContent = '\u25A0';
+  mic.setAttribute('aria-label', 'Stop recording and send');
+}
+
+/** Posts a recording as a voice message; a refusal is a line under its bubble. */
+async function sendVoice(blob) {
+  const id = randomId();
+  shown.add(id);
+  const el = place(bubble('user', '\u{1F3A4} voice message'));
+  mic.setAttribute('aria-label', 'Record a voice message');
+  try {
+    const res = await fetch('/chat/voice?chat=' + encodeURIComponent(chat) + '&id=' + encodeURIComponent(id), {
+      method: 'POST',
+      headers: { 'Content-Type': blob.type },
+      credentials: 'same-origin',
+      body: blob,
+    });
+    if (res.ok) return;
+    el.classList.add('failed');
+    note(el, 'not sent: ' + (await res.text()).replace(/^magpie chat: /, ''), 'err');
+  } catch (err) {
+    el.classList.add('failed');
+    note(el, 'not sent: the server is not answering', 'err');
+  }
+}
+
+function setupMic() {
+  const type = recordingType();
+  if (!type) return;
+  mic.hidden = false;
+  mic.addEventListener('click', () => {
+    if (recorder) recorder.stop();
+    else startRecording(type);
+  });
+}
+
 function setTyping(active) {
   if (active && !typing) {
     typing = bubble('assistant', '', 'typing');
@@ -151,6 +241,7 @@ function onMessage(ev) {
   } else {
     const el = bubble('assistant', ev.text, ev.kind === 'error' ? 'error' : '');
     addButtons(el, ev);
+    if (ev.audio) addPlayer(el, ev);
     place(el);
   }
   if (ev.kind !== 'message') setTyping(false);
@@ -253,6 +344,7 @@ async function start() {
   }
   log.scrollTop = log.scrollHeight;
   listen(chat, cursor);
+  setupMic();
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();

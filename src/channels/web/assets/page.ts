@@ -23,6 +23,7 @@ export function chatPage(): string {
 <main id="log" role="log" aria-live="polite" aria-label="Conversation"></main>
 <form id="composer" autocomplete="off">
 <textarea id="input" rows="1" placeholder="Message magpie (Enter sends, Shift+Enter new line; /new, /stop)" aria-label="Message" autofocus></textarea>
+<button id="mic" type="button" hidden aria-label="Record a voice message" title="Record a voice message">🎤</button>
 <button id="send" type="submit">Send</button>
 </form>
 </body>
@@ -60,5 +61,8 @@ header b{font-size:17px}header a{margin-left:auto;color:#c9d3e6;text-decoration:
 #composer{display:flex;gap:8px;padding:10px max(12px,calc((100% - 820px)/2));padding-bottom:max(10px,env(safe-area-inset-bottom));border-top:1px solid var(--line);background:var(--bg)}
 #input{flex:1;resize:none;max-height:40vh;padding:9px 12px;border:1px solid var(--line);border-radius:10px;font:inherit;background:var(--bot);color:var(--fg)}
 #send{padding:0 18px;border:0;border-radius:10px;background:#2f6fdd;color:#fff;font:inherit;cursor:pointer}
+#mic{padding:0 12px;border:1px solid var(--line);border-radius:10px;background:var(--bot);color:var(--fg);font:inherit;cursor:pointer}
+#mic.recording{background:var(--err);color:#fff;border-color:var(--err)}
+.msg audio{display:block;width:min(320px,100%);margin-top:4px}
 @media (max-width:560px){.msg{max-width:94%}header{padding:8px 12px}}
 `;
