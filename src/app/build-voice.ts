@@ -4,6 +4,7 @@
  * chats' `/voice` choices, the totals /metrics reads) and the budget.
  */
 
+import { CHANNELS } from '../channels/registry.js';
 import type { VoiceConfig } from '../config/voice.js';
 import type { Logger } from '../log/index.js';
 import type { OutboundMessageInput } from '../messages/messages.js';
@@ -61,6 +62,7 @@ export async function buildVoiceReplies(options: {
   return new VoiceReplies({
     engine,
     choices: new HashVoiceChoiceStore(bus.redis, bus.prefix),
+    channels: CHANNELS.filter((channel) => channel.playsAudio).map((channel) => channel.name),
     publish: (message) => bus.publishOutbound(message),
     maxChars: voice.maxChars,
     tally,

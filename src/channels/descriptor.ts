@@ -79,6 +79,11 @@ export interface ChannelDescriptor<
   doctor?(settings: Settings, config: ChannelEnableContext): Check | Check[];
   /** Its `magpie onboard` step, when it has one. */
   readonly onboard?: ChannelOnboarding;
+  /**
+   * Its sender plays a spoken reply (an outbound message's audio `media`, src/voice): the worker
+   * speaks answers only to such channels. @defaultValue false
+   */
+  readonly playsAudio?: boolean;
 }
 
 /** Checks a descriptor's types (settings inferred from the mapping) and returns it as is. */

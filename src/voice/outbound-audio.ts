@@ -2,7 +2,7 @@
  * The channels' side of a spoken reply: the audio an outbound message
  * carries, decoded from its data: URL and checked (OGG/Opus, at most
  * MAX_SPOKEN_BYTES). Senders that play audio call {@link spokenAudio}; the
- * others never receive such a message (VOICE_CHANNELS).
+ * others never receive such a message (their descriptors lack `playsAudio`).
  */
 import { AppError } from '../errors/index.js';
 import type { OutboundMessage } from '../messages/messages.js';

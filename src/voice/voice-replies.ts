@@ -17,18 +17,6 @@ import { speakableText } from './speakable.js';
 import type { SpeechCharges } from './speech-budget.js';
 import type { VoiceChoiceStore } from './voice-choice.js';
 
-/** Channels whose senders play a spoken reply (others are never sent one). */
-export const VOICE_CHANNELS: readonly string[] = [
-  'telegram',
-  'discord',
-  'cli',
-  'web',
-  'whatsapp',
-  'signal',
-  'matrix',
-  'slack',
-];
-
 /** The running totals /metrics reads (fields of the turn-totals hash). */
 export const voiceTotalsFields = {
   seconds: 'voice:seconds',
@@ -52,8 +40,11 @@ export interface VoiceRepliesOptions {
   charges?: SpeechCharges;
   /** Counts seconds spoken and failures. @defaultValue not counted */
   tally?: VoiceTally;
-  /** Channels that play audio. @defaultValue VOICE_CHANNELS */
-  channels?: readonly string[];
+  /**
+   * The channels whose senders play a spoken reply (their descriptors' `playsAudio`); a bot
+   * account's instance (`telegram-family`) plays audio when its channel does.
+   */
+  channels: readonly string[];
   logger: Logger;
 }
 
@@ -95,15 +86,19 @@ export class VoiceReplies {
 
   constructor(options: VoiceRepliesOptions) {
     this.#o = options;
-    this.#channels = new Set(options.channels ?? VOICE_CHANNELS);
+    this.#channels = new Set(options.channels);
     this.#maxChars = options.maxChars ?? 1500;
     if (!Number.isInteger(this.#maxChars) || this.#maxChars < 1)
       throw new RangeError('maxChars must be at least 1');
   }
+  /** Whether `channel` (or, for a bot account's `<channel>-<account>`, its channel) plays audio. */
+  #playsAudio(channel: string): boolean {
+    return this.#channels.has(channel) || this.#channels.has(channel.split('-')[0]!);
+  }
 
   /** Whether `request`'s chat wants this reply spoken. */
   async wanted(request: SpokenReplyRequest): Promise<boolean> {
-    if (!this.#channels.has(request.target.channel)) return false;
+    if (!this.#playsAudio(request.target.channel)) return false;
     if (asked(request)) return true;
     const mode = await this.#o.choices.get(request.sessionKey);
     if (mode === 'off') return false;
@@ -115,7 +110,7 @@ export class VoiceReplies {
   async afterReply(request: SpokenReplyRequest, signal?: AbortSignal): Promise<SpokenReplyOutcome> {
     const log = this.#o.logger.child({ session: request.sessionKey, turn: request.turn });
     try {
-      if (!this.#channels.has(request.target.channel)) return { spoken: false, reason: 'channel' };
+      if (!this.#playsAudio(request.target.channel)) return { spoken: false, reason: 'channel' };
       if (!(await this.wanted(request))) return { spoken: false, reason: 'mode' };
       if ((request.outcome ?? 'ok') !== 'ok') {
         return await this.#notSpoken(

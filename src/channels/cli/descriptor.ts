@@ -7,6 +7,7 @@ import { defineChannel, type SettingsOf } from '../descriptor.js';
 
 export const cliChannel = defineChannel({
   name: 'cli',
+  playsAudio: true,
   env: { CLI_STREAM: optionalSwitch },
   settings: () => ({}),
   stream: 'CLI_STREAM',

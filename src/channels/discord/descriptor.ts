@@ -16,6 +16,7 @@ const VARIABLES = { token: 'DISCORD_BOT_TOKEN', accounts: 'DISCORD_ACCOUNTS' };
 
 export const discordChannel = defineChannel({
   name: 'discord',
+  playsAudio: true,
   env: {
     DISCORD_STREAM: optionalSwitch,
     DISCORD_BOT_TOKEN: optionalText,

@@ -10,6 +10,7 @@ import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
 
 export const matrixChannel = defineChannel({
   name: 'matrix',
+  playsAudio: true,
   env: {
     MATRIX_STREAM: optionalSwitch,
     MATRIX_HOMESERVER_URL: optionalUrl(),

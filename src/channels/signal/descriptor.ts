@@ -12,6 +12,7 @@ import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
 
 export const signalChannel = defineChannel({
   name: 'signal',
+  playsAudio: true,
   env: {
     SIGNAL_RPC_URL: optionalUrl(),
     SIGNAL_ACCOUNT: optionalText,

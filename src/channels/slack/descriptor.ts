@@ -11,6 +11,7 @@ import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
 
 export const slackChannel = defineChannel({
   name: 'slack',
+  playsAudio: true,
   env: {
     SLACK_STREAM: optionalSwitch,
     SLACK_BOT_TOKEN: optionalText,

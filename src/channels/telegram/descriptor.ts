@@ -15,6 +15,7 @@ const VARIABLES = { token: 'TELEGRAM_BOT_TOKEN', accounts: 'TELEGRAM_ACCOUNTS' }
 
 export const telegramChannel = defineChannel({
   name: 'telegram',
+  playsAudio: true,
   env: {
     TELEGRAM_STREAM: optionalSwitch,
     TELEGRAM_BOT_TOKEN: optionalText,

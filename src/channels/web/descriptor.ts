@@ -7,6 +7,7 @@ import { defineChannel, type SettingsOf } from '../descriptor.js';
 
 export const webChannel = defineChannel({
   name: 'web',
+  playsAudio: true,
   env: { WEB_STREAM: optionalSwitch },
   settings: () => ({}),
   stream: 'WEB_STREAM',

@@ -15,6 +15,7 @@ import { defineChannel, lazyCheck, type SettingsOf } from '../descriptor.js';
 
 export const whatsappChannel = defineChannel({
   name: 'whatsapp',
+  playsAudio: true,
   env: {
     WHATSAPP_ACCESS_TOKEN: optionalText,
     WHATSAPP_PHONE_NUMBER_ID: optionalText,
