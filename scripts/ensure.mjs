@@ -64,6 +64,15 @@ if (process.platform === 'linux' && wantsSandbox && !has('bwrap')) system.push('
 if (purpose === 'test' && !existsSync('/usr/bin/chromium')) system.push('chromium');
 // The e-mail tests run Debian's Dovecot as their IMAP server (test/fakes/dovecot.ts).
 if (purpose === 'test' && !existsSync('/usr/sbin/dovecot')) system.push('dovecot-imapd');
+// MEMORY.md's history is a git repository (src/memory/history); without git the memory tools
+// still work, with no history.
+if (!has('git')) system.push('git');
+// Spoken replies with MAGPIE_TTS=espeak (offline): espeak-ng, and opusenc for OGG/Opus. The
+// voice tests use both; the network-namespace worker test uses `ip`.
+const speaksOffline = envValue('MAGPIE_TTS')?.trim().toLowerCase() === 'espeak';
+if ((purpose === 'test' || speaksOffline) && !has('espeak-ng')) system.push('espeak-ng');
+if ((purpose === 'test' || speaksOffline) && !has('opusenc')) system.push('opus-tools');
+if (purpose === 'test' && process.platform === 'linux' && !has('ip')) system.push('iproute2');
 if (system.length > 0 && !has('apt-get') && purpose === 'start' && system.every((p) => p === 'bubblewrap')) {
   // Without bubblewrap exec falls back to its deny list (with a warning): not a reason to stop.
   console.error("magpie: bubblewrap not installed and no apt-get here: install it for exec's sandbox");
