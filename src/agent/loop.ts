@@ -226,6 +226,7 @@ export class AgentLoop implements AgentRunner {
       const answered = new Set(stored.flatMap((a) => a.ids));
       const unanswered = req.ids.find((id) => !answered.has(id));
       if (unanswered === undefined && stored.length > 0) return this.#storedRun(run, stored);
+      if (stored.length > 0 && unanswered !== undefined) run.answering(unanswered);
       const result = await this.#finishRun(run, await this.runLLMIteration(run));
       if (stored.length === 0) return result;
       return { ...result, stored, ...(unanswered === req.ids[0] ? {} : { answersFrom: unanswered }) };
@@ -245,7 +246,7 @@ export class AgentLoop implements AgentRunner {
       ? this.recordLastChannel(req.channel, req.chatId, req.threadId)
       : undefined;
     // Tools are shared across concurrent sessions, so the chat they act for travels with each call.
-    const { ctx, sentToOrigin, sendUserText } = createTurnToolContext({
+    const { ctx, sentToOrigin, sendUserText, answering } = createTurnToolContext({
       req,
       signal,
       sink: options.outbound ?? this.#o.outbound,
@@ -262,7 +263,7 @@ export class AgentLoop implements AgentRunner {
         ]);
     const [, model] = await Promise.all([recording, this.#models.chosen(req.sessionKey, log)]);
     return new TurnRun(this.#o.sessions, {
-      ...{ req, options, signal, meter, log, toolCtx: ctx, sendUserText, sentToOrigin },
+      ...{ req, options, signal, meter, log, toolCtx: ctx, sendUserText, sentToOrigin, answering },
       ...{ history, summary },
       ...(model ? { model } : {}),
     });

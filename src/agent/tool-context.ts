@@ -17,6 +17,11 @@ export interface TurnToolContext {
   sentToOrigin: () => boolean;
   /** Shows a tool result's `forUser` text in the origin chat. */
   sendUserText: (text: string) => Promise<void>;
+  /**
+   * Names the turn's sends by `firstId`, the first message it answers, when a redone turn found
+   * the messages before it answered by an earlier attempt (whose sends hold the head's ids).
+   */
+  answering: (firstId: string) => void;
 }
 
 export interface TurnToolContextOptions {
@@ -34,8 +39,9 @@ export interface TurnToolContextOptions {
 /** Builds the ToolContext of one turn (depth 0 unless a helper runs it). */
 export function createTurnToolContext(options: TurnToolContextOptions): TurnToolContext {
   const { req, sink } = options;
-  // The head message names the turn (a heartbeat has none: its sends are not redone).
-  const turn = turnId(req.sessionKey, req.ids[0] ?? randomUUID());
+  // The first message the turn answers names its sends: the head, unless a redo found earlier
+  // messages answered already (`answering`). A heartbeat has none: its sends are not redone.
+  let turn = turnId(req.sessionKey, req.ids[0] ?? randomUUID());
   let sent = 0;
   let shown = 0;
   let answered = false;
@@ -65,5 +71,8 @@ export function createTurnToolContext(options: TurnToolContextOptions): TurnTool
       kind: 'message',
     });
   };
-  return { ctx, sentToOrigin: () => answered, sendUserText };
+  const answering = (firstId: string) => {
+    turn = turnId(req.sessionKey, firstId);
+  };
+  return { ctx, sentToOrigin: () => answered, sendUserText, answering };
 }

@@ -41,6 +41,8 @@ export interface TurnRunInit {
   sendUserText: (text: string) => Promise<void>;
   /** True once the message tool answered the chat this turn belongs to. */
   sentToOrigin: () => boolean;
+  /** Names the turn's sends by the first message it answers (tool-context.ts). */
+  answering: (firstId: string) => void;
   /** The model id the chat picked with /model; undefined: the loop's default. */
   model?: string;
   history: ChatMessage[];
@@ -63,6 +65,7 @@ export class TurnRun {
   readonly toolCtx: ToolContext;
   readonly sendUserText: (text: string) => Promise<void>;
   readonly sentToOrigin: () => boolean;
+  readonly answering: (firstId: string) => void;
   readonly model: string | undefined;
   /** Prior history (may include this turn's messages after a compaction). */
   history: ChatMessage[];
@@ -84,6 +87,7 @@ export class TurnRun {
     this.toolCtx = init.toolCtx;
     this.sendUserText = init.sendUserText;
     this.sentToOrigin = init.sentToOrigin;
+    this.answering = init.answering;
     this.model = init.model;
     this.history = init.history;
     this.summary = init.summary;

@@ -335,6 +335,28 @@ describe('AgentLoop', () => {
     expect(history.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
+  it('a turn redone with a new message keeps the stored answer and names its sends by the new message', async () => {
+    const provider = new ScriptedProvider([
+      toolCallsResponse(['m1', 'message', '{"content":"first note","chat_id":"99"}']),
+      { content: 'answer one' },
+      toolCallsResponse(['m2', 'message', '{"content":"second note","chat_id":"99"}']),
+      { content: 'answer two' },
+    ]);
+    h = await harness(provider, [createMessageTool()]);
+    const first = inbound({ id: 'tg:42:10', content: 'first question' });
+    const second = inbound({ id: 'tg:42:11', content: 'second question' });
+    expect((await h.agent.processMessage([first])).reply).toBe('answer one');
+    // Redone (its reply never queued) with a message that arrived since.
+    const redone = await h.agent.processMessage([first, second]);
+    expect(redone).toMatchObject({ reply: 'answer two', answersFrom: 'tg:42:11' });
+    expect(redone.stored).toEqual([{ ids: ['tg:42:10'], content: 'answer one' }]);
+    expect(provider.requests).toHaveLength(4);
+    const [earlier, later] = h.sink.sent.map((m) => m.id);
+    expect(earlier).toMatch(/^m-/);
+    expect(later).toMatch(/^m-/);
+    expect(later).not.toBe(earlier); // the earlier attempt's send would drop it as a repeat
+  });
+
   it('logs one info line per turn with its figures', async () => {
     const { logger, lines } = captureLogger();
     const provider = new ScriptedProvider([
