@@ -4,7 +4,10 @@
  * only after the reply is queued, so the head message's id names the turn: a
  * redone turn (after a crash) gets the same ids, and BullMQ ignores a job id it
  * already holds — no second reply, no second message-tool message. Live reply
- * previews are keyed by the same turn id.
+ * previews are keyed by the same turn id. A redone turn that finds its first
+ * messages answered by an earlier attempt (stored in the session) sends those
+ * answers again under their ids, and names its new reply and sends by the
+ * first message it newly answers (`TurnResult.answersFrom`).
  */
 import { shortHash } from './short-hash.js';
 
