@@ -5,9 +5,10 @@
  * index embeds what is missing on a later pass, so a retry would only make
  * a search wait.
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { CancelledError, ProviderError } from '../../errors/index.js';
 import { type Embedder, type Embeddings, type EmbedOptions, normalized } from '../embedder.js';
+import { openaiClient } from './client.js';
 import { type ErrorContext, timeoutError, toProviderError } from './errors.js';
 
 export interface OpenAIEmbedderOptions {
@@ -43,17 +44,10 @@ export class OpenAIEmbedder implements Embedder {
       urlSetting: settings.url,
       keySetting: settings.key,
     };
-    // Everything explicit so the SDK reads no environment variables of its own (config is the only reader).
-    this.client = new OpenAI({
-      apiKey: options.apiKey || 'no-key',
-      ...(options.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+    this.client = openaiClient({
       baseURL: options.baseURL,
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
-      maxRetries: 0,
-      timeout: Math.ceil(this.timeoutMs) + 1_000,
+      apiKey: options.apiKey,
+      timeoutMs: Math.ceil(this.timeoutMs) + 1_000,
     });
   }
 

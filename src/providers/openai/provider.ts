@@ -6,7 +6,7 @@
  * cancellation; every failure leaves as a ProviderError or CancelledError.
  */
 import { randomUUID } from 'node:crypto';
-import { OpenAI, toFile } from 'openai';
+import { type OpenAI, toFile } from 'openai';
 import {
   type AppError,
   CancelledError,
@@ -18,6 +18,7 @@ import { type Logger, silentLogger } from '../../log/index.js';
 import { DeltaWatch } from '../delta-watch.js';
 import type { AudioFile, ChatRequest, ChatResponse, LLMProvider } from '../types.js';
 import { cacheHintsFor, type PromptCacheMode, promptCacheKey, withCacheControl } from './cache-hints.js';
+import { openaiClient } from './client.js';
 import { type ErrorContext, timeoutError, toProviderError } from './errors.js';
 import { toSdkMessage, toSdkTools } from './messages.js';
 import { withRetry } from './retry.js';
@@ -120,21 +121,11 @@ export class OpenAIProvider implements LLMProvider {
     // OpenAI's newer models refuse max_tokens; compatible servers mostly know only max_tokens.
     this.completionTokensField =
       new URL(options.baseURL).hostname === 'api.openai.com' ? 'max_completion_tokens' : 'max_tokens';
-    // Everything explicit so the SDK reads no environment variables of its own (config is the only reader).
-    this.client = new OpenAI({
-      // An endpoint without a key (a local server): the SDK insists on one, so it gets a placeholder
-      // and the Authorization header is left out altogether.
-      apiKey: options.apiKey || 'no-key',
-      ...(options.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+    this.client = openaiClient({
       baseURL: options.baseURL,
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
+      apiKey: options.apiKey,
       // Retries and timeouts are ours; the SDK's own timer (headers only) is a slightly later backstop.
-      maxRetries: 0,
-      timeout: Math.ceil(this.timeoutMs) + 1_000,
-      logLevel: 'off',
+      timeoutMs: Math.ceil(this.timeoutMs) + 1_000,
     });
   }
 

@@ -5,10 +5,11 @@
  * OGG/Opus and capped; any failure is AppError TTS_FAILED with the SDK
  * error's message (key redacted) as its cause.
  */
-import { OpenAI } from 'openai';
+import type { OpenAI } from 'openai';
 import { AppError, describeError } from '../../errors/index.js';
 import type { SpeechEngine } from '../../voice/engine.js';
 import { readOggOpus } from '../../voice/ogg.js';
+import { openaiClient } from './client.js';
 import { toProviderError } from './errors.js';
 
 export interface EndpointSpeechOptions {
@@ -36,17 +37,11 @@ export class EndpointSpeechEngine implements SpeechEngine {
   constructor(options: EndpointSpeechOptions) {
     this.#o = options;
     this.model = options.model;
-    this.#client = new OpenAI({
-      apiKey: options.apiKey || 'no-key',
-      ...(options.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
+    this.#client = openaiClient({
       baseURL: options.baseURL,
-      organization: null,
-      project: null,
-      adminAPIKey: null,
-      webhookSecret: null,
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs ?? 60_000,
       maxRetries: 1,
-      timeout: options.timeoutMs ?? 60_000,
-      logLevel: 'off',
     });
   }
 
