@@ -40,6 +40,7 @@ export interface VoiceBus {
   readonly redis: HashClient & { hincrbyfloat(key: string, field: string, by: number): Promise<string> };
   readonly prefix: string;
   publishOutbound(message: OutboundMessageInput): Promise<void>;
+  outboundQueued(channel: string, id: string): Promise<boolean>;
 }
 
 /** The worker's spoken replies, or undefined when MAGPIE_TTS is off. */
@@ -64,6 +65,7 @@ export async function buildVoiceReplies(options: {
     choices: new HashVoiceChoiceStore(bus.redis, bus.prefix),
     channels: CHANNELS.filter((channel) => channel.playsAudio).map((channel) => channel.name),
     publish: (message) => bus.publishOutbound(message),
+    queued: (channel, id) => bus.outboundQueued(channel, id),
     maxChars: voice.maxChars,
     tally,
     ...(options.budget

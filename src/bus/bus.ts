@@ -269,6 +269,11 @@ export class Bus implements WebEventBus {
     }
   }
 
+  /** Whether outbound message `id` for `channel` is queued, or was sent within the jobs' keep time. */
+  async outboundQueued(channel: string, id: string): Promise<boolean> {
+    return this.guard(async () => (await this.queue(outboundQueueName(channel)).getJob(id)) !== undefined);
+  }
+
   /**
    * `/stop`: aborts the session's running turn, or settles its waiting approval question as
    * cancelled (the parked turn then ends "Stopped."); true when there was either. Queued messages stay.

@@ -34,6 +34,11 @@ export interface VoiceRepliesOptions {
   choices: VoiceChoiceStore;
   /** Queues an outbound message (the bus). */
   publish(message: OutboundMessageInput): Promise<void>;
+  /**
+   * Whether an outbound message `id` for `channel` is queued or sent already: a redone turn whose
+   * voice went out is not spoken (nor charged) again. @defaultValue never (the id still drops the copy)
+   */
+  queued?(channel: string, id: string): Promise<boolean>;
   /** MAGPIE_TTS_MAX_CHARS. @defaultValue 1500 */
   maxChars?: number;
   /** Charges speech to the spending limits. @defaultValue not charged */
@@ -65,7 +70,7 @@ export interface SpokenReplyRequest {
 /** What happened: spoken (queued), or why not. */
 export type SpokenReplyOutcome =
   | { spoken: true; seconds: number; chars: number }
-  | { spoken: false; reason: 'mode' | 'channel' | 'empty' | 'budget' | 'failed' };
+  | { spoken: false; reason: 'mode' | 'channel' | 'empty' | 'budget' | 'failed' | 'sent' };
 
 /**
  * Whether the turn's request asked for the spoken answer itself: `metadata.voice` on a CLI message
@@ -118,6 +123,10 @@ export class VoiceReplies {
           'empty',
           `the turn ended without an answer to speak (${request.outcome})`,
         );
+      }
+      if (await this.#o.queued?.(request.target.channel, voiceId(request.turn))) {
+        log.info('reply not spoken again: its voice went out before (a redone turn)');
+        return { spoken: false, reason: 'sent' };
       }
       const text = speakableText(request.content, this.#maxChars);
       if (text === '') return await this.#notSpoken(request, 'empty', 'the answer has nothing to say aloud');
