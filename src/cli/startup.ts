@@ -11,6 +11,7 @@ import type { Bus } from '../bus/bus.js';
 import { type Config, type ConfigNeeds, type ConfigOverrides, environment } from '../config/index.js';
 import { secretValues } from '../config/secrets.js';
 import { createLogger, type Logger, silentLogger } from '../log/index.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import type { ShedOutcome } from './shed-secrets.js';
 
 /** The flags every command that reads the config may take. */
@@ -99,6 +100,8 @@ export interface CommandContext {
   config: Config;
   logger: Logger;
   bus: Bus;
+  /** The command's tracing, when it asked for it ({@link CommandOptions}); shut down after the bus. */
+  tracing?: Tracing;
 }
 
 /**
@@ -109,12 +112,30 @@ export interface CommandContext {
  * const { config, bus } = await startCommand(values, 'client');
  * try { … } finally { await bus.close(); }
  */
-export async function startCommand(flags: StartupFlags, level: CommandLogLevel): Promise<CommandContext> {
+export async function startCommand(
+  flags: StartupFlags,
+  level: CommandLogLevel,
+  options: CommandOptions = {},
+): Promise<CommandContext> {
   const config = commandConfig(flags);
   const logger = commandLogger(config, level);
   const { Bus } = await import('../bus/bus.js');
-  const bus = await Bus.connect({ config, logger });
-  return { config, logger, bus };
+  if (!options.traced) return { config, logger, bus: await Bus.connect({ config, logger }) };
+  // A message published here starts its trace here (the receipt), as a channel's would in the
+  // gateway; with the OTEL_* variables unset nothing of OpenTelemetry is loaded.
+  const { startTracing } = await import('../telemetry/start-tracing.js');
+  const tracing = await startTracing({ config: config.tracing, service: 'magpie-cli', logger });
+  try {
+    return { config, logger, bus: await Bus.connect({ config, logger, tracing }), tracing };
+  } catch (err) {
+    await tracing.shutdown();
+    throw err;
+  }
+}
+
+export interface CommandOptions {
+  /** Traces what the command publishes (`magpie send`, `magpie chat`). @defaultValue false */
+  traced?: boolean;
 }
 
 /**
@@ -128,11 +149,13 @@ export async function withBus<T>(
   flags: StartupFlags,
   level: CommandLogLevel,
   work: (context: CommandContext) => Promise<T>,
+  options: CommandOptions = {},
 ): Promise<T> {
-  const context = await startCommand(flags, level);
+  const context = await startCommand(flags, level, options);
   try {
     return await work(context);
   } finally {
     await context.bus.close();
+    await context.tracing?.shutdown();
   }
 }

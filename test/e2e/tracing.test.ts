@@ -32,11 +32,12 @@ describe('traces across the gateway and worker processes', () => {
   let port: number;
   let gateway: Proc;
   let worker: Proc;
+  let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
     port = await freePort();
-    const env = daemonEnv({
+    env = daemonEnv({
       REDIS_URL: suite.redisUrl,
       OPENAI_BASE_URL: suite.fake.baseURL,
       MAGPIE_WORKSPACE: suite.workspace,
@@ -122,6 +123,35 @@ describe('traces across the gateway and worker processes', () => {
     expect(first.startMs).toBeGreaterThanOrEqual(turn.startMs);
     expect(tool.startMs).toBeGreaterThanOrEqual(first.endMs);
     expect(send.startMs).toBeGreaterThanOrEqual(outbound.startMs);
+  });
+
+  it('a message sent with `magpie send` starts its trace in the sending process, and the turn continues it', async () => {
+    suite.fake.setResponder(() => ({ content: 'sent back' }));
+    // The daemon's own environment (its Redis prefix), as a user's shell with the same .env.
+    const send = magpie(
+      ['send', '-m', 'traced from the command line', '--chat', 'cli-trace', '--timeout', '20s'],
+      { ...env, MAGPIE_DASHBOARD_PORT: undefined },
+    );
+    expect(await send.exited).toBe(0);
+    expect(send.stdout()).toContain('sent back');
+    const spans = await receiver.until((all) =>
+      all.some(
+        (s) =>
+          s.service === 'magpie-worker' &&
+          s.name === 'process inbound' &&
+          all.some((p) => p.service === 'magpie-cli' && p.spanId === s.parentSpanId),
+      ),
+    );
+    const receipt = spans.find(
+      (s) =>
+        s.service === 'magpie-cli' &&
+        s.name === 'publish inbound' &&
+        spans.some((t) => t.name === 'process inbound' && t.parentSpanId === s.spanId),
+    ) as ReceivedSpan;
+    expect(receipt.parentSpanId).toBe('');
+    expect(receipt.kind).toBe(4); // producer
+    const turn = spans.find((s) => s.name === 'process inbound' && s.parentSpanId === receipt.spanId)!;
+    expect(turn.traceId).toBe(receipt.traceId);
   });
 
   it('exports no message text, tool argument or answer, and keeps the collector key out of the logs', async () => {

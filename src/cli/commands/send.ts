@@ -46,36 +46,41 @@ export const run = defineCommand({
     }
     const timeoutMs = parseTimeoutFlag('send', values.timeout);
     const content = values.message;
-    return withBus(values, 'client', async ({ config, bus, logger }) => {
-      const voiceFile = voiceFileFlag('send', values.voice, config.voice);
-      let voice: OutboundMessage | undefined;
-      const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
-      const agentBus = await agentBusOf('send', config, values, logger);
-      try {
-        const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
-        const reply = await sendAndWait(bus, {
-          content,
-          chatId: values.chat ?? 'default',
-          timeoutMs,
-          ...terminal.handlers(stream),
-          ...(agentBus ? { publishTo: agentBus } : {}),
-          ...(voiceFile ? { onVoice: (m: OutboundMessage) => (voice = m) } : {}),
-        });
-        if (reply.kind === 'error') {
+    return withBus(
+      values,
+      'client',
+      async ({ config, bus, logger }) => {
+        const voiceFile = voiceFileFlag('send', values.voice, config.voice);
+        let voice: OutboundMessage | undefined;
+        const terminal = new TerminalReply({ out: process.stdout, err: process.stderr });
+        const agentBus = await agentBusOf('send', config, values, logger);
+        try {
+          const stream = values['no-stream'] !== true && streamsTo(config, 'cli');
+          const reply = await sendAndWait(bus, {
+            content,
+            chatId: values.chat ?? 'default',
+            timeoutMs,
+            ...terminal.handlers(stream),
+            ...(agentBus ? { publishTo: agentBus } : {}),
+            ...(voiceFile ? { onVoice: (m: OutboundMessage) => (voice = m) } : {}),
+          });
+          if (reply.kind === 'error') {
+            terminal.abandon();
+            process.stderr.write(`magpie: ${reply.content}\n`);
+            return ExitCode.failure;
+          }
+          terminal.final(reply.content);
+          if (voiceFile) return await writeSpoken(voiceFile, voice);
+          return ExitCode.ok;
+        } catch (err) {
           terminal.abandon();
-          process.stderr.write(`magpie: ${reply.content}\n`);
-          return ExitCode.failure;
+          throw err;
+        } finally {
+          await agentBus?.close();
         }
-        terminal.final(reply.content);
-        if (voiceFile) return await writeSpoken(voiceFile, voice);
-        return ExitCode.ok;
-      } catch (err) {
-        terminal.abandon();
-        throw err;
-      } finally {
-        await agentBus?.close();
-      }
-    });
+      },
+      { traced: true },
+    );
   },
 });
 
