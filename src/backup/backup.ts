@@ -133,7 +133,9 @@ export async function createBackup(options: BackupOptions): Promise<BackupResult
 /** Writes one prefix's keys as `name` in the staging folder; resolves with its manifest entry. */
 async function writeRedis(staging: string, name: string, keys: RedisEntry[]): Promise<ManifestEntry> {
   const json = Buffer.from(
-    JSON.stringify(keys.map((e) => ({ key: e.key, pttlMs: e.pttlMs, payload: e.payload.toString('base64') }))),
+    JSON.stringify(
+      keys.map((e) => ({ key: e.key, pttlMs: e.pttlMs, payload: e.payload.toString('base64') })),
+    ),
   );
   const file = path.join(staging, name);
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });

@@ -204,7 +204,10 @@ async function readAgents(
   if (!listed && agents.length === 0) return { agentsJson: undefined, specs: new Map() };
   if (!listed) throw corrupted(`it holds agents but no ${AGENTS_FILE_NAME}`);
   if (!options.agentsFile || !options.agentStore)
-    throw new AppError('INTERNAL', 'this restore cannot place the archive’s agents (no agents file or store)');
+    throw new AppError(
+      'INTERNAL',
+      'this restore cannot place the archive’s agents (no agents file or store)',
+    );
   const agentsJson = await readFile(path.join(dir, AGENTS_FILE_NAME));
   const file = parseAgents(agentsJson.toString('utf8'), {
     file: options.agentsFile,
@@ -279,7 +282,10 @@ async function occupiedTargets(
   if (agentsJson && options.agentsFile && existsSync(options.agentsFile)) {
     const there = await readFile(options.agentsFile);
     if (!there.equals(agentsJson))
-      occupied.push({ text: `${path.resolve(options.agentsFile)} differs from the archive's`, agentsFile: true });
+      occupied.push({
+        text: `${path.resolve(options.agentsFile)} differs from the archive's`,
+        agentsFile: true,
+      });
   }
   if (secrets?.env && existsSync(options.envFile)) occupied.push({ text: `${options.envFile} exists` });
   return occupied;
