@@ -6,7 +6,9 @@
  * holds must be in it; the secrets are opened next (a wrong passphrase stops
  * here); only then is anything moved: each workspace by one rename (a copy
  * first when it is on another file system), each prefix's Redis keys by one
- * script (the workspaces are moved back if Redis refuses), the state folder's
+ * script (if Redis refuses one, the workspaces are moved back and the
+ * prefixes already filled emptied again; with `force` those stay replaced,
+ * and the error says which), the state folder's
  * files and agents.json each written atomically. A non-empty target is
  * refused unless `force`, which sets aside an old workspace
  * (`<workspace>.replaced-<time>`) or agents.json, and replaces the keys.
@@ -24,7 +26,7 @@ import { REDIS_NAME } from './backup.js';
 import { AGENTS_FILE_NAME, corrupted, type Manifest } from './manifest.js';
 import { decryptSecrets, SECRETS_NAME, type SecretFiles } from './secrets.js';
 
-type TargetStore = Pick<RedisBackupStore, 'count' | 'restore'>;
+type TargetStore = Pick<RedisBackupStore, 'count' | 'restore' | 'clear'>;
 
 /** Options of {@link restoreBackup}. */
 export interface RestoreOptions {
@@ -130,10 +132,13 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
         restored.set(target.id, (await target.store.restore(target.redis, options.force === true)).restored);
     } catch (err) {
       for (const p of placed.reverse()) await undoPlace(p);
-      if (restored.size > 0)
+      // The prefixes filled before the one refused were empty (no --force): empty them again.
+      if (restored.size > 0 && !options.force) {
+        for (const target of targets) if (restored.has(target.id)) await target.store.clear();
+      } else if (restored.size > 0)
         throw new AppError(
           'INTERNAL',
-          `${(err as Error).message}; the workspaces were put back, but the Redis keys of ${[...restored.keys()].join(', ')} were already restored`,
+          `${(err as Error).message}; the workspaces were put back, but the Redis keys of ${[...restored.keys()].join(', ')} were already replaced`,
           { cause: err },
         );
       throw err;
@@ -206,7 +211,7 @@ async function readAgents(
   if (!options.agentsFile || !options.agentStore)
     throw new AppError(
       'INTERNAL',
-      'this restore cannot place the archive’s agents (no agents file or store)',
+      'this restore cannot place the agents of the archive (no agents file or store)',
     );
   const agentsJson = await readFile(path.join(dir, AGENTS_FILE_NAME));
   const file = parseAgents(agentsJson.toString('utf8'), {

@@ -135,6 +135,11 @@ async function failure(promise: Promise<unknown>): Promise<AppError> {
   return err as AppError;
 }
 
+type Tampered = {
+  agents: Array<{ id: string }>;
+  entries: Array<{ path: string; size: number; sha256: string }>;
+};
+
 const allTargetKeys = async () => (await target.keys('*')).sort();
 const readMemory = (workspace: string) => readFile(path.join(workspace, 'memory', 'MEMORY.md'), 'utf8');
 
@@ -281,7 +286,53 @@ describe('backups of several agents', () => {
     expect(mainOnly.manifest.entries.some((e) => e.path.startsWith('agents'))).toBe(false);
   });
 
-  type Tampered = { agents: Array<{ id: string }>; entries: Array<{ path: string }> };
+  /** The archive `out` with agent home's redis.json swapped for a payload no Redis can RESTORE (checksums updated). */
+  async function withUnreadableHomeKeys(out: string): Promise<string> {
+    const staging = path.join(root, 'staging-payload');
+    await mkdir(staging);
+    await extract({ file: out, cwd: staging });
+    const json = JSON.stringify([
+      { key: 'mailbox:x', pttlMs: -1, payload: Buffer.from('not a dump').toString('base64') },
+    ]);
+    await writeFile(path.join(staging, 'agents', 'home', 'redis.json'), json);
+    const m = JSON.parse(await readFile(path.join(staging, MANIFEST_NAME), 'utf8')) as Tampered;
+    const entry = m.entries.find((e) => e.path === 'agents/home/redis.json') as Tampered['entries'][number];
+    entry.size = Buffer.byteLength(json);
+    entry.sha256 = createHash('sha256').update(json).digest('hex');
+    await writeFile(path.join(staging, MANIFEST_NAME), JSON.stringify(m));
+    const bad = path.join(root, 'payload.tar.gz');
+    await create({ gzip: true, file: bad, cwd: staging }, [MANIFEST_NAME, ...m.entries.map((e) => e.path)]);
+    return bad;
+  }
+
+  it("undoes everything when Redis refuses one agent's keys after main's and work's were restored", async () => {
+    const out = path.join(root, 'b.tar.gz');
+    await backupOf(out);
+    const bad = await withUnreadableHomeKeys(out);
+    const err = await failure(restoreInto(bad));
+    expect(err.message).toContain('Redis refused the restore, nothing was changed');
+    expect(err.message).toContain('mailbox:x');
+    // main's and work's prefixes, filled before home's was refused, are empty again; no workspace stays.
+    expect(await allTargetKeys()).toEqual([]);
+    expect(await readdir(path.join(root, 'new'))).toEqual([]);
+  });
+
+  it("with --force says which prefixes stay replaced when Redis refuses a later agent's keys", async () => {
+    const out = path.join(root, 'b.tar.gz');
+    await backupOf(out);
+    const bad = await withUnreadableHomeKeys(out);
+    const p = newConfig.redis.prefix;
+    await target.set(`${p}-agent-home:kept`, 'old');
+    await mkdir(path.join(root, 'new', 'ws-work'), { recursive: true });
+    await writeFile(path.join(root, 'new', 'ws-work', 'old.md'), 'old');
+    const err = await failure(restoreInto(bad, true));
+    expect(err.message).toContain('the Redis keys of main, work were already replaced');
+    // home's prefix was left as it was, and work's old workspace is back in place.
+    expect(await target.get(`${p}-agent-home:kept`)).toBe('old');
+    expect(await readdir(path.join(root, 'new', 'ws-work'))).toEqual(['old.md']);
+    expect((await readdir(path.join(root, 'new'))).sort()).toEqual(['ws-work']);
+  });
+
   it.each([
     [
       'files of an agent its manifest does not list',
