@@ -94,6 +94,11 @@ export function readManifest(text: string, dir: string): Manifest {
   return manifest;
 }
 
+/** How many of the archive's entries are files (all but the Redis keys: `redis.json`, `agents/<id>/redis.json`). */
+export function fileCount(manifest: Manifest): number {
+  return manifest.entries.filter((e) => !/^(agents\/[^/]+\/)?redis\.json$/.test(e.path)).length;
+}
+
 /** The error for an archive that cannot be trusted (exit 1). */
 export function corrupted(why: string): AppError {
   return new AppError(

@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { agentSources } from '../../backup/agents.js';
 import { createBackup } from '../../backup/backup.js';
+import { fileCount } from '../../backup/manifest.js';
 import { backupPassphrase } from '../../backup/passphrase.js';
 import { backupFileName } from '../../backup/schedule.js';
 import { RedisBackupStore } from '../../bus/backup-store.js';
@@ -66,7 +67,7 @@ export const run = defineCommand({
           ? `; agents ${others.map((a) => `${a.id} (${a.redisKeys} Redis keys)`).join(', ')}`
           : '';
       process.stdout.write(
-        `backup written: ${result.file} (${result.bytes} bytes; ${manifest.entries.length - 1} files, ${manifest.redisKeys} Redis keys${agentNote}${manifest.secrets ? ', secrets encrypted' : ''})\n`,
+        `backup written: ${result.file} (${result.bytes} bytes; ${fileCount(manifest)} files, ${manifest.redisKeys} Redis keys${agentNote}${manifest.secrets ? ', secrets encrypted' : ''})\n`,
       );
       return ExitCode.ok;
     });

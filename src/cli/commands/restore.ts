@@ -2,6 +2,7 @@
 
 import path from 'node:path';
 import { agentPrefix } from '../../agents/agent-config.js';
+import { fileCount } from '../../backup/manifest.js';
 import { backupPassphrase } from '../../backup/passphrase.js';
 import { restoreBackup } from '../../backup/restore.js';
 import { RedisBackupStore } from '../../bus/backup-store.js';
@@ -79,7 +80,7 @@ export const run = defineCommand({
             `restored agent ${agent.id}: workspace ${agent.workspace}, ${agent.redisKeys} Redis keys\n`,
           );
         process.stdout.write(
-          `restored ${path.resolve(file)} (made ${manifest.createdAt} by magpie ${manifest.magpieVersion}): ${manifest.entries.length - 1} files, ${result.redisKeys} Redis keys${secretNote}\n`,
+          `restored ${path.resolve(file)} (made ${manifest.createdAt} by magpie ${manifest.magpieVersion}): ${fileCount(manifest)} files, ${result.redisKeys} Redis keys${secretNote}\n`,
         );
         return ExitCode.ok;
       } finally {
