@@ -6,12 +6,12 @@
  * holds must be in it; the secrets are opened next (a wrong passphrase stops
  * here); only then is anything moved: each workspace by one rename (a copy
  * first when it is on another file system), each prefix's Redis keys by one
- * script (if Redis refuses one, the workspaces are moved back and the
- * prefixes already filled emptied again; with `force` those stay replaced,
- * and the error says which), the state folder's
- * files and agents.json each written atomically. A non-empty target is
- * refused unless `force`, which sets aside an old workspace
- * (`<workspace>.replaced-<time>`) or agents.json, and replaces the keys.
+ * script, the state folder's files and agents.json each written atomically.
+ * If Redis refuses one prefix, the workspaces are moved back and the prefixes
+ * already filled are emptied again (with `force` those stay replaced, and the
+ * error says which). A non-empty target is refused unless `force`, which sets
+ * aside an old workspace (`<workspace>.replaced-<time>`) or agents.json, and
+ * replaces the keys.
  */
 import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
