@@ -24,6 +24,8 @@ import { ConfigError } from '../errors/index.js';
 export const MAIN_AGENT = 'main';
 
 const ID = /^[a-z][a-z0-9_-]{0,31}$/;
+/** What an agent's id looks like. */
+export const AGENT_ID = ID;
 const toolList = z.array(z.string().min(1).max(100)).max(200);
 const money = z.number().nonnegative();
 
@@ -115,9 +117,18 @@ export function loadAgents(options: AgentsLoadOptions): AgentsFile {
   if (!existsSync(options.file))
     return { file: undefined, agents: [main], routes: [], defaultAgent: MAIN_AGENT };
   const file = path.resolve(options.file);
+  if (!statSync(file).isFile()) throw new ConfigError(`${file}: is not a file`);
+  return parseAgents(readFileSync(file, 'utf8'), { ...options, file });
+}
+
+/**
+ * The agents of `text`, read as if it were the file `options.file` (its
+ * relative workspaces resolve beside it): how `magpie restore` reads the
+ * agents.json of an archive before writing it. @throws ConfigError (exit 2) naming the field.
+ */
+export function parseAgents(text: string, options: AgentsLoadOptions): AgentsFile {
+  const file = path.resolve(options.file);
   const bad = (what: string) => new ConfigError(`${file}: ${what}`);
-  if (!statSync(file).isFile()) throw bad('is not a file');
-  const text = readFileSync(file, 'utf8');
   const stripped = stripJsonComments(text);
   let raw: unknown;
   try {

@@ -249,6 +249,7 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
 /** MAGPIE_BACKUP_SCHEDULE's daily backup: one job per day across every worker (src/backup/schedule.ts); unset removes it. */
 async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<BackupQueue> {
   const { scheduledBackup } = await import('../backup/schedule.js');
+  const { agentSources } = await import('../backup/agents.js');
   const store = new RedisBackupStore(bus.redis, bus.prefix);
   const { schedule, dir, keep } = config.backup;
   const queue = new BackupQueue({
@@ -258,8 +259,16 @@ async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<B
     repeat: schedule && { ...schedule, timezone: config.timezone },
     logger,
     run: async (tick) => {
+      // Read at each tick: an agent added since start-up is in the next backup.
+      const { workspace, agents, agentsFile } = agentSources(
+        config,
+        environment(),
+        (prefix) => new RedisBackupStore(bus.redis, prefix),
+      );
       const options = {
-        workspace: config.workspace,
+        workspace,
+        agents,
+        agentsFile,
         stateDir: config.stateDir,
         prefix: bus.prefix,
         dir,

@@ -1,14 +1,28 @@
 /**
  * The archive's `manifest.json`: which magpie and which archive format made
- * it, when, from which Redis prefix, and the sha256 and size of every other
- * entry, checked before anything is restored.
+ * it, when, from which Redis prefix, the other agents of agents.json (each
+ * one's prefix and key count), and the sha256 and size of every other entry,
+ * checked before anything is restored.
+ *
+ * Format 2 added the agents (`agents.json`, `agents/<id>/redis.json`,
+ * `agents/<id>/workspace/…`). An archive of main alone is still written as
+ * format 1, which it is byte for byte, so an older magpie restores it; one
+ * with agents is format 2, which an older magpie refuses ("upgrade magpie")
+ * rather than restoring main and silently dropping the agents.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { AGENT_ID } from '../agents/spec.js';
 import { AppError, ExitCode } from '../errors/index.js';
 
-/** The archive format this magpie writes. Bump it when the layout changes, and add a migration below. */
-export const FORMAT_VERSION = 1;
+/** The newest archive format this magpie writes and reads. Bump it when the layout changes, and add a migration below. */
+export const FORMAT_VERSION = 2;
+
+/** The format of an archive without agents (its layout did not change in format 2). */
+export const MAIN_ONLY_FORMAT = 1;
+
+/** agents.json's name inside the archive. */
+export const AGENTS_FILE_NAME = 'agents.json';
 
 /** The manifest's name inside the archive. */
 export const MANIFEST_NAME = 'manifest.json';
@@ -21,6 +35,15 @@ const EntrySchema = z.object({
 });
 export type ManifestEntry = z.infer<typeof EntrySchema>;
 
+const AgentEntrySchema = z.object({
+  /** As in agents.json; its files are under `agents/<id>/`. */
+  id: z.string().regex(AGENT_ID),
+  /** The Redis prefix its keys were read under (`<prefix>-agent-<id>`). */
+  prefix: z.string(),
+  redisKeys: z.number().int().nonnegative(),
+});
+export type ManifestAgent = z.infer<typeof AgentEntrySchema>;
+
 export const ManifestSchema = z.object({
   format: z.number().int().positive(),
   magpieVersion: z.string(),
@@ -30,6 +53,8 @@ export const ManifestSchema = z.object({
   /** Whether `secrets.age` (the encrypted .env and key files) is included. */
   secrets: z.boolean(),
   redisKeys: z.number().int().nonnegative(),
+  /** The agents of agents.json other than main (format 2; none in format 1). */
+  agents: z.array(AgentEntrySchema).max(32).optional(),
   entries: z.array(EntrySchema),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
@@ -37,9 +62,12 @@ export type Manifest = z.infer<typeof ManifestSchema>;
 /**
  * Migrations from an older format to the next, by the older format's number:
  * `MIGRATIONS[n]` turns a format-n manifest (and the extracted folder) into
- * format n + 1. Format 1 is the first, so none exist yet.
+ * format n + 1.
  */
-const MIGRATIONS: Readonly<Record<number, (manifest: Manifest, dir: string) => Manifest>> = {};
+const MIGRATIONS: Readonly<Record<number, (manifest: Manifest, dir: string) => Manifest>> = {
+  // Format 1 is main alone: the same layout without agents.
+  1: (manifest) => ({ ...manifest, format: 2, agents: [] }),
+};
 
 /** A manifest of the current format from `text`; a newer or unknown format, or a malformed manifest, is refused. */
 export function readManifest(text: string, dir: string): Manifest {
@@ -64,6 +92,11 @@ export function readManifest(text: string, dir: string): Manifest {
     manifest = migrate(manifest, dir);
   }
   return manifest;
+}
+
+/** How many of the archive's entries are files (all but the Redis keys: `redis.json`, `agents/<id>/redis.json`). */
+export function fileCount(manifest: Manifest): number {
+  return manifest.entries.filter((e) => !/^(agents\/[^/]+\/)?redis\.json$/.test(e.path)).length;
 }
 
 /** The error for an archive that cannot be trusted (exit 1). */

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { RedisBackupStore } from '../bus/backup-store.js';
 import { ensurePrivateDir } from '../config/state-dir.js';
 import type { Logger } from '../log/index.js';
-import { type BackupResult, createBackup } from './backup.js';
+import { type BackupOptions, type BackupResult, createBackup } from './backup.js';
 
 const NAME = /^magpie-backup-\d{8}T\d{6}(-\d+)?Z\.tar\.gz$/;
 
@@ -28,6 +28,9 @@ export interface ScheduledBackupOptions {
   stateDir: string;
   envFile: string;
   prefix: string;
+  /** The other agents of agents.json, and the file. @defaultValue none */
+  agents?: BackupOptions['agents'];
+  agentsFile?: string | undefined;
   /** The folder of scheduled backups (made owner-only). */
   dir: string;
   /** Backups kept; older ones are removed. */

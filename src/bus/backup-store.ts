@@ -97,6 +97,19 @@ until cursor == '0'
 return n
 `;
 
+const CLEAR_LUA = `
+local n, cursor = 0, '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1] .. ':*', 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    redis.call('UNLINK', key)
+    n = n + 1
+  end
+until cursor == '0'
+return n
+`;
+
 const RESTORE_LUA = `
 local head = ARGV[1] .. ':'
 local replace = ARGV[2] == '1'
@@ -179,6 +192,15 @@ export class RedisBackupStore {
   /** How many keys are under the prefix now (0: an empty target); a script, so a Cluster counts on the prefix's node. */
   async count(): Promise<number> {
     return Number(await this.redis.call('EVAL', COUNT_LUA, 1, this.#routeKey(), this.prefix));
+  }
+
+  /**
+   * Removes every key under the prefix, in one script; resolves with how many.
+   * Only for undoing a restore into a prefix that was empty (another agent's
+   * prefix was refused after this one was filled).
+   */
+  async clear(): Promise<number> {
+    return Number(await this.redis.call('EVAL', CLEAR_LUA, 1, this.#routeKey(), this.prefix));
   }
 
   /**

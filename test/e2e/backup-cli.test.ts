@@ -99,6 +99,39 @@ describe('magpie backup and restore on the command line', () => {
     expect(forced.stdout).toContain('replaced: Redis holds 1 keys under the prefix');
   });
 
+  it('backs up and restores every agent of agents.json, each into its workspace and under its prefix', async () => {
+    const old = path.join(dir, 'agents-old');
+    mkdirSync(path.join(old, 'ws-work', 'memory'), { recursive: true });
+    const agentsJson = '{ "agents": [{ "id": "main" }, { "id": "work", "workspace": "ws-work" }] }\n';
+    writeFileSync(path.join(old, 'agents.json'), agentsJson);
+    writeFileSync(path.join(old, 'ws-work', 'memory', 'MEMORY.md'), 'the deadline is Friday\n');
+    await source.sadd(`${prefix}-agent-work:pairing:approved:telegram`, '7');
+    const out = path.join(dir, 'a.tar.gz');
+    const backup = await run(['backup', '--out', out], {
+      MAGPIE_AGENTS_CONFIG: path.join(old, 'agents.json'),
+    });
+    expect(backup.lines).toEqual([]);
+    expect(backup.code).toBe(0);
+    expect(backup.stdout).toMatch(/; agents work \(1 Redis keys\)\)\n$/);
+
+    const target = { ...newMachine('m4'), MAGPIE_AGENTS_CONFIG: path.join(dir, 'm4', 'agents.json') };
+    const restore = await run(['restore', out], target);
+    expect(restore.lines).toEqual([]);
+    expect(restore.code).toBe(0);
+    const workWs = path.join(dir, 'm4', 'ws-work');
+    expect(restore.stdout).toContain(`restored agent work: workspace ${workWs}, 1 Redis keys\n`);
+    expect(readFileSync(target.MAGPIE_AGENTS_CONFIG, 'utf8')).toBe(agentsJson);
+    expect(readFileSync(path.join(workWs, 'memory', 'MEMORY.md'), 'utf8')).toBe('the deadline is Friday\n');
+    const restored = new Redis(fresh.url);
+    try {
+      expect(
+        await restored.smembers(`${target.MAGPIE_QUEUE_PREFIX}-agent-work:pairing:approved:telegram`),
+      ).toEqual(['7']);
+    } finally {
+      restored.disconnect();
+    }
+  });
+
   it('refuses a damaged archive with one line (exit 1) and writes nothing', async () => {
     const out = path.join(dir, 'd.tar.gz');
     expect((await run(['backup', '--out', out])).code).toBe(0);

@@ -1,6 +1,8 @@
 /** `magpie restore FILE [--force] [--with-secrets]`: an archive of `magpie backup` into an empty workspace and Redis prefix. */
 
 import path from 'node:path';
+import { agentPrefix } from '../../agents/agent-config.js';
+import { fileCount } from '../../backup/manifest.js';
 import { backupPassphrase } from '../../backup/passphrase.js';
 import { restoreBackup } from '../../backup/restore.js';
 import { RedisBackupStore } from '../../bus/backup-store.js';
@@ -11,14 +13,16 @@ import { commandConfig, commandLogger, WORKSPACE_FLAG } from '../startup.js';
 const HELP = `usage: magpie restore FILE [--force] [--with-secrets]
 
 Restores an archive of "magpie backup" into the workspace (MAGPIE_WORKSPACE),
-the state folder and the Redis prefix (MAGPIE_QUEUE_PREFIX). Stop magpie first.
+the state folder and the Redis prefix (MAGPIE_QUEUE_PREFIX), and each other
+agent it holds into its workspace and prefix, as the archive's agents.json
+says (written to MAGPIE_AGENTS_CONFIG). Stop magpie first.
 The archive is checked (format, every checksum) before anything is written; a
 damaged one is refused. The targets must be empty: with --force the old
 workspace is set aside as <workspace>.replaced-<time> and the prefix's keys are
 replaced. Without REDIS_URL the private redis-server is started for it.
 
 options:
-  --force          replace a non-empty workspace, Redis prefix or state files
+  --force          replace a non-empty workspace, Redis prefix, state files or agents.json
   --with-secrets   also restore the encrypted .env (into ./.env), dashboard token and
                    Matrix crypto store (passphrase: MAGPIE_BACKUP_PASSPHRASE, else asked for)
   --workspace DIR  overrides MAGPIE_WORKSPACE
@@ -59,6 +63,8 @@ export const run = defineCommand({
           stateDir: config.stateDir,
           envFile: path.resolve('.env'),
           store: new RedisBackupStore(bus.redis, bus.prefix),
+          agentsFile: config.agentsFile,
+          agentStore: (id) => new RedisBackupStore(bus.redis, agentPrefix(bus.prefix, id)),
           force: values.force === true,
           secrets,
         });
@@ -69,8 +75,12 @@ export const run = defineCommand({
             ? ', secrets restored'
             : '; its secrets were left out (add --with-secrets to restore them)'
           : '';
+        for (const agent of result.agents)
+          process.stdout.write(
+            `restored agent ${agent.id}: workspace ${agent.workspace}, ${agent.redisKeys} Redis keys\n`,
+          );
         process.stdout.write(
-          `restored ${path.resolve(file)} (made ${manifest.createdAt} by magpie ${manifest.magpieVersion}): ${manifest.entries.length - 1} files, ${result.redisKeys} Redis keys${secretNote}\n`,
+          `restored ${path.resolve(file)} (made ${manifest.createdAt} by magpie ${manifest.magpieVersion}): ${fileCount(manifest)} files, ${result.redisKeys} Redis keys${secretNote}\n`,
         );
         return ExitCode.ok;
       } finally {
