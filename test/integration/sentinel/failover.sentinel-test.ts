@@ -9,14 +9,14 @@
  * of the new master.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { describeError } from '../../../src/errors/index.js';
-import { silentLogger } from '../../../src/log/index.js';
+import { createLogger, silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
@@ -75,7 +75,14 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
       },
     );
-    const logger = silentLogger();
+    // MAGPIE_TEST_LOG_DIR=<dir>: the role's and the platform's logs (debug) go to <dir>/failover-<time>.log.
+    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
+    const logger = logDir
+      ? createLogger({
+          level: 'debug',
+          destination: createWriteStream(path.join(logDir, `failover-${Date.now()}.log`)),
+        })
+      : silentLogger();
     // A stalled turn (its worker's lock lost with the old master) is redone within ~2 s.
     role = await startRole({
       role: 'start',
@@ -143,6 +150,7 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     expect(await group.masterPort()).toBe(oldPort);
     const killedAt = Date.now();
     group.master.process.kill('SIGKILL');
+    logger.info({ test: 'kill', oldPort }, 'TEST master SIGKILLed');
 
     await waitFor(
       async () => (await group.masterPort()) !== oldPort,
@@ -150,9 +158,16 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       'the Sentinels electing a new master',
     );
     const failedOverAt = Date.now();
+    logger.info({ test: 'failover', newPort: await group.masterPort() }, 'TEST new master elected');
     // The service answers messages sent after the kill again.
     const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
-    await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover');
+    await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover').catch(
+      (err) => {
+        const state = sent.map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`);
+        logger.error({ test: 'stuck', state }, 'TEST no answers after the failover');
+        throw err;
+      },
+    );
     const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
     sending = false;
     expect(await closedWithin(Promise.all(chats), 15_000), "every chat's last delivery acknowledged").toBe(
