@@ -11,12 +11,13 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { describeError } from '../../../src/errors/index.js';
-import { createLogger, silentLogger } from '../../../src/log/index.js';
+import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
@@ -24,6 +25,30 @@ import { waitFor } from '../../fakes/wait-for.js';
 import { initedFolder, removeFolder } from '../../fakes/workspace.js';
 
 const CHATS = 4;
+
+/** For MAGPIE_TEST_LOG_DIR runs that get stuck: the new master's clients, keys, queue lists and locks. */
+async function dumpRedis(port: number, logger: Logger): Promise<void> {
+  const redis = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    logger.error({ test: 'clients', clients: await redis.call('CLIENT', 'LIST') }, 'TEST client list');
+    const all = await redis.keys('*');
+    const info: Record<string, unknown> = {};
+    for (const key of all.sort()) {
+      const type = await redis.type(key);
+      if (type === 'list') info[key] = await redis.lrange(key, 0, -1);
+      else if (type === 'string') info[key] = [await redis.get(key), await redis.pttl(key)];
+      else if (type === 'zset') info[key] = await redis.zrange(key, '0', '-1', 'WITHSCORES');
+      else if (type === 'set') info[key] = await redis.smembers(key);
+      else if (type === 'hash' && !key.includes('sessions')) info[key] = await redis.hgetall(key);
+      else info[key] = type;
+    }
+    logger.error({ test: 'keys', info }, 'TEST keys');
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
 interface Sent {
@@ -162,9 +187,10 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     // The service answers messages sent after the kill again.
     const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
     await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover').catch(
-      (err) => {
+      async (err) => {
         const state = sent.map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`);
         logger.error({ test: 'stuck', state }, 'TEST no answers after the failover');
+        if (logDir) await dumpRedis(await group.masterPort(), logger);
         throw err;
       },
     );
