@@ -131,7 +131,10 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       const address = randomUUID();
       await bus.watchCliReplies(address, (payload) => {
         const out = JSON.parse(payload) as { id: string; kind?: string };
-        if (out.kind === 'reply' && !s.replies.has(out.id)) s.replies.set(out.id, Date.now());
+        if (out.kind === 'reply' && !s.replies.has(out.id)) {
+          s.replies.set(out.id, Date.now());
+          logger.debug({ test: 'reply', token: s.token, id: out.id }, 'TEST reply heard');
+        }
       });
       const message = {
         id: `cli:${address}`,
@@ -145,9 +148,14 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         try {
           await bus.publishInbound(message);
           s.acknowledgedAt = Date.now();
+          logger.debug({ test: 'ack', token: s.token }, 'TEST acknowledged');
           return;
         } catch (err) {
           refusals.push(describeError(err));
+          logger.info(
+            { test: 'refusal', token: s.token, err: describeError(err), status: bus.redis.status },
+            'TEST publish refused',
+          );
           // Redelivered as soon as the platform's connection is back (a refused WAIT already waited).
           // A socket the dead master closed may still read 'ready' until its 'close' event is handled:
           // wait for the next 'ready' then too (retrying at once would spin on microtasks and starve I/O).
