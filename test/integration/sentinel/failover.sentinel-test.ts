@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
+import { withQuickConnection } from '../../../src/bus/redis.js';
 import { describeError } from '../../../src/errors/index.js';
 import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
@@ -69,6 +70,15 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
 
   beforeAll(async () => {
     group = await startSentinelGroup({ replicas: 2 });
+    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
+    if (logDir) {
+      // The servers' and Sentinels' own logs, for runs that get stuck.
+      const servers = [group.master, ...group.replicas, ...group.sentinels];
+      for (const server of servers) {
+        const file = createWriteStream(path.join(logDir, `redis-${server.port}.log`));
+        server.process.stdout?.on('data', (chunk: Buffer) => file.write(chunk));
+      }
+    }
     openai = await startFakeOpenAI({ responder: (req) => ({ content: `answer to ${lastUserText(req)}` }) });
     ({ dir: root, workspace } = await initedFolder('magpie-sentinel-'));
   }, 30_000);
@@ -133,7 +143,7 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         const out = JSON.parse(payload) as { id: string; kind?: string };
         if (out.kind === 'reply' && !s.replies.has(out.id)) {
           s.replies.set(out.id, Date.now());
-          logger.debug({ test: 'reply', token: s.token, id: out.id }, 'TEST reply heard');
+          logger.debug({ test: 'reply', tok: s.token, id: out.id }, 'TEST reply heard');
         }
       });
       const message = {
@@ -148,12 +158,12 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         try {
           await bus.publishInbound(message);
           s.acknowledgedAt = Date.now();
-          logger.debug({ test: 'ack', token: s.token }, 'TEST acknowledged');
+          logger.debug({ test: 'ack', tok: s.token }, 'TEST acknowledged');
           return;
         } catch (err) {
           refusals.push(describeError(err));
           logger.info(
-            { test: 'refusal', token: s.token, err: describeError(err), status: bus.redis.status },
+            { test: 'refusal', tok: s.token, err: describeError(err), status: bus.redis.status },
             'TEST publish refused',
           );
           // Redelivered as soon as the platform's connection is back (a refused WAIT already waited).
@@ -198,7 +208,15 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       async (err) => {
         const state = sent.map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`);
         logger.error({ test: 'stuck', state }, 'TEST no answers after the failover');
-        if (logDir) await dumpRedis(await group.masterPort(), logger);
+        if (logDir) {
+          await dumpRedis(await group.masterPort(), logger);
+          for (const r of [...group.replicas, group.master]) {
+            const info = await withQuickConnection(`redis://127.0.0.1:${r.port}`, (redis) =>
+              redis.info('replication'),
+            ).catch((e: unknown) => describeError(e));
+            logger.error({ test: 'replication', port: r.port, info }, 'TEST replication');
+          }
+        }
         throw err;
       },
     );
