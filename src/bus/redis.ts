@@ -26,7 +26,8 @@ export function serverTarget(url: string): RedisTarget {
 /**
  * ioredis options that find the master through Sentinel: asked at every
  * (re)connect, `role: 'master'`, and a reconnect when a write meets a demoted
- * master (READONLY), so a connection follows the master through a failover.
+ * master (READONLY), and a reconnect when the Sentinels announce a new master
+ * (`failoverDetector`), so a connection follows the master through a failover.
  */
 export function sentinelOptions(target: SentinelSettings): RedisOptions {
   return {
@@ -40,6 +41,11 @@ export function sentinelOptions(target: SentinelSettings): RedisOptions {
     ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     // Ask the Sentinels again quickly while they elect a new master.
     sentinelRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
+    // Leave a master as soon as the Sentinels name another (their `+switch-master`). Without it a
+    // connection stays on a master the Sentinels replaced while it still answered (a second
+    // failover right after the first: the new master was slow to answer them): writes go through
+    // there, WAIT finds no replica, and nothing moves until the Sentinels demote it 8+ s later.
+    failoverDetector: true,
     reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
   };
 }
@@ -79,6 +85,8 @@ function followMaster(redis: Redis): Redis {
     last = 'close';
   });
   redis.on('end', () => {
+    // The failover detector's Sentinel subscriptions are dropped only by disconnect(), not by QUIT.
+    if (closedByOwner) (redis as unknown as { connector?: { disconnect(): void } }).connector?.disconnect();
     if (closedByOwner || last !== 'connecting') return;
     last = '';
     setTimeout(() => {
