@@ -80,4 +80,29 @@ describe('a Sentinel connection when the Sentinels switch to another master', ()
     }
     expect(await popped).toEqual(['switch-master-test', 'hello']);
   }, 40_000);
+
+  it("leaves no subscription on the Sentinels once closed, by QUIT (BullMQ's close) or disconnect", async () => {
+    const sentinelClients = async () => {
+      let total = 0;
+      for (const s of group.sentinels) {
+        const sentinel = new Redis(s.port, '127.0.0.1');
+        try {
+          const list = (await sentinel.call('CLIENT', 'LIST')) as string;
+          total += list.split('\n').filter((line) => /sub=[1-9]/.test(line)).length;
+        } finally {
+          sentinel.disconnect();
+        }
+      }
+      return total;
+    };
+    const before = await sentinelClients();
+    const quitting = createWorkerRedis(target);
+    const dropped = createWorkerRedis(target);
+    await Promise.all([quitting.ping(), dropped.ping()]);
+    // Each watches every Sentinel for `+switch-master`.
+    await waitFor(async () => (await sentinelClients()) === before + 6, 5_000, 'the Sentinel subscriptions');
+    await quitting.quit();
+    dropped.disconnect();
+    await waitFor(async () => (await sentinelClients()) === before, 5_000, 'the subscriptions dropped');
+  });
 });
