@@ -4,6 +4,7 @@
  * Redis is away, so a channel can report the failure instead of hanging.
  * On a Redis Cluster every connection is an ioredis Cluster (see {@link newRedis}).
  */
+import { isIP } from 'node:net';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { ClusterSettings, SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -84,6 +85,12 @@ function followMaster(redis: Redis): Redis {
   redis.on('close', () => {
     last = 'close';
   });
+  // ioredis watches the Sentinels for `+switch-master` only from after it connected: a switch
+  // between asking them for the master and that subscription would leave this connection on
+  // a master they replaced (a second failover right after the first). Once subscribed, ask once.
+  redis.on('failoverSubscribed', () => {
+    void leaveReplacedMaster(redis);
+  });
   redis.on('end', () => {
     // The failover detector's Sentinel subscriptions are dropped only by disconnect(), not by QUIT.
     if (closedByOwner) (redis as unknown as { connector?: { disconnect(): void } }).connector?.disconnect();
@@ -94,6 +101,47 @@ function followMaster(redis: Redis): Redis {
     }, REVIVE_DELAY_MS).unref();
   });
   return redis;
+}
+
+/** The master's address as the first Sentinel that answers names it, or undefined when none does. */
+async function masterNamedBySentinels(
+  options: RedisOptions,
+): Promise<{ host: string; port: number } | undefined> {
+  for (const sentinel of options.sentinels ?? []) {
+    const asked = new Redis({
+      host: sentinel.host,
+      port: sentinel.port,
+      ...(options.sentinelPassword ? { password: options.sentinelPassword } : {}),
+      ...(options.enableTLSForSentinelMode ? { tls: options.sentinelTLS ?? {} } : {}),
+      lazyConnect: true,
+      connectTimeout: 1_000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    asked.on('error', () => undefined);
+    try {
+      await asked.connect();
+      const addr = (await asked.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', options.name ?? '')) as
+        | [string, string]
+        | null;
+      if (addr) return { host: addr[0], port: Number(addr[1]) };
+    } catch {
+      // This Sentinel is away: the next one is asked.
+    } finally {
+      asked.disconnect();
+    }
+  }
+  return undefined;
+}
+
+/** Reconnects `redis` (asking the Sentinels again) when it is not on the master they name now. */
+async function leaveReplacedMaster(redis: Redis): Promise<void> {
+  const master = await masterNamedBySentinels(redis.options);
+  const stream = redis.status === 'ready' ? redis.stream : undefined;
+  // A master named by hostname cannot be compared with the socket's address: left to the detector.
+  if (!master || !isIP(master.host) || !stream?.remotePort) return;
+  const host = stream.remoteAddress?.replace(/^::ffff:/, '');
+  if (master.port !== stream.remotePort || master.host !== host) redis.disconnect(true);
 }
 
 /**
