@@ -84,6 +84,11 @@ function followMaster(redis: Redis): Redis {
   });
   redis.on('close', () => {
     last = 'close';
+    // The closed connection's failover detector would otherwise stay subscribed while ioredis asks
+    // the Sentinels again, and a `+switch-master` then (every SIGKILL failover) ends that connect
+    // attempt ("Connection is closed.", rejected to whoever awaited connect(), BullMQ's reconnect).
+    // The next connection subscribes afresh and checks where it landed (failoverSubscribed).
+    dropFailoverDetector(redis);
   });
   // ioredis watches the Sentinels for `+switch-master` only from after it connected: a switch
   // between asking them for the master and that subscription would leave this connection on
@@ -92,8 +97,8 @@ function followMaster(redis: Redis): Redis {
     void leaveReplacedMaster(redis);
   });
   redis.on('end', () => {
-    // The failover detector's Sentinel subscriptions are dropped only by disconnect(), not by QUIT.
-    if (closedByOwner) (redis as unknown as { connector?: { disconnect(): void } }).connector?.disconnect();
+    // ioredis drops the detector's Sentinel subscriptions on disconnect() only, not after QUIT.
+    if (closedByOwner) dropFailoverDetector(redis);
     if (closedByOwner || last !== 'connecting') return;
     last = '';
     setTimeout(() => {
@@ -132,6 +137,14 @@ async function masterNamedBySentinels(
     }
   }
   return undefined;
+}
+
+/** Stops and forgets the ioredis failover detector of `redis`'s last connection, if any. */
+function dropFailoverDetector(redis: Redis): void {
+  const connector = (redis as unknown as { connector?: { failoverDetector?: { cleanup(): void } | null } })
+    .connector;
+  connector?.failoverDetector?.cleanup();
+  if (connector) connector.failoverDetector = null;
 }
 
 /** Reconnects `redis` (asking the Sentinels again) when it is not on the master they name now. */
