@@ -4,6 +4,7 @@
  * Redis is away, so a channel can report the failure instead of hanging.
  * On a Redis Cluster every connection is an ioredis Cluster (see {@link newRedis}).
  */
+import { isIP } from 'node:net';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { ClusterSettings, SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -26,7 +27,8 @@ export function serverTarget(url: string): RedisTarget {
 /**
  * ioredis options that find the master through Sentinel: asked at every
  * (re)connect, `role: 'master'`, and a reconnect when a write meets a demoted
- * master (READONLY), so a connection follows the master through a failover.
+ * master (READONLY), and a reconnect when the Sentinels announce a new master
+ * (`failoverDetector`), so a connection follows the master through a failover.
  */
 export function sentinelOptions(target: SentinelSettings): RedisOptions {
   return {
@@ -40,6 +42,11 @@ export function sentinelOptions(target: SentinelSettings): RedisOptions {
     ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     // Ask the Sentinels again quickly while they elect a new master.
     sentinelRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
+    // Leave a master as soon as the Sentinels name another (their `+switch-master`). Without it a
+    // connection stays on a master the Sentinels replaced while it still answered (a second
+    // failover right after the first: the new master was slow to answer them): writes go through
+    // there, WAIT finds no replica, and nothing moves until the Sentinels demote it 8+ s later.
+    failoverDetector: true,
     reconnectOnError: (err: Error) => err.message.startsWith('READONLY'),
   };
 }
@@ -77,8 +84,21 @@ function followMaster(redis: Redis): Redis {
   });
   redis.on('close', () => {
     last = 'close';
+    // The closed connection's failover detector would otherwise stay subscribed while ioredis asks
+    // the Sentinels again, and a `+switch-master` then (every SIGKILL failover) ends that connect
+    // attempt ("Connection is closed.", rejected to whoever awaited connect(), BullMQ's reconnect).
+    // The next connection subscribes afresh and checks where it landed (failoverSubscribed).
+    dropFailoverDetector(redis);
+  });
+  // ioredis watches the Sentinels for `+switch-master` only from after it connected: a switch
+  // between asking them for the master and that subscription would leave this connection on
+  // a master they replaced (a second failover right after the first). Once subscribed, ask once.
+  redis.on('failoverSubscribed', () => {
+    void leaveReplacedMaster(redis);
   });
   redis.on('end', () => {
+    // ioredis drops the detector's Sentinel subscriptions on disconnect() only, not after QUIT.
+    if (closedByOwner) dropFailoverDetector(redis);
     if (closedByOwner || last !== 'connecting') return;
     last = '';
     setTimeout(() => {
@@ -86,6 +106,55 @@ function followMaster(redis: Redis): Redis {
     }, REVIVE_DELAY_MS).unref();
   });
   return redis;
+}
+
+/** The master's address as the first Sentinel that answers names it, or undefined when none does. */
+async function masterNamedBySentinels(
+  options: RedisOptions,
+): Promise<{ host: string; port: number } | undefined> {
+  for (const sentinel of options.sentinels ?? []) {
+    const asked = new Redis({
+      host: sentinel.host,
+      port: sentinel.port,
+      ...(options.sentinelPassword ? { password: options.sentinelPassword } : {}),
+      ...(options.enableTLSForSentinelMode ? { tls: options.sentinelTLS ?? {} } : {}),
+      lazyConnect: true,
+      connectTimeout: 1_000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    asked.on('error', () => undefined);
+    try {
+      await asked.connect();
+      const addr = (await asked.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', options.name ?? '')) as
+        | [string, string]
+        | null;
+      if (addr) return { host: addr[0], port: Number(addr[1]) };
+    } catch {
+      // This Sentinel is away: the next one is asked.
+    } finally {
+      asked.disconnect();
+    }
+  }
+  return undefined;
+}
+
+/** Stops and forgets the ioredis failover detector of `redis`'s last connection, if any. */
+function dropFailoverDetector(redis: Redis): void {
+  const connector = (redis as unknown as { connector?: { failoverDetector?: { cleanup(): void } | null } })
+    .connector;
+  connector?.failoverDetector?.cleanup();
+  if (connector) connector.failoverDetector = null;
+}
+
+/** Reconnects `redis` (asking the Sentinels again) when it is not on the master they name now. */
+async function leaveReplacedMaster(redis: Redis): Promise<void> {
+  const master = await masterNamedBySentinels(redis.options);
+  const stream = redis.status === 'ready' ? redis.stream : undefined;
+  // A master named by hostname cannot be compared with the socket's address: left to the detector.
+  if (!master || !isIP(master.host) || !stream?.remotePort) return;
+  const host = stream.remoteAddress?.replace(/^::ffff:/, '');
+  if (master.port !== stream.remotePort || master.host !== host) redis.disconnect(true);
 }
 
 /**

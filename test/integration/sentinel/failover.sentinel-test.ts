@@ -9,14 +9,16 @@
  * of the new master.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
+import { withQuickConnection } from '../../../src/bus/redis.js';
 import { describeError } from '../../../src/errors/index.js';
-import { silentLogger } from '../../../src/log/index.js';
+import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
@@ -24,6 +26,30 @@ import { waitFor } from '../../fakes/wait-for.js';
 import { initedFolder, removeFolder } from '../../fakes/workspace.js';
 
 const CHATS = 4;
+
+/** For MAGPIE_TEST_LOG_DIR runs that get stuck: the new master's clients, keys, queue lists and locks. */
+async function dumpRedis(port: number, logger: Logger): Promise<void> {
+  const redis = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    logger.error({ test: 'clients', clients: await redis.call('CLIENT', 'LIST') }, 'TEST client list');
+    const all = await redis.keys('*');
+    const info: Record<string, unknown> = {};
+    for (const key of all.sort()) {
+      const type = await redis.type(key);
+      if (type === 'list') info[key] = await redis.lrange(key, 0, -1);
+      else if (type === 'string') info[key] = [await redis.get(key), await redis.pttl(key)];
+      else if (type === 'zset') info[key] = await redis.zrange(key, '0', '-1', 'WITHSCORES');
+      else if (type === 'set') info[key] = await redis.smembers(key);
+      else if (type === 'hash' && !key.includes('sessions')) info[key] = await redis.hgetall(key);
+      else info[key] = type;
+    }
+    logger.error({ test: 'keys', info }, 'TEST keys');
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
 interface Sent {
@@ -44,6 +70,15 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
 
   beforeAll(async () => {
     group = await startSentinelGroup({ replicas: 2 });
+    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
+    if (logDir) {
+      // The servers' and Sentinels' own logs, for runs that get stuck.
+      const servers = [group.master, ...group.replicas, ...group.sentinels];
+      for (const server of servers) {
+        const file = createWriteStream(path.join(logDir, `redis-${server.port}.log`));
+        server.process.stdout?.on('data', (chunk: Buffer) => file.write(chunk));
+      }
+    }
     openai = await startFakeOpenAI({ responder: (req) => ({ content: `answer to ${lastUserText(req)}` }) });
     ({ dir: root, workspace } = await initedFolder('magpie-sentinel-'));
   }, 30_000);
@@ -75,7 +110,14 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
       },
     );
-    const logger = silentLogger();
+    // MAGPIE_TEST_LOG_DIR=<dir>: the role's and the platform's logs (debug) go to <dir>/failover-<time>.log.
+    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
+    const logger = logDir
+      ? createLogger({
+          level: 'debug',
+          destination: createWriteStream(path.join(logDir, `failover-${Date.now()}.log`)),
+        })
+      : silentLogger();
     // A stalled turn (its worker's lock lost with the old master) is redone within ~2 s.
     role = await startRole({
       role: 'start',
@@ -99,7 +141,10 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       const address = randomUUID();
       await bus.watchCliReplies(address, (payload) => {
         const out = JSON.parse(payload) as { id: string; kind?: string };
-        if (out.kind === 'reply' && !s.replies.has(out.id)) s.replies.set(out.id, Date.now());
+        if (out.kind === 'reply' && !s.replies.has(out.id)) {
+          s.replies.set(out.id, Date.now());
+          logger.debug({ test: 'reply', tok: s.token, id: out.id }, 'TEST reply heard');
+        }
       });
       const message = {
         id: `cli:${address}`,
@@ -113,9 +158,14 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         try {
           await bus.publishInbound(message);
           s.acknowledgedAt = Date.now();
+          logger.debug({ test: 'ack', tok: s.token }, 'TEST acknowledged');
           return;
         } catch (err) {
           refusals.push(describeError(err));
+          logger.info(
+            { test: 'refusal', tok: s.token, err: describeError(err), status: bus.redis.status },
+            'TEST publish refused',
+          );
           // Redelivered as soon as the platform's connection is back (a refused WAIT already waited).
           // A socket the dead master closed may still read 'ready' until its 'close' event is handled:
           // wait for the next 'ready' then too (retrying at once would spin on microtasks and starve I/O).
@@ -143,6 +193,7 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     expect(await group.masterPort()).toBe(oldPort);
     const killedAt = Date.now();
     group.master.process.kill('SIGKILL');
+    logger.info({ test: 'kill', oldPort }, 'TEST master SIGKILLed');
 
     await waitFor(
       async () => (await group.masterPort()) !== oldPort,
@@ -150,9 +201,25 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       'the Sentinels electing a new master',
     );
     const failedOverAt = Date.now();
+    logger.info({ test: 'failover', newPort: await group.masterPort() }, 'TEST new master elected');
     // The service answers messages sent after the kill again.
     const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
-    await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover');
+    await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover').catch(
+      async (err) => {
+        const state = sent.map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`);
+        logger.error({ test: 'stuck', state }, 'TEST no answers after the failover');
+        if (logDir) {
+          await dumpRedis(await group.masterPort(), logger);
+          for (const r of [...group.replicas, group.master]) {
+            const info = await withQuickConnection(`redis://127.0.0.1:${r.port}`, (redis) =>
+              redis.info('replication'),
+            ).catch((e: unknown) => describeError(e));
+            logger.error({ test: 'replication', port: r.port, info }, 'TEST replication');
+          }
+        }
+        throw err;
+      },
+    );
     const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
     sending = false;
     expect(await closedWithin(Promise.all(chats), 15_000), "every chat's last delivery acknowledged").toBe(
@@ -177,8 +244,9 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         1,
       );
     }
-    // The kill was felt (publishes failed and were delivered again), and the service came back quickly.
-    expect(refusals.length).toBeGreaterThan(0);
+    // The service came back quickly, and the platform's connection moved to the new master (the kill
+    // was felt). Refused publishes are counted, not required: all four chats may sit in their reply
+    // subscription (which waits for Redis) through the outage and publish only once it is back.
     expect(firstAnswerAfter - killedAt).toBeLessThan(10_000);
     expect(bus.describe()).toContain(`at 127.0.0.1:${await group.masterPort()}`);
     console.info(
