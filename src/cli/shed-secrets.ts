@@ -1,12 +1,14 @@
 /**
  * A daemon started with secrets in its environment (systemd's
- * `Environment=`, `docker run -e`, a shell's `export`) re-executes itself
- * without them, so `/proc/<pid>/environ`, which keeps the environment a
- * process was started with and which every process of the same user can
- * read, holds none; nor does any child it starts. The secrets travel to the
- * re-executed process through a 0600 file in a private temporary folder,
- * which it reads and removes at once, and then live only in memory
- * (config/secret-env.ts).
+ * `Environment=`, `docker run -e`, a shell's `export`) sheds them, so
+ * `/proc/<pid>/environ`, which keeps the environment a process was started
+ * with and which every process of the same user can read, holds none; nor
+ * does any child it starts. On Linux the values are blanked in place in the
+ * memory that file shows (environ-scrub.ts, checked by reading it back): one
+ * Node start-up. Where that cannot be done, the process re-executes itself
+ * without them; the secrets travel to the re-executed process through a 0600
+ * file in a private temporary folder, which it reads and removes at once.
+ * Either way they then live only in memory (config/secret-env.ts).
  *
  * It runs first thing in `magpie agent` and the role commands (cli/run.ts, before the
  * command's own module loads), so the process that is replaced has loaded almost
@@ -17,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { holdSecrets, isSecretEnvName } from '../config/secret-env.js';
 import { ConfigError } from '../errors/index.js';
+import { scrubEnviron } from './environ-scrub.js';
 
 /** Names the hand-over file to the re-executed process. */
 export const HANDOFF_VARIABLE = 'MAGPIE_SECRET_HANDOFF';
@@ -36,6 +39,8 @@ const HANDOFF_PREFIX = 'magpie-handoff-';
 /** What {@link shedSecretEnvironment} did. */
 export type ShedOutcome =
   | { kind: 'clean' }
+  /** Blanked in place: /proc/<pid>/environ was read back without them (no re-execution). */
+  | { kind: 'scrubbed'; names: string[] }
   | { kind: 'received'; names: string[] }
   /** process.execve failed: the secrets are out of process.env (children), not out of /proc. */
   | { kind: 'kept'; names: string[]; reason: string };
@@ -43,6 +48,11 @@ export type ShedOutcome =
 /** What the process is and how it replaces itself; the real process unless a test says otherwise. */
 export interface ShedProcess {
   env: NodeJS.ProcessEnv;
+  /**
+   * Blanks the named variables where /proc/<pid>/environ shows them; true when it reads
+   * back clean (environ-scrub.ts). Absent: the process re-executes instead.
+   */
+  scrubEnviron?(isSecret: (name: string) => boolean): boolean;
   execve(file: string, args: string[], env: NodeJS.ProcessEnv): never;
   argv: string[];
   execArgv: string[];
@@ -51,6 +61,7 @@ export interface ShedProcess {
 
 const realProcess = (): ShedProcess => ({
   env: process.env,
+  scrubEnviron,
   execve: (file, args, env) => {
     if (!process.execve) throw new Error('this Node has no process.execve');
     return process.execve(file, args, env) as never;
@@ -65,8 +76,8 @@ let settled: ShedOutcome | undefined;
 
 /**
  * Receives the secrets a former self handed over, or, when secrets are in the
- * environment, re-executes this process without them (it does not return
- * then). Call before the config is read. For the real process it runs once:
+ * environment, blanks them in place or else re-executes this process without
+ * them (it does not return then). Call before the config is read. For the real process it runs once:
  * a second call (cli/run.ts sheds before the command's own call) returns what
  * the first came to.
  *
@@ -95,6 +106,12 @@ function shed(proc: ShedProcess): ShedOutcome {
     secrets[name] = env[name] as string;
     delete rest[name];
   }
+  // Out of process.env (unsetenv) before their memory is blanked, so nothing reads it afterwards.
+  for (const name of names) delete env[name];
+  if (proc.scrubEnviron?.(isShedVariable)) {
+    holdSecrets(secrets);
+    return { kind: 'scrubbed', names };
+  }
   const dir = mkdtempSync(path.join(os.tmpdir(), HANDOFF_PREFIX));
   const file = path.join(dir, 'secrets.json');
   try {
@@ -107,7 +124,6 @@ function shed(proc: ShedProcess): ShedOutcome {
     rmSync(dir, { recursive: true, force: true });
     // Still out of every child's environment, if not out of this process's /proc entry.
     holdSecrets(secrets);
-    for (const name of names) delete env[name];
     return { kind: 'kept', names, reason: (err as Error).message };
   }
 }

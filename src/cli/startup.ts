@@ -55,12 +55,15 @@ function overrides(flags: StartupFlags): ConfigOverrides {
 
 /**
  * Says what became of secrets found in the environment at start
- * (shed-secrets.ts): nothing when there were none or they were handed over,
+ * (shed-secrets.ts): nothing when there were none or they were blanked or handed over,
  * a warning when this process could not re-execute without them.
  */
 export function reportShed(outcome: ShedOutcome, logger: Logger): void {
-  if (outcome.kind === 'received') {
-    logger.debug({ variables: outcome.names }, 'secrets moved out of the process environment');
+  if (outcome.kind === 'received' || outcome.kind === 'scrubbed') {
+    logger.debug(
+      { variables: outcome.names, how: outcome.kind },
+      'secrets moved out of the process environment',
+    );
   } else if (outcome.kind === 'kept') {
     logger.warn(
       { variables: outcome.names },

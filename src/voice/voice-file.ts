@@ -9,7 +9,6 @@ import path from 'node:path';
 import type { VoiceConfig } from '../config/voice.js';
 import { AppError, ConfigError } from '../errors/index.js';
 import type { SpeechEngine } from './engine.js';
-import { speakableText } from './speakable.js';
 
 /**
  * The absolute path `--voice` names, checked: MAGPIE_TTS must name an engine.
@@ -54,6 +53,8 @@ export async function speakToFile(
   engine: SpeechEngine,
   maxChars: number,
 ): Promise<number> {
+  // Loaded here, not on import: speakable.ts brings marked, which `magpie agent` without --voice never needs.
+  const { speakableText } = await import('./speakable.js');
   const text = speakableText(reply, maxChars);
   if (text === '') throw new AppError('TTS_FAILED', 'the answer has nothing to say aloud');
   const ogg = await engine.speak(text);

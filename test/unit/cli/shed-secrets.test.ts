@@ -1,8 +1,9 @@
 /**
- * shedSecretEnvironment: secrets in the environment make the process
- * re-execute without them, handing them over through a private file that the
- * new process reads and removes; a hand-over file anyone else could have
- * written is refused.
+ * shedSecretEnvironment: secrets in the environment are blanked in place when
+ * that can be done (environ-scrub.test.ts runs the real thing); otherwise the
+ * process re-executes without them, handing them over through a private file
+ * that the new process reads and removes; a hand-over file anyone else could
+ * have written is refused.
  */
 import { chmodSync, existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -74,6 +75,32 @@ describe('shedSecretEnvironment', () => {
     expect(environment().OPENAI_API_KEY).toBe(secret);
     expect(existsSync(handoff)).toBe(false);
     expect(existsSync(path.dirname(handoff))).toBe(false);
+  });
+
+  it('blanks them in place when it can: no re-execution, held in memory, out of process.env', () => {
+    const env: NodeJS.ProcessEnv = { PATH: '/usr/bin', OPENAI_API_KEY: 'sk-in-place', LANG: 'C.UTF-8' };
+    const { proc, calls } = fakeProcess(env);
+    const asked: string[] = [];
+    proc.scrubEnviron = (isSecret) => {
+      // Called once the values are out of process.env, with the same notion of a secret.
+      expect(env.OPENAI_API_KEY).toBeUndefined();
+      asked.push(...['OPENAI_API_KEY', 'LANG'].filter(isSecret));
+      return true;
+    };
+    expect(shedSecretEnvironment(proc)).toEqual({ kind: 'scrubbed', names: ['OPENAI_API_KEY'] });
+    expect(asked).toEqual(['OPENAI_API_KEY']);
+    expect(calls).toEqual([]);
+    expect(env).toEqual({ PATH: '/usr/bin', LANG: 'C.UTF-8' });
+    expect(heldSecrets().OPENAI_API_KEY).toBe('sk-in-place');
+  });
+
+  it('re-executes when blanking in place fails', () => {
+    const { proc, calls } = fakeProcess({ PATH: '/usr/bin', SLACK_BOT_TOKEN: 'xoxb-1' });
+    proc.scrubEnviron = () => false;
+    expect(shedSecretEnvironment(proc)).toMatchObject({ kind: 'kept', names: ['SLACK_BOT_TOKEN'] });
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.env).toMatchObject({ PATH: '/usr/bin' });
+    expect(calls[0]?.env.SLACK_BOT_TOKEN).toBeUndefined();
   });
 
   it('when execve fails, takes the secrets out of process.env at least and says why', () => {
