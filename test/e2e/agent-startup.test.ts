@@ -1,14 +1,15 @@
 /**
  * What `magpie agent -m` loads before it answers (issue 29, start-up): with the
- * key in the environment the process re-executes without it, and the process
- * that is replaced must have loaded next to nothing (bin.js and the small
- * shed-secrets chunks: no zod, no channel registry); the process that answers
- * loads no cron-parser, no htmlparser2 and no guarded HTTP client, which only
- * the cron tool and web_fetch need. Every module file a process loads is
- * recorded by a load hook (`module.registerHooks`) preloaded with `--import`,
- * which the re-executed process keeps (execve passes execArgv on).
+ * key in the environment the process blanks it in place instead of re-executing,
+ * so Node starts once (the load hook would see a re-executed process: execve
+ * passes execArgv on), and a command it runs finds no key in its parent's
+ * /proc environ; the process loads no cron-parser, no htmlparser2, no guarded
+ * HTTP client (only the cron tool and web_fetch need them) and no marked (only
+ * --voice does). Every module file the process loads is recorded by a load hook
+ * (`module.registerHooks`) preloaded with `--import`.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,19 +20,22 @@ import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { BIN, build } from './daemon-helpers.js';
 
 const run = promisify(execFile);
+const KEY = 'sk-e2e-startup-key-7d41c9';
 
 let dir: string;
 let workspace: string;
 let fake: FakeOpenAI;
+/** The `magpie agent` process of the current test. */
+let running: ChildProcess | undefined;
 
-/** A preload that appends `<first|second> <file>` for every file: module the process loads. */
+/** A preload that appends `<start> <file>` for every file: module the process loads (start: a number per Node start-up). */
 const RECORDER = `import { appendFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 const log = process.env.LOAD_LOG;
-const which = process.env.MAGPIE_SECRET_HANDOFF === undefined ? 'first' : 'second';
+const start = process.hrtime.bigint();
 registerHooks({
   load(url, context, nextLoad) {
-    if (url.startsWith('file:')) appendFileSync(log, which + ' ' + url + '\\n');
+    if (url.startsWith('file:')) appendFileSync(log, start + ' ' + url + '\\n');
     return nextLoad(url, context);
   },
 });
@@ -49,10 +53,10 @@ afterAll(async () => {
   await removeFolder(dir);
 });
 
-/** The files each process loaded, and what the command printed. */
-async function agentLoads(): Promise<{ stdout: string; first: string[]; second: string[] }> {
+/** What the command printed, and the files each Node start-up of it loaded (in order of start). */
+async function agentLoads(model: FakeOpenAI = fake): Promise<{ stdout: string; starts: string[][] }> {
   const log = path.join(dir, `loads-${Date.now()}.txt`);
-  const { stdout } = await run(
+  const command = run(
     process.execPath,
     ['--import', path.join(dir, 'recorder.mjs'), BIN, 'agent', '-m', 'hi'],
     {
@@ -60,21 +64,28 @@ async function agentLoads(): Promise<{ stdout: string; first: string[]; second: 
       env: {
         PATH: process.env.PATH,
         HOME: dir,
-        OPENAI_API_KEY: 'sk-e2e-startup-key',
-        OPENAI_BASE_URL: fake.baseURL,
+        OPENAI_API_KEY: KEY,
+        OPENAI_BASE_URL: model.baseURL,
         MAGPIE_WORKSPACE: workspace,
         MAGPIE_EXEC_SANDBOX: 'off',
         LOAD_LOG: log,
       },
     },
   );
+  running = command.child;
+  const { stdout } = await command;
   const lines = (await readFile(log, 'utf8')).trim().split('\n');
-  const files = (which: string) =>
-    lines
-      .filter((l) => l.startsWith(`${which} `))
-      .map((l) => fileURLToPath(l.slice(which.length + 1)))
-      .filter((f) => !f.endsWith('recorder.mjs'));
-  return { stdout, first: files('first'), second: files('second') };
+  const byStart = new Map<string, string[]>();
+  for (const line of lines) {
+    const [start = '', url = ''] = line.split(' ');
+    const file = fileURLToPath(url);
+    if (file.endsWith('recorder.mjs')) continue;
+    byStart.set(start, [...(byStart.get(start) ?? []), file]);
+  }
+  const starts = [...byStart.entries()]
+    .sort(([a], [b]) => (BigInt(a) < BigInt(b) ? -1 : 1))
+    .map(([, f]) => f);
+  return { stdout, starts };
 }
 
 /** The packages esbuild inlined into a bundle file (its `// node_modules/<package>/` markers). */
@@ -88,26 +99,44 @@ async function packagesIn(files: string[]): Promise<Set<string>> {
 }
 
 describe('magpie agent -m start-up', () => {
-  it('re-executes without the key before loading the command: the replaced process loads only small chunks', async () => {
-    const { stdout, first, second } = await agentLoads();
+  it('sheds the key in place: Node starts once, bin.js loads once', async () => {
+    const { stdout, starts } = await agentLoads();
     expect(stdout).toBe('ok\n');
-    expect(first[0]).toBe(BIN);
-    expect(second.length).toBeGreaterThan(first.length);
-    let bytes = 0;
-    for (const file of first) bytes += (await readFile(file)).length;
-    expect(bytes, `the replaced process loaded ${first.join(', ')}`).toBeLessThan(40_000);
-    expect([...(await packagesIn(first))]).toEqual([]);
-    expect(first.some((f) => /[\\/]agent-[A-Z0-9]+\.js$/.test(f))).toBe(false);
+    expect(starts).toHaveLength(1);
+    const [files = []] = starts;
+    expect(files[0]).toBe(BIN);
+    expect(files.filter((f) => f === BIN)).toHaveLength(1);
   });
 
-  it('answers without loading cron-parser, htmlparser2 or the guarded HTTP client', async () => {
-    const { stdout, second } = await agentLoads();
+  it('while it waits for the model, another process of the user finds no key in its /proc environ', async () => {
+    let environ = '';
+    const model = await startFakeOpenAI({
+      responder: () => {
+        // The request is in flight: the agent process is alive and past its start-up.
+        environ = readFileSync(`/proc/${running?.pid}/environ`, 'latin1');
+        return { content: 'ok' };
+      },
+    });
+    try {
+      const { stdout, starts } = await agentLoads(model);
+      expect(stdout).toBe('ok\n');
+      expect(starts).toHaveLength(1);
+    } finally {
+      await model.close();
+    }
+    expect(environ).toContain(`MAGPIE_WORKSPACE=${workspace}\0`);
+    expect(environ).toContain('OPENAI_API_KEY=\0');
+    expect(environ).not.toContain(KEY);
+  });
+
+  it('answers without loading cron-parser, htmlparser2, marked or the guarded HTTP client', async () => {
+    const { stdout, starts } = await agentLoads();
     expect(stdout).toBe('ok\n');
-    const packages = await packagesIn(second);
+    const packages = await packagesIn(starts.flat());
     // What it does need, so the markers are read right.
     expect(packages).toContain('openai');
     expect(packages).toContain('zod');
-    for (const unneeded of ['cron-parser', 'luxon', 'htmlparser2', 'entities', 'ipaddr.js']) {
+    for (const unneeded of ['cron-parser', 'luxon', 'htmlparser2', 'entities', 'ipaddr.js', 'marked']) {
       expect(packages, `${unneeded} loaded`).not.toContain(unneeded);
     }
   });
