@@ -49,15 +49,11 @@ function environAddresses(): { start: number; end: number } | undefined {
   return { start, end };
 }
 
-/** True when no variable the predicate names has a value left in this process's /proc environ. */
+/** True when no variable the predicate names has a value left in this process's /proc environ (a blanked value is NULs, so it reads as empty). */
 function environClean(isSecret: (name: string) => boolean): boolean {
-  const block = readFileSync('/proc/self/environ');
-  return entries(block).every((e) => !isSecret(e.name) || e.valueEnd === e.valueStart || isBlank(block, e));
-}
-
-function isBlank(block: Buffer, entry: EnvironEntry): boolean {
-  for (let i = entry.valueStart; i < entry.valueEnd; i += 1) if (block[i] !== 0) return false;
-  return true;
+  return entries(readFileSync('/proc/self/environ')).every(
+    (e) => !isSecret(e.name) || e.valueEnd === e.valueStart,
+  );
 }
 
 /**
