@@ -4,9 +4,9 @@
  * does not pay for the bus. The role commands (start, gateway, worker) get
  * the role runner from the entry ({@link CliDeps}) instead of importing it.
  */
-import nodeModule from 'node:module';
 import { debugEnabled } from '../config/debug.js';
 import { AppError, describeError, ExitCode } from '../errors/index.js';
+import { enablePrivateCompileCache } from './compile-cache.js';
 import { nodeTooOld } from './node-version.js';
 import type { RunRole } from './role-command.js';
 import { shedSecretEnvironment } from './shed-secrets.js';
@@ -140,7 +140,7 @@ async function main(argv: string[], deps: CliDeps): Promise<number> {
     return ExitCode.config;
   }
   // Compiled code of the chunks and packages is cached on disk (Node 22.1+): later starts skip parsing.
-  nodeModule.enableCompileCache?.();
+  enablePrivateCompileCache();
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${usage()}\n`);
