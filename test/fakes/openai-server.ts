@@ -365,11 +365,17 @@ function split(text: string, count: number): string[] {
 /** Chat bodies the fake's prompt cache remembers. */
 const RECENT_BODIES = 32;
 
-/** Length of the longest common prefix of two strings. */
+/**
+ * Length of the longest common prefix of two strings. Equal stretches are compared natively a
+ * slice at a time (8,192 characters, then 256, then one): a character loop over every recent body
+ * cost the fake ~10 ms a request, which spread 100 simultaneous requests over a second.
+ */
 export function commonPrefix(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
-  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i += 1;
+  for (const size of [8192, 256, 1]) {
+    while (i + size <= n && a.slice(i, i + size) === b.slice(i, i + size)) i += size;
+  }
   return i;
 }
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FakeOpenAI, type FakeReply, startFakeOpenAI } from '../../fakes/openai-server.js';
+import { commonPrefix, type FakeOpenAI, type FakeReply, startFakeOpenAI } from '../../fakes/openai-server.js';
 
 let fake: FakeOpenAI | undefined;
 afterEach(async () => {
@@ -126,5 +126,23 @@ describe('fake OpenAI server', () => {
       child.kill('SIGTERM');
       await once(child, 'exit');
     }
+  });
+
+  it('commonPrefix counts the characters two strings share, at every slice boundary', () => {
+    const base = `${'é'.repeat(300)}${'a'.repeat(20_000)}`;
+    // The prefix a character loop finds: what the fake's prompt-cache figure has always been.
+    const byLoop = (a: string, b: string) => {
+      let i = 0;
+      while (i < Math.min(a.length, b.length) && a[i] === b[i]) i += 1;
+      return i;
+    };
+    for (const at of [0, 1, 255, 256, 257, 8191, 8192, 8193, 8448, 16_500, base.length - 1]) {
+      const other = `${base.slice(0, at)}x${base.slice(at + 1)}`;
+      expect(commonPrefix(base, other)).toBe(at);
+      expect(commonPrefix(other, base)).toBe(byLoop(other, base));
+    }
+    expect(commonPrefix(base, base)).toBe(base.length);
+    expect(commonPrefix(base, base.slice(0, 9000))).toBe(9000);
+    expect(commonPrefix('', base)).toBe(0);
   });
 });
