@@ -148,7 +148,7 @@ export class OutboundDelivery {
 }
 
 async function deliver(job: ConsumedJob, sending: Sending): Promise<void> {
-  const { channel, logger, order } = sending;
+  const { logger, order } = sending;
   const parsed = OutboundMessageSchema.safeParse(job.data);
   if (!parsed.success) {
     logger.warn(
