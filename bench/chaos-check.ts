@@ -66,6 +66,22 @@ export interface ChaosVerdict {
   examples: string[];
 }
 
+/**
+ * What makes a run fail, by the verdict's field: a message lost or answered
+ * twice, a reply that reached its chat after a later one, a session line that
+ * is not JSON, a session holding a message twice or out of order. Empty: passed.
+ */
+export function chaosFailures(verdict: ChaosVerdict): string[] {
+  const fields = [
+    'lost',
+    'duplicates',
+    'deliveredOutOfOrder',
+    'invalidSessionLines',
+    'sessionOrderErrors',
+  ] as const;
+  return fields.filter((field) => verdict[field] > 0).map((field) => `${field}: ${verdict[field]}`);
+}
+
 /** Judges a run. */
 export function judgeChaos(evidence: ChaosEvidence): ChaosVerdict {
   const verdict: ChaosVerdict = {
