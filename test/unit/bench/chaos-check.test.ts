@@ -87,4 +87,13 @@ describe('judgeChaos', () => {
     const lost = judgeChaos(evidence([reply('r1', 'a1', [1], 0)]));
     expect(chaosFailures(lost)).toEqual(['lost: 2']);
   });
+
+  it('judges the order of the replies whose send was observed, and counts the others', () => {
+    const v = judgeChaos(
+      evidence([reply('r2', 'a2', [2, 3], 0), { ...reply('r1', 'a1', [1], 0), seq: undefined }]),
+    );
+    expect(v.deliveredOutOfOrder).toBe(0);
+    expect(v.unobservedReplies).toBe(1);
+    expect(v.lost).toBe(0);
+  });
 });
