@@ -10,16 +10,19 @@
  * looks at the head's job: one that is finished, failed for good or gone is
  * dropped from the lane (a sender died before it could leave); one still to
  * be sent (active on a gateway alive or dead, waiting, or delayed for a retry)
- * holds the later message back. A held job is moved to BullMQ's delayed set,
- * so it holds no delivery slot and other chats go on, and marked in the
- * chat's held set; whoever finishes the head (sent, or failed for good)
- * leaves the lane and promotes the next message if it was held. The delay is
- * only the safety net for a head whose sender died: the held job is taken
- * again after it and looks once more.
+ * holds the later message back. A held job is marked in the chat's held set
+ * and moved to BullMQ's delayed set, so it holds no delivery slot and other
+ * chats go on; whoever finishes the head (sent, or failed for good) leaves
+ * the lane and promotes the next message if it was held. The delay is only
+ * the safety net for a head whose sender died: the held job is taken again
+ * after it and looks once more.
  *
- * Hold and leave are scripts, so they cannot interleave: a head that leaves
- * before the later message is marked held is seen by the hold script, which
- * then says "go on" and the held job is promoted at once.
+ * Hold and leave are scripts, so they cannot interleave: a head that left
+ * before the hold makes the hold say "send now"; one that leaves between the
+ * hold and the postponement unmarks the job, whose `settle` then promotes it.
+ * Marking before postponing keeps promotions of a job whose processor has not
+ * returned rare: BullMQ's lock renewal is tracked by job id, and a run that
+ * ends after the same job was taken again stops the renewal of the new run.
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -68,7 +71,7 @@ return 1
 };
 
 /**
- * KEYS: lane, held. ARGV: id, ttl. Marks `id` held and returns 0, or returns 1
+ * KEYS: lane, held. ARGV: id, ttl. Marks `id` held and returns 1, or returns 0
  * when it need not wait any more (the head left meanwhile, or its lane is gone).
  */
 const HOLD: LuaScript = {
@@ -76,10 +79,10 @@ const HOLD: LuaScript = {
   keys: 2,
   lua: `
 local head = redis.call('LINDEX', KEYS[1], 0)
-if not head or head == ARGV[1] or not redis.call('LPOS', KEYS[1], ARGV[1]) then return 1 end
+if not head or head == ARGV[1] or not redis.call('LPOS', KEYS[1], ARGV[1]) then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[2])
-return 0
+return 1
 `,
 };
 
@@ -104,11 +107,17 @@ export interface ChatOrder {
    */
   isNext(chatId: string, id: string): Promise<boolean>;
   /**
-   * Call after the job was postponed (moved to the delayed set): marks it held,
-   * so the message before it promotes it when it finishes. When that message
-   * finished meanwhile, promotes it at once.
+   * Marks message `id` held behind the head of its chat's lane, so that the
+   * head promotes it when it finishes; false when the head finished meanwhile
+   * (send it now). The caller then postpones the job and calls {@link settle}.
    */
-  hold(chatId: string, id: string): Promise<void>;
+  hold(chatId: string, id: string): Promise<boolean>;
+  /**
+   * After a held job was postponed: when the head finished between the hold
+   * and the postponement (its promotion found the job still running), promotes
+   * the job now.
+   */
+  settle(chatId: string, id: string): Promise<void>;
   /** Message `id` is finished (sent, or failed for good): leaves the lane and promotes the next if it was held. */
   done(chatId: string, id: string): Promise<void>;
 }
@@ -150,9 +159,14 @@ export class OutboundLanes implements ChatOrder {
     }
   }
 
-  async hold(chatId: string, id: string): Promise<void> {
+  async hold(chatId: string, id: string): Promise<boolean> {
     const { lane, held } = laneKeys(this.prefix, this.channel, chatId);
-    if ((await runScript(this.redis, HOLD, lane, held, id, LANE_TTL_S)) === 1) await this.promote(id);
+    return (await runScript(this.redis, HOLD, lane, held, id, LANE_TTL_S)) === 1;
+  }
+
+  async settle(chatId: string, id: string): Promise<void> {
+    const { held } = laneKeys(this.prefix, this.channel, chatId);
+    if ((await this.redis.sismember(held, id)) === 0) await this.promote(id);
   }
 
   async done(chatId: string, id: string): Promise<void> {

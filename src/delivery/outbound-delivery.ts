@@ -158,13 +158,15 @@ async function deliver(job: ConsumedJob, sending: Sending): Promise<void> {
     throw new AppError('INVALID_MESSAGE', `malformed outbound message ${job.id}`);
   }
   const message = parsed.data;
-  if (!(await order.isNext(message.chatId, job.id))) {
+  if (!(await order.isNext(message.chatId, job.id)) && (await order.hold(message.chatId, job.id))) {
     await job.postpone(sending.holdMs);
     logger.debug({ job: job.id, chat: message.chatId }, 'held behind an earlier message of its chat');
-    // Not marked held: the delay brings it back to look again.
+    // Not settled: the delay brings it back to look again.
     await order
-      .hold(message.chatId, job.id)
-      .catch((err: unknown) => logger.warn({ job: job.id, err: describeError(err) }, 'could not mark held'));
+      .settle(message.chatId, job.id)
+      .catch((err: unknown) =>
+        logger.warn({ job: job.id, err: describeError(err) }, 'could not settle a hold'),
+      );
     return;
   }
   let finished = true;
