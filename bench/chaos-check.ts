@@ -32,8 +32,13 @@ export interface ReceivedReply {
   /** The reply address it was pushed to (a turn of several messages answers each one's address). */
   address: string;
   content: string;
-  /** Arrival order across the whole run (first arrival of this id). */
-  seq: number;
+  /**
+   * Where the gateway's send of this id came among all sends of the run (its
+   * first publish on the chat's pub/sub channel, which the CLI channel does
+   * before pushing to the reply lists); undefined when the observer was
+   * reconnecting then (Redis restarted), and its order is not judged.
+   */
+  seq: number | undefined;
 }
 
 /** What went in: per chat, the numbers whose publish resolved. */
@@ -56,14 +61,32 @@ export interface ChaosVerdict {
   duplicates: number;
   /** Pushes of a reply id to an address that already had it (the client shows it once: at-least-once delivery). */
   sameIdRedeliveries: number;
-  /** Replies that arrived after a reply answering a later message of the chat. */
+  /** Replies sent after a reply answering a later message of the chat. */
   deliveredOutOfOrder: number;
+  /** Replies whose send the observer missed (their order is not judged). */
+  unobservedReplies: number;
   /** Session lines that are not JSON objects. */
   invalidSessionLines: number;
   /** Session user messages out of numeric order or stored twice. */
   sessionOrderErrors: number;
   /** Examples of each problem, for the report. */
   examples: string[];
+}
+
+/**
+ * What makes a run fail, by the verdict's field: a message lost or answered
+ * twice, a reply that reached its chat after a later one, a session line that
+ * is not JSON, a session holding a message twice or out of order. Empty: passed.
+ */
+export function chaosFailures(verdict: ChaosVerdict): string[] {
+  const fields = [
+    'lost',
+    'duplicates',
+    'deliveredOutOfOrder',
+    'invalidSessionLines',
+    'sessionOrderErrors',
+  ] as const;
+  return fields.filter((field) => verdict[field] > 0).map((field) => `${field}: ${verdict[field]}`);
 }
 
 /** Judges a run. */
@@ -75,6 +98,7 @@ export function judgeChaos(evidence: ChaosEvidence): ChaosVerdict {
     duplicates: 0,
     sameIdRedeliveries: 0,
     deliveredOutOfOrder: 0,
+    unobservedReplies: 0,
     invalidSessionLines: 0,
     sessionOrderErrors: 0,
     examples: [],
@@ -92,6 +116,10 @@ export function judgeChaos(evidence: ChaosEvidence): ChaosVerdict {
     for (const reply of replies) {
       const numbers = answeredNumbers(chat, reply.content);
       for (const n of numbers) answeredBy.set(n, [...(answeredBy.get(n) ?? []), reply.id]);
+      if (reply.seq === undefined) {
+        verdict.unobservedReplies += 1;
+        continue;
+      }
       if (numbers.length > 0 && Math.min(...numbers) < highest) {
         verdict.deliveredOutOfOrder += 1;
         note(`${chat}: reply ${reply.id} (${reply.content}) arrived after #${highest}`);
@@ -117,12 +145,13 @@ export function judgeChaos(evidence: ChaosEvidence): ChaosVerdict {
   return verdict;
 }
 
-/** The chat's replies once each (by id, first arrival), counting an address's repeats of one id. */
+/** The chat's replies once each (by id, in send order), counting an address's repeats of one id. */
 function distinctReplies(received: ReceivedReply[], verdict: ChaosVerdict): ReceivedReply[] {
   const pushes = new Set<string>();
   const ids = new Set<string>();
   const out: ReceivedReply[] = [];
-  for (const r of [...received].sort((a, b) => a.seq - b.seq)) {
+  const order = (r: ReceivedReply) => r.seq ?? Number.MAX_SAFE_INTEGER;
+  for (const r of [...received].sort((a, b) => order(a) - order(b))) {
     const push = `${r.address} ${r.id}`;
     if (pushes.has(push)) verdict.sameIdRedeliveries += 1;
     pushes.add(push);

@@ -20,10 +20,12 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
 import { parseConfig } from '../src/app/config.js';
 import { Bus } from '../src/bus/bus.js';
 import { safeJson } from '../src/bus/json-topic.js';
 import { INBOUND_QUEUE, outboundQueueName } from '../src/bus/queues.js';
+import { cliChatChannel } from '../src/channels/cli/cli-channel.js';
 import { silentLogger } from '../src/log/index.js';
 import { OutboundMessageSchema } from '../src/messages/messages.js';
 import { sessionFileName } from '../src/sessions/session-key.js';
@@ -118,6 +120,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // Each waiting chat listens for the connection's return.
     bus.redis.setMaxListeners(chats + 20);
     const senders = new Senders(bus, chats);
+    await senders.observe();
     say(`running: ${chats} chats, ${workers} workers, ${Math.round(options.durationMs / 1000)} s of chaos`);
 
     const started = Date.now();
@@ -239,14 +242,33 @@ class Senders {
   readonly acknowledged = new Map<string, number[]>();
   retries = 0;
   readonly #sent: Sent[] = [];
-  /** The order in which reply ids were first heard. */
-  readonly #firstHeard = new Map<string, number>();
+  /** The order in which the gateway sent reply ids, as published on the chats' pub/sub channels. */
+  readonly #sendOrder = new Map<string, number>();
+  /** Subscribed to every chat's pub/sub channel; resubscribes by itself after a Redis restart. */
+  readonly #observer: Redis;
 
   constructor(
     private readonly bus: Bus,
     chats: number,
   ) {
     for (let c = 1; c <= chats; c++) this.acknowledged.set(`c${String(c).padStart(2, '0')}`, []);
+    this.#observer = bus.createWorkerConnection();
+    this.#observer.on('pmessage', (_pattern: string, _channel: string, payload: string) => {
+      const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
+      if (parsed.success && !this.#sendOrder.has(parsed.data.id))
+        this.#sendOrder.set(parsed.data.id, this.#sendOrder.size);
+    });
+  }
+
+  /**
+   * Starts observing the order of sends: the CLI channel publishes each message
+   * on `<prefix>:cli-chat:<chat>` before pushing it to its reply lists, and one
+   * subscriber hears publishes in the order Redis ran them. (The order replies
+   * reach the chats' clients is no measure: after a reconnect a client reads
+   * the lists address by address while later replies arrive live.)
+   */
+  async observe(): Promise<void> {
+    await this.#observer.psubscribe(`${this.bus.prefix}:${cliChatChannel('*')}`);
   }
 
   acknowledgedCount(): number {
@@ -283,10 +305,10 @@ class Senders {
         return parsed.success ? [{ id: parsed.data.id, content: parsed.data.content }] : [];
       });
       for (const { id, content } of listed.length > 0 ? listed : sent.heard) {
-        const seq = this.#firstHeard.get(id) ?? Number.MAX_SAFE_INTEGER;
-        received.push({ chat: sent.chat, id, content, address: sent.address, seq });
+        received.push({ chat: sent.chat, id, content, address: sent.address, seq: this.#sendOrder.get(id) });
       }
     }
+    this.#observer.disconnect();
     return received;
   }
 
@@ -327,7 +349,6 @@ class Senders {
     const parsed = OutboundMessageSchema.safeParse(safeJson(payload));
     if (!parsed.success) return;
     const { id, content } = parsed.data;
-    if (!this.#firstHeard.has(id)) this.#firstHeard.set(id, this.#firstHeard.size);
     if (!sent.heard.some((h) => h.id === id)) sent.heard.push({ id, content });
     if (sent.answered) return;
     sent.answered = true;

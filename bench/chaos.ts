@@ -3,7 +3,9 @@
  * workers, the gateway and Redis (AOF, appendfsync always) are SIGKILLed at
  * random moments and restarted; then every acknowledged message must have
  * been answered exactly once and in order. Prints progress on stderr and one
- * JSON object on stdout; exits 1 when a message was lost or answered twice.
+ * JSON object on stdout; exits 1 when a message was lost or answered twice, a
+ * reply reached its chat after a later one, or a session file is broken or out
+ * of order (`chaosFailures`).
  *
  *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel]
  *
@@ -17,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { chaosFailures } from './chaos-check.js';
 import { runChaos } from './chaos-run.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,4 +50,4 @@ const report = await runChaos({
   sentinel: values.sentinel,
 });
 console.log(JSON.stringify(report, null, 2));
-process.exit(report.lost === 0 && report.duplicates === 0 ? 0 : 1);
+process.exit(chaosFailures(report).length === 0 ? 0 : 1);

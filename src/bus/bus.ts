@@ -43,6 +43,7 @@ import { Markers } from './markers.js';
 import { RedisMatrixStore } from './matrix-store.js';
 import { RedisModelChoiceStore } from './model-choice-store.js';
 import { RedisOpsReader } from './ops-reader.js';
+import { type ChatOrder, enterLane, OutboundLanes } from './outbound-order.js';
 import { RedisPairingStore } from './pairing-store.js';
 import {
   APPROVAL_TIMEOUT_QUEUE,
@@ -240,7 +241,10 @@ export class Bus implements WebEventBus {
     });
   }
 
-  /** Validates and queues an outbound message on `outbound-<channel>` with job id = message id. */
+  /**
+   * Validates and queues an outbound message on `outbound-<channel>` with job
+   * id = message id, behind the chat's earlier ones (its lane: outbound-order.ts).
+   */
   async publishOutbound(input: OutboundMessageInput): Promise<void> {
     const parsed = parseOutbound(input);
     const queue = outboundQueueName(parsed.channel);
@@ -258,6 +262,8 @@ export class Bus implements WebEventBus {
     const message = { ...parsed, metadata: withTrace(parsed.metadata, span) };
     try {
       await this.guard(async () => {
+        // The lane first: a job is never sent before its chat knows its place.
+        await enterLane(this.redis, this.prefix, message);
         await this.queue(queue).add('send', message, outboundJobOptions(message.id));
         await waitForReplicas(this.redis, this.replicas, 'the outbound message');
       });
@@ -267,6 +273,11 @@ export class Bus implements WebEventBus {
     } finally {
       span.end();
     }
+  }
+
+  /** The per-chat order of `channel`'s outbound messages (its delivery's side). */
+  outboundOrder(channel: string): ChatOrder {
+    return new OutboundLanes(this.redis, this.prefix, channel, this.queue(outboundQueueName(channel)));
   }
 
   /** Whether outbound message `id` for `channel` is queued, or was sent within the jobs' keep time. */

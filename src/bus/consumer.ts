@@ -4,7 +4,7 @@
  * fails the job at once (moved aside, not retried); anything else is retried
  * with the job's backoff.
  */
-import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
@@ -20,6 +20,12 @@ export interface ConsumedJob {
   attemptsMade: number;
   /** Total attempts allowed. */
   maxAttempts: number;
+  /**
+   * Puts the job back for `delayMs` (BullMQ's delayed set; promoting it ends
+   * the wait early) without spending an attempt. The processor must return
+   * right after: the job is no longer its own, and what it returns is ignored.
+   */
+  postpone(delayMs: number): Promise<void>;
 }
 
 export type JobProcessor = (job: ConsumedJob) => Promise<void>;
@@ -65,18 +71,31 @@ export class Consumer {
     const processor = options.processor;
     this.worker = new Worker(
       options.queue,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
+        let postponed = false;
         try {
           await processor({
             id: job.id ?? '',
             data: job.data,
             attemptsMade: job.attemptsMade,
             maxAttempts: job.opts.attempts ?? 1,
+            postpone: async (delayMs) => {
+              await job.moveToDelayed(Date.now() + delayMs, token);
+              postponed = true;
+            },
           });
         } catch (err) {
-          if (err instanceof AppError && !err.transient) throw new UnrecoverableError(describeError(err));
-          throw err;
+          if (!postponed) {
+            if (err instanceof AppError && !err.transient) throw new UnrecoverableError(describeError(err));
+            throw err;
+          }
+          this.logger.warn(
+            { job: job.id, err: describeError(err) },
+            'postponed job: its processor failed after',
+          );
         }
+        // BullMQ's word for a job its processor moved: neither completed nor failed.
+        if (postponed) throw new DelayedError();
       },
       {
         connection: options.connection,

@@ -32,12 +32,31 @@ end
 return 0`,
 };
 
-/** KEYS: mailbox, pending set; ARGV: count, session. Drops the first entries; an empty mailbox leaves the set. */
+/**
+ * KEYS: mailbox, pending set; ARGV: count, session, then the ids taken (none:
+ * any). Drops up to `count` entries from the head, stopping at a message whose
+ * id was not taken (another attempt of the turn trimmed first); an empty
+ * mailbox leaves the set.
+ */
 const TRIM: LuaScript = {
-  name: 'mailboxTrim',
+  name: 'mailboxTrimTaken',
   keys: 2,
   lua: `
-redis.call('LTRIM', KEYS[1], ARGV[1], -1)
+local count = tonumber(ARGV[1])
+if #ARGV == 2 then
+  redis.call('LTRIM', KEYS[1], count, -1)
+else
+  local taken = {}
+  for i = 3, #ARGV do taken[ARGV[i]] = true end
+  for _ = 1, count do
+    local entry = redis.call('LINDEX', KEYS[1], 0)
+    if not entry then break end
+    local ok, message = pcall(cjson.decode, entry)
+    local id = ok and type(message) == 'table' and message.id
+    if type(id) == 'string' and not taken[id] then break end
+    redis.call('LPOP', KEYS[1])
+  end
+end
 if redis.call('LLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
 return 0`,
 };
@@ -73,6 +92,8 @@ export interface MailboxRead {
   messages: InboundMessage[];
   /** Entries read, valid or not (malformed ones were moved to the dead list). */
   count: number;
+  /** The id of every entry read that has one, valid or not: what a trim of these entries may remove. */
+  ids: string[];
 }
 
 export class Mailbox {
@@ -122,8 +143,12 @@ export class Mailbox {
   async read(from: number): Promise<MailboxRead> {
     const raw = await this.redis.lrange(this.key, from, -1);
     const messages: InboundMessage[] = [];
+    const ids: string[] = [];
     for (const entry of raw) {
-      const message = parseEntry(entry);
+      const json = safeJson(entry);
+      const id = (json as { id?: unknown } | undefined)?.id;
+      if (typeof id === 'string') ids.push(id);
+      const message = parseEntry(json);
       if (message) {
         messages.push(message);
       } else {
@@ -137,15 +162,19 @@ export class Mailbox {
         );
       }
     }
-    return { messages, count: raw.length };
+    return { messages, count: raw.length, ids };
   }
 
   /**
    * Removes the first `count` entries; entries that arrived after them stay.
-   * A mailbox left empty (`count` 0 too) leaves the set of pending mailboxes.
+   * With `ids` (those of the entries read), stops early at an entry not among them:
+   * two attempts of one turn can overlap (a lock lost while Redis was away),
+   * and a count alone would let the second trim remove a message that arrived
+   * after the first's, which nothing then answers. A mailbox left empty
+   * (`count` 0 too) leaves the set of pending mailboxes.
    */
-  async trim(count: number): Promise<void> {
-    await runScript(this.redis, TRIM, this.key, this.pendingKey, count, this.sessionKey);
+  async trim(count: number, ids: readonly string[] = []): Promise<void> {
+    await runScript(this.redis, TRIM, this.key, this.pendingKey, count, this.sessionKey, ...ids);
   }
 
   /** Number of pending entries. */
@@ -154,7 +183,7 @@ export class Mailbox {
   }
 }
 
-function parseEntry(entry: string): InboundMessage | undefined {
-  const result = InboundMessageSchema.safeParse(safeJson(entry));
+function parseEntry(json: unknown): InboundMessage | undefined {
+  const result = InboundMessageSchema.safeParse(json);
   return result.success ? result.data : undefined;
 }

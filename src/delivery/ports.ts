@@ -3,6 +3,7 @@
  * Bus (src/bus/bus.ts) implements it; the composition root passes it in.
  */
 import type { Consumer, ConsumerTuning, JobProcessor } from '../bus/consumer.js';
+import type { ChatOrder } from '../bus/outbound-order.js';
 import type { LiveUpdate } from '../messages/live-update.js';
 
 export interface DeliveryBus {
@@ -15,6 +16,8 @@ export interface DeliveryBus {
   ): Promise<() => Promise<void>>;
   /** Live reply snapshots of one channel; returns the unsubscribe. */
   onLive(channel: string, handler: (update: LiveUpdate) => void): Promise<() => Promise<void>>;
+  /** The per-chat order of a channel's outbound messages. */
+  outboundOrder(channel: string): ChatOrder;
   /** Jobs of a queue in the given states (draining before shutdown). */
   pendingJobs(
     queue: string,

@@ -228,7 +228,7 @@ export class TurnWorker {
     const mailbox = this.bus.mailbox(sessionKey);
     const first = await mailbox.read(0);
     if (first.messages.length === 0) {
-      await mailbox.trim(first.count);
+      await mailbox.trim(first.count, first.ids);
       log.debug({ skipped: first.count }, 'empty mailbox, nothing to do');
       return;
     }
@@ -244,6 +244,7 @@ export class TurnWorker {
       mailbox,
       batch,
       taken: first.count,
+      takenIds: first.ids,
       head,
       id,
       origin: chatOf(head),
@@ -258,7 +259,7 @@ export class TurnWorker {
     ]);
     try {
       await this.runAndAnswer(turn, controller.signal, live);
-      await mailbox.trim(turn.taken);
+      await mailbox.trim(turn.taken, turn.takenIds);
     } finally {
       await this.endTurn(turn, live);
     }
@@ -447,6 +448,7 @@ export class TurnWorker {
       mailbox: this.bus.mailbox(sessionKey),
       batch: [],
       taken: 0,
+      takenIds: [],
       head,
       id,
       origin: {
@@ -477,7 +479,7 @@ export class TurnWorker {
       );
       await this.answerTurn(turn, result, undefined);
       await this.bus.approvals.finish(sessionKey, pending.code);
-      await turn.mailbox.trim(turn.taken);
+      await turn.mailbox.trim(turn.taken, turn.takenIds);
     } finally {
       await this.endTurn(turn, undefined);
     }
@@ -507,6 +509,7 @@ export class TurnWorker {
       drain: async () => {
         const more = await turn.mailbox.read(turn.taken);
         turn.taken += more.count;
+        turn.takenIds.push(...more.ids);
         turn.batch.push(...more.messages);
         return more.messages;
       },
@@ -725,6 +728,8 @@ interface TakenTurn {
   batch: InboundMessage[];
   /** Mailbox entries read so far (trimmed once the answer is queued). */
   taken: number;
+  /** Their ids: the trim stops at an entry not among them (mailbox.ts). */
+  takenIds: string[];
   head: InboundMessage;
   /** The turn id (session + head message id). */
   id: string;

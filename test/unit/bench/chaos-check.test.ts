@@ -4,6 +4,7 @@ import {
   answeredNumbers,
   type ChaosEvidence,
   chaosAnswer,
+  chaosFailures,
   chaosMessage,
   judgeChaos,
   type ReceivedReply,
@@ -72,5 +73,27 @@ describe('judgeChaos', () => {
     expect(v.deliveredOutOfOrder).toBe(1);
     expect(v.invalidSessionLines).toBe(1);
     expect(v.sessionOrderErrors).toBe(1);
+  });
+
+  it('a run fails on a late reply or a session out of order as on a loss, and passes clean', () => {
+    const clean = judgeChaos(evidence([reply('r1', 'a1', [1], 0), reply('r2', 'a2', [2, 3], 1)]));
+    expect(chaosFailures(clean)).toEqual([]);
+    const late = judgeChaos(evidence([reply('r2', 'a2', [2, 3], 0), reply('r1', 'a1', [1], 1)]));
+    expect(chaosFailures(late)).toEqual(['deliveredOutOfOrder: 1']);
+    const swapped = judgeChaos(
+      evidence([reply('r1', 'a1', [1], 0), reply('r2', 'a2', [2, 3], 1)], session(1, 3, 2)),
+    );
+    expect(chaosFailures(swapped)).toEqual(['sessionOrderErrors: 1']);
+    const lost = judgeChaos(evidence([reply('r1', 'a1', [1], 0)]));
+    expect(chaosFailures(lost)).toEqual(['lost: 2']);
+  });
+
+  it('judges the order of the replies whose send was observed, and counts the others', () => {
+    const v = judgeChaos(
+      evidence([reply('r2', 'a2', [2, 3], 0), { ...reply('r1', 'a1', [1], 0), seq: undefined }]),
+    );
+    expect(v.deliveredOutOfOrder).toBe(0);
+    expect(v.unobservedReplies).toBe(1);
+    expect(v.lost).toBe(0);
   });
 });
