@@ -15,6 +15,13 @@
  * - `bullmqShare` / `magpieShare`: commands per turn (sent + in scripts) that
  *   were BullMQ's scripts and blocking reads, and the rest.
  * - `idleCommandsPerSecond`: what the running role sends with nothing to do.
+ * - `bareBullmqPerJob`: the floor BullMQ sets, measured the same way once the role
+ *   has stopped: jobs added one at a time to a bare Queue and processed by an
+ *   empty processor, per job (commandstats), for BullMQ's own `Worker`
+ *   (concurrency 1, `removeOnComplete: true`: its cheapest setting) and for
+ *   magpie's `LeanWorker` (concurrency 8, as the consumers run), with the
+ *   moveToActive calls per job. A turn carries two jobs unless its reply goes
+ *   straight to a waiting CLI client.
  *
  * The bench's own INFO, CONFIG and MONITOR are left out. Connection set-up is
  * not part of a turn (the client bus is connected once, before the warm-up).
@@ -29,11 +36,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { Queue, Worker } from 'bullmq';
 import * as bullScripts from 'bullmq/dist/esm/scripts/index.js';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../src/app/config.js';
 import { startRole } from '../src/app/roles.js';
 import { Bus } from '../src/bus/bus.js';
+import { LeanWorker } from '../src/bus/lean-worker.js';
 import { sendAndWait } from '../src/channels/cli/client.js';
 import { silentLogger } from '../src/log/index.js';
 import { startFakeOpenAI } from '../test/fakes/openai-server.js';
@@ -80,6 +89,14 @@ function firstLine(lua: string): string {
 interface Line {
   source: string;
   args: string[];
+}
+
+/** The script an EVAL or EVALSHA line runs (BullMQ's by name), or undefined. */
+function scriptOf(line: Line): string | undefined {
+  const name = line.args[0]?.toLowerCase();
+  if (name === 'evalsha') return scriptNames.get(line.args[1] ?? '');
+  if (name === 'eval') return scriptNames.get(sha1(unescapeMonitor(line.args[1] ?? '')));
+  return undefined;
 }
 
 /** commandstats as calls by command name. */
@@ -135,7 +152,63 @@ async function settle(quietMs: number): Promise<void> {
   }
 }
 
+/**
+ * The floor: `jobs` jobs added one at a time (each awaited to completion) on a bare queue, with
+ * the role stopped; commands per job from commandstats, moveToActive calls from MONITOR.
+ */
+async function bareFloor(kind: 'bullmq' | 'lean', jobs: number) {
+  const prefix = `bench-bare-${randomUUID()}`;
+  const producer = new Redis(redis.url);
+  const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const queue = new Queue('bare', { connection: producer, prefix });
+  const done = new Set<string>();
+  let notify: () => void = () => {};
+  const processor = async (job: { id?: string }) => {
+    done.add(job.id ?? '');
+    notify();
+  };
+  const worker =
+    kind === 'bullmq'
+      ? new Worker('bare', processor, { connection, prefix, concurrency: 1 })
+      : new LeanWorker('bare', processor, { connection, prefix, concurrency: 8 });
+  await worker.waitUntilReady();
+  await queue.waitUntilReady();
+  await settle(300);
+  lines.length = 0;
+  await admin.config('RESETSTAT');
+  await admin.echo(MARK_START);
+  for (let i = 0; i < jobs; i++) {
+    const id = `j${i}`;
+    const finished = new Promise<void>((resolve) => {
+      notify = () => {
+        if (done.has(id)) resolve();
+      };
+    });
+    await queue.add('job', {}, { jobId: id, removeOnComplete: true });
+    await finished;
+    // Each job alone: the worker is back in its blocking read before the next is added.
+    await settle(50);
+  }
+  await settle(300);
+  await admin.echo(MARK_END);
+  const stats = await commandStats(admin);
+  for (const own of OWN) stats.delete(own);
+  const total = [...stats.values()].reduce((a, b) => a + b, 0);
+  const takes = lines.filter((l) => l.source !== 'lua' && scriptOf(l) === 'moveToActive');
+  await worker.close();
+  await queue.close();
+  producer.disconnect();
+  const per = (n: number) => Math.round((n / jobs) * 10) / 10;
+  return {
+    worker: kind === 'bullmq' ? "BullMQ's Worker, concurrency 1" : "magpie's LeanWorker, concurrency 8",
+    commandsPerJob: per(total),
+    moveToActivePerJob: per(takes.length),
+    byCommand: Object.fromEntries([...stats].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, per(v)])),
+  };
+}
+
 let exitCode = 0;
+let stopped = false;
 try {
   for (let i = 0; i < warmup; i++) await sendAndWait(client, { content: 'hi', chatId: `warm-${i}` });
   await new Promise((r) => setTimeout(r, 1000));
@@ -230,7 +303,12 @@ try {
     byCommand: sorted(stats),
     byScript: scripts,
   };
-  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+  // The floor, with the role and the client gone so that only the bare queue runs.
+  await client.close();
+  await role.stop();
+  stopped = true;
+  const bareBullmqPerJob = [await bareFloor('bullmq', turns), await bareFloor('lean', turns)];
+  process.stdout.write(`${JSON.stringify({ ...figures, bareBullmqPerJob }, null, 2)}\n`);
   if (values.max !== undefined && figures.commandsPerTurn > Number(values.max)) {
     process.stderr.write(`bench: ${figures.commandsPerTurn} commands per turn, above --max ${values.max}\n`);
     exitCode = 1;
@@ -238,8 +316,10 @@ try {
 } finally {
   monitor.disconnect();
   admin.disconnect();
-  await client.close();
-  await role.stop();
+  if (!stopped) {
+    await client.close();
+    await role.stop();
+  }
   await fake.close();
   await redis.stop();
   rmSync(workspace, { recursive: true, force: true });

@@ -495,7 +495,7 @@ export class Bus implements WebEventBus {
 
   /**
    * Delivers a message to a CLI reply address: appended to its expiring reply
-   * list and published, in one MULTI (reply-lists.ts). Resolves to the receivers.
+   * list and published, in one script call (reply-lists.ts). Resolves to the receivers.
    */
   async pushCliReply(address: string, payload: string): Promise<number> {
     return this.guard(() => pushReply(this.redis, this.prefix, address, payload));

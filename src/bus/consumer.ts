@@ -4,12 +4,13 @@
  * fails the job at once (moved aside, not retried); anything else is retried
  * with the job's backoff.
  */
-import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError, describeError } from '../errors/index.js';
 import { positiveWholeNumber } from '../errors/option-checks.js';
 import type { Logger } from '../log/index.js';
 import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
+import { LeanWorker } from './lean-worker.js';
 
 /** The job a processor receives. */
 export interface ConsumedJob {
@@ -69,7 +70,7 @@ export class Consumer {
     this.logger = options.logger.child({ queue: options.queue });
     this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? 60_000;
     const processor = options.processor;
-    this.worker = new Worker(
+    this.worker = new LeanWorker(
       options.queue,
       async (job: Job, token?: string) => {
         let postponed = false;

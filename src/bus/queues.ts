@@ -35,7 +35,9 @@ export function turnJobOptions(sessionKey: string, tuning: TurnJobTuning = {}): 
     deduplication: { id: turnDedupId(sessionKey), keepLastIfActive: true },
     attempts: tuning.attempts ?? 3,
     backoff: { type: 'exponential', delay: tuning.backoffMs ?? 2_000 },
-    removeOnComplete: { age: 3_600, count: 1_000 },
+    // A turn job is only a wake-up (its messages are in the mailbox, its reply id is the message's):
+    // nothing reads a completed one, and keeping them cost a ZADD, an HSET and two trims per turn.
+    removeOnComplete: true,
     removeOnFail: { age: 7 * 24 * 3_600 },
   };
 }

@@ -3,7 +3,7 @@
  * reply address; every message to it is appended (JSON) to the address's
  * reply list `<prefix>:cli-replies:<address>` (RPUSH + EXPIRE, so a list
  * outlives its last message by {@link REPLY_LIST_TTL_S}) and published on
- * `<prefix>:cli:<address>`, in one MULTI.
+ * `<prefix>:cli:<address>`, in one script call.
  *
  * The list is the source of truth; pub/sub is the fast path. A waiting client
  * hears the publish at once. When its subscriber connection drops (Redis
@@ -19,10 +19,11 @@
  * from the list): callers recognise messages by their id.
  */
 import type { Redis } from 'ioredis';
-import { AppError, describeError } from '../errors/index.js';
+import { describeError } from '../errors/index.js';
 import { once, runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { keys } from './keys.js';
+import { type LuaScript, runScript } from './lua.js';
 
 /** How long a reply list lives after its last message (seconds): well past any client's wait. */
 export const REPLY_LIST_TTL_S = 600;
@@ -40,17 +41,28 @@ export async function pushReply(
   payload: string,
   ttlS = REPLY_LIST_TTL_S,
 ): Promise<number> {
-  const list = keys.cliReplies(prefix, address);
-  const results = await redis
-    .multi()
-    .rpush(list, payload)
-    .expire(list, ttlS)
-    .publish(keys.cliReply(prefix, address), payload)
-    .exec();
-  if (!results) throw new AppError('INTERNAL', `the reply to ${address} was not stored (MULTI aborted)`);
-  for (const [err] of results) if (err) throw err;
-  return Number(results[2]?.[1] ?? 0);
+  const receivers = await runScript(
+    redis,
+    PUSH_REPLY,
+    keys.cliReplies(prefix, address),
+    keys.cliReply(prefix, address),
+    payload,
+    ttlS,
+  );
+  return Number(receivers);
 }
+
+/**
+ * KEYS: the reply list. ARGV: the pub/sub channel, the payload, the list's TTL (s). → receivers.
+ * One EVALSHA where a MULTI cost MULTI and EXEC besides its three commands.
+ */
+const PUSH_REPLY: LuaScript = {
+  name: 'pushCliReply',
+  keys: 1,
+  lua: `redis.call('RPUSH', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return redis.call('PUBLISH', ARGV[1], ARGV[2])`,
+};
 
 /** The messages in an address's reply list, oldest first (JSON strings). */
 export function readReplies(redis: Redis, prefix: string, address: string): Promise<string[]> {

@@ -105,8 +105,12 @@ export class TurnRecorder {
     };
   }
 
-  /** Removes the running entry and appends the turn's figures to the stream. */
-  async finished(turn: string, end: TurnEnd): Promise<void> {
+  /**
+   * Removes the running entry and appends the turn's figures to the stream. Resolves to true
+   * when that script ran (the running entry is gone: no {@link clear} needed), false when it
+   * failed (logged).
+   */
+  async finished(turn: string, end: TurnEnd): Promise<boolean> {
     const steps = 'metrics' in end ? (end.metrics.steps ?? []) : [];
     const timeline = end.timeline ? { timeline: { ...end.timeline, steps } } : {};
     const record: TurnRecord =
@@ -162,8 +166,10 @@ export class TurnRecorder {
         USAGE_DAYS_KEPT * 86_400,
         JSON.stringify({ totals: totalsOf(record), day: usage.day, sessions: usage.sessions }),
       );
+      return true;
     } catch (err) {
       this.logger.warn({ err: describeError(err), turn }, 'turn figures not recorded');
+      return false;
     }
   }
 

@@ -314,17 +314,21 @@ export class TurnWorker {
       startedAt: turn.since.getTime(),
       ...(turn.askedAt === undefined ? {} : { askedAt: turn.askedAt }),
     };
-    const recorded = this.recorder.finished(
-      turn.id,
-      result.ok
-        ? { metrics: result.value.metrics, timeline }
-        : {
-            error: describeError(result.error),
-            wallMs: Date.now() - turn.since.getTime(),
-            session: turn.sessionKey,
-            timeline,
-          },
-    );
+    const recorded = this.recorder
+      .finished(
+        turn.id,
+        result.ok
+          ? { metrics: result.value.metrics, timeline }
+          : {
+              error: describeError(result.error),
+              wallMs: Date.now() - turn.since.getTime(),
+              session: turn.sessionKey,
+              timeline,
+            },
+      )
+      .then((cleared) => {
+        turn.markerCleared = cleared;
+      });
     this.traceResult(turn, result);
     if (!result.ok) await recorded;
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
@@ -551,9 +555,14 @@ export class TurnWorker {
     turn.span.end();
     await live?.close();
     await Promise.all([
-      this.recorder
-        .clear(sessionKey)
-        .catch((err: unknown) => log.warn({ err: describeError(err) }, 'could not clear the running marker')),
+      // The figures' script removed the marker already, unless the turn ended before them.
+      turn.markerCleared
+        ? undefined
+        : this.recorder
+            .clear(sessionKey)
+            .catch((err: unknown) =>
+              log.warn({ err: describeError(err) }, 'could not clear the running marker'),
+            ),
       this.activity(turn.origin, false, log),
     ]);
   }
@@ -735,6 +744,8 @@ interface TakenTurn {
   id: string;
   origin: { channel: string; chatId: string; threadId?: string };
   since: Date;
+  /** The turn's figures were recorded, which removed its running marker. */
+  markerCleared?: boolean;
 }
 
 /**
