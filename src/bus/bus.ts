@@ -395,9 +395,8 @@ export class Bus implements WebEventBus {
     return subscribeCancel(this.sub(), this.prefix, handler);
   }
 
-  /** Tells the gateway that a turn started or ended in a chat (not the CLI's: it shows no typing). */
+  /** Tells the gateway that a turn started or ended in a chat. */
   async publishActivity(channel: string, event: ActivityEvent): Promise<void> {
-    if (channel === CLI_CHANNEL) return;
     await publishActivity(this.redis, this.prefix, channel, event);
   }
 

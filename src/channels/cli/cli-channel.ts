@@ -80,7 +80,6 @@ export class CliChannel implements Channel {
     }
   }
 
-  // The bus publishes no activity for the CLI (Bus.publishActivity): these are never called by a turn.
   startActivity(_chatId: string, _threadId?: string): void {}
 
   stopActivity(_chatId: string, _threadId?: string): void {}
