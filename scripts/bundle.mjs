@@ -133,7 +133,9 @@ function asciiOnly(contents) {
 
 const written = new Set();
 for (const output of result.outputFiles) {
-  const file = output.path.endsWith('.js') ? { path: output.path, contents: asciiOnly(output.contents) } : output;
+  const file = output.path.endsWith('.js')
+    ? { path: output.path, contents: asciiOnly(output.contents) }
+    : output;
   written.add(file.path);
   let current;
   try {
