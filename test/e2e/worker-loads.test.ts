@@ -7,13 +7,17 @@
  * board) and one copy of luxon (bullmq's; no bundle file inlines another).
  * Every module file is recorded by a load hook (`module.registerHooks`,
  * preloaded with `--import`); with MAGPIE_TTS on the same hook sees the voice
- * code load, so the check can fail.
+ * code load, and a backup job sees the backup code load and write its archive,
+ * so the checks can fail.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
+import { waitFor } from '../fakes/wait-for.js';
 import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { BIN, build, daemonEnv, magpie, stop } from './daemon-helpers.js';
 
@@ -44,23 +48,29 @@ afterAll(async () => {
   await removeFolder(dir);
 });
 
-/** What a worker process loaded until it was running: node_modules packages, and the sources inside bundle files. */
+/**
+ * What a worker process loaded until it was running (and `whileRunning` was done, given its
+ * bus prefix): node_modules packages, and the sources inside bundle files.
+ */
 async function workerLoads(
   extra: Record<string, string>,
+  whileRunning?: (prefix: string) => Promise<void>,
 ): Promise<{ packages: Set<string>; sources: string }> {
   const log = path.join(dir, `worker-${Date.now()}.txt`);
+  const env = daemonEnv({
+    REDIS_URL: inject('redisUrl'),
+    OPENAI_BASE_URL: fake.baseURL,
+    MAGPIE_WORKSPACE: workspace,
+    ...extra,
+  });
   const worker = magpie(['worker'], {
-    ...daemonEnv({
-      REDIS_URL: inject('redisUrl'),
-      OPENAI_BASE_URL: fake.baseURL,
-      MAGPIE_WORKSPACE: workspace,
-      ...extra,
-    }),
+    ...env,
     NODE_OPTIONS: `--import ${path.join(dir, 'recorder.mjs')}`,
     LOAD_LOG: log,
   });
   try {
     await worker.waitFor(/magpie is running/, 20_000);
+    await whileRunning?.(env.MAGPIE_QUEUE_PREFIX as string);
   } finally {
     await stop(worker);
   }
@@ -103,5 +113,30 @@ describe('what a worker loads', () => {
 
     const on = await workerLoads({ MAGPIE_TTS: 'endpoint' });
     expect(on.sources).toMatch(/^src\/voice\/voice-replies\.ts$/m);
+  }, 60_000);
+
+  it('a scheduled backup loads the backup code when its job runs, and writes the archive', async () => {
+    const backups = path.join(dir, 'backups');
+    const loads = await workerLoads(
+      { MAGPIE_BACKUP_SCHEDULE: '03:00', MAGPIE_BACKUP_DIR: backups },
+      async (prefix) => {
+        // The tick the job scheduler would make at 03:00, added now.
+        const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+        const queue = new Queue('backup', { connection: redis, prefix });
+        try {
+          await queue.add('backup', {});
+          await waitFor(
+            async () => (await readdir(backups).catch(() => [])).some((f) => f.endsWith('.tar.gz')),
+            30_000,
+            'the backup archive',
+          );
+        } finally {
+          await queue.close();
+          redis.disconnect();
+        }
+      },
+    );
+    expect(loads.packages).toContain('tar');
+    expect(loads.sources).toMatch(/^src\/backup\/schedule\.ts$/m);
   }, 60_000);
 });
