@@ -34,7 +34,7 @@ export const apps = [
     instances: Number.isInteger(workers) && workers > 0 ? workers : 2,
     kill_timeout: killTimeout,
     // glibc gives each thread that allocates (V8's compiler and GC threads) a malloc arena of its
-    // own, which keeps its peak: two arenas keep a busy worker ~14 MB smaller (docs/ARCHITECTURE.md).
+    // own, which keeps its peak: with two, one busy worker measured 145 MB instead of 159 (docs/ARCHITECTURE.md).
     env: { NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' },
   },
 ];

@@ -49,7 +49,7 @@ const { values } = parseArgs({
     'fake-in-process': { type: 'boolean', default: false },
     'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
     // As ecosystem.config.js gives workers: glibc keeps one malloc arena per thread that allocated
-    // (V8's compiler and GC threads), each holding its peak; two arenas hold ~14 MB less. '' for none.
+    // (V8's compiler and GC threads), each holding its peak; '' for none.
     'worker-env': { type: 'string', default: 'MALLOC_ARENA_MAX=2' },
   },
 });
