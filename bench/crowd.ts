@@ -14,6 +14,7 @@
  *   message is published, less before, over the messages still waiting then.
  *
  *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR] [--fake-in-process]
+ *     [--worker-node-options="..."] [--worker-env="MALLOC_ARENA_MAX=2"]
  */
 
 import { spawn } from 'node:child_process';
@@ -47,6 +48,9 @@ const { values } = parseArgs({
     // with this flag, it counts the model calls.
     'fake-in-process': { type: 'boolean', default: false },
     'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
+    // As ecosystem.config.js gives workers: glibc keeps one malloc arena per thread that allocated
+    // (V8's compiler and GC threads), each holding its peak; '' for none.
+    'worker-env': { type: 'string', default: 'MALLOC_ARENA_MAX=2' },
   },
 });
 const chats = Number(values.chats);
@@ -54,6 +58,12 @@ const workerCount = Number(values.workers);
 const concurrency = Number(values.concurrency);
 const modelMs = Number(values['model-ms']);
 const workerNodeOptions = values['worker-node-options'];
+const workerEnv = Object.fromEntries(
+  values['worker-env']
+    .split(',')
+    .filter(Boolean)
+    .map((pair) => pair.split('=') as [string, string]),
+);
 for (const [name, n] of Object.entries({ chats, workerCount, concurrency })) {
   if (!Number.isInteger(n) || n < 1) {
     process.stderr.write(`bench: ${name} must be a positive whole number\n`);
@@ -133,7 +143,7 @@ const env = daemonEnv({
 });
 const procs: Proc[] = [magpie(['gateway'], env)];
 for (let w = 0; w < workerCount; w++)
-  procs.push(magpie(['worker'], { ...env, NODE_OPTIONS: workerNodeOptions }));
+  procs.push(magpie(['worker'], { ...env, ...workerEnv, NODE_OPTIONS: workerNodeOptions }));
 const config = parseConfig({ REDIS_URL: redis.url, MAGPIE_QUEUE_PREFIX: env.MAGPIE_QUEUE_PREFIX });
 const bus = await Bus.connect({ config, logger: silentLogger(), patient: true });
 const stats = new Redis(redis.url);
@@ -218,6 +228,7 @@ try {
         workers: workers.map((w) => ({ pid: w.child.pid, peakRssMb: peak.get(w.child.pid!) })),
         workerConcurrency: concurrency,
         workerNodeOptions,
+        workerEnv,
         modelMs,
         answered,
         duplicates,

@@ -32,9 +32,11 @@ const INLINE = new Set([
   'ipaddr.js',
   'marked',
   'htmlparser2',
-  'cron-parser',
   '@modelcontextprotocol/sdk',
 ]);
+// cron-parser stays external: bullmq loads its own copy with node_modules/luxon in every bus
+// process, so an inlined cron-parser was a second luxon (250 kB of source) in each worker.
+
 const external = Object.keys(pkg.dependencies ?? {})
   .filter((name) => !INLINE.has(name))
   .flatMap((name) => [name, `${name}/*`]);
@@ -116,8 +118,24 @@ const result = await build({
   write: false,
 });
 
+/**
+ * esbuild escapes non-ASCII characters in strings but keeps them in comments and regular
+ * expressions; one `—` in a comment makes V8 hold the whole chunk's source as a two-byte string
+ * (a 950 kB chunk costs 1.9 MB of every process's heap). Escaped here as `\uXXXX`, which means
+ * the same in a regular expression and is only text in a comment.
+ */
+function asciiOnly(contents) {
+  const text = Buffer.from(contents).toString('utf8');
+  if (!/[^\x00-\x7f]/.test(text)) return contents;
+  const escaped = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return Buffer.from(escaped, 'utf8');
+}
+
 const written = new Set();
-for (const file of result.outputFiles) {
+for (const output of result.outputFiles) {
+  const file = output.path.endsWith('.js')
+    ? { path: output.path, contents: asciiOnly(output.contents) }
+    : output;
   written.add(file.path);
   let current;
   try {

@@ -200,14 +200,17 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
   const budget = workerBudget(bus, state, options);
   const built = await buildWorkerAgent(bus, options, { state, helperQueue, cronStore, mcp, budget });
   const agent: AgentRunner = built.agent;
-  const { buildVoiceReplies } = await import('./build-voice.js');
-  const voice = await buildVoiceReplies({
-    voice: options.config.voice,
-    bus,
-    totalsKey: opsKeys.totals(bus.prefix),
-    budget,
-    logger,
-  });
+  // The voice code (and marked, which makes answers speakable) loads only when MAGPIE_TTS is on.
+  const voice =
+    config.voice.engine === 'off'
+      ? undefined
+      : await (await import('./build-voice.js')).buildVoiceReplies({
+          voice: config.voice,
+          bus,
+          totalsKey: opsKeys.totals(bus.prefix),
+          budget,
+          logger,
+        });
   const { worker, beat } = await startTurnWorker(bus, agent, { ...options, ...(voice ? { voice } : {}) });
   // Spawned helpers run as jobs of their own queue, beside the chats (and are redone if this process dies).
   const helperWorker = new helpersModule.HelperWorker({
@@ -248,8 +251,6 @@ async function startWorker(bus: Bus, options: WorkerOptions): Promise<Part[]> {
 
 /** MAGPIE_BACKUP_SCHEDULE's daily backup: one job per day across every worker (src/backup/schedule.ts); unset removes it. */
 async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<BackupQueue> {
-  const { scheduledBackup } = await import('../backup/schedule.js');
-  const { agentSources } = await import('../backup/agents.js');
   const store = new RedisBackupStore(bus.redis, bus.prefix);
   const { schedule, dir, keep } = config.backup;
   const queue = new BackupQueue({
@@ -259,6 +260,10 @@ async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<B
     repeat: schedule && { ...schedule, timezone: config.timezone },
     logger,
     run: async (tick) => {
+      // Loaded at the first tick, not at start-up: the archive and sealing code (tar, age and its
+      // curves, about 1 MB of source) would otherwise sit in every worker's heap for a daily job.
+      const { scheduledBackup } = await import('../backup/schedule.js');
+      const { agentSources } = await import('../backup/agents.js');
       // Read at each tick: an agent added since start-up is in the next backup.
       const { workspace, agents, agentsFile } = agentSources(
         config,

@@ -6,7 +6,6 @@
  * under its name (`work:inbound`), so every agent's queues fit on one board.
  */
 import type { BaseAdapter } from '@bull-board/api/baseAdapter';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { discoverQueues } from './queue-stats.js';
@@ -24,6 +23,8 @@ export class BoardQueues {
   /** The adapters of the queues found since the last call (all of them on the first). */
   async added(): Promise<BaseAdapter[]> {
     const adapters: BaseAdapter[] = [];
+    // Loaded here, by the dashboard's first call: every bus has an ops reader, but only a dashboard shows the board.
+    const { BullMQAdapter } = await import('@bull-board/api/bullMQAdapter');
     for (const name of await discoverQueues(this.redis, this.prefix)) {
       if (this.#queues.has(name)) continue;
       const queue = new Queue(name, { connection: this.redis, prefix: this.prefix });

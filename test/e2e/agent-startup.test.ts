@@ -138,6 +138,10 @@ describe('magpie agent -m start-up', () => {
     expect(packages).toContain('zod');
     for (const unneeded of ['cron-parser', 'luxon', 'htmlparser2', 'entities', 'ipaddr.js', 'marked']) {
       expect(packages, `${unneeded} loaded`).not.toContain(unneeded);
+      // cron-parser (and its luxon) are not inlined: loaded, they would come from node_modules.
+      expect(
+        second.filter((f) => f.includes(`${path.sep}node_modules${path.sep}${unneeded}${path.sep}`)),
+      ).toEqual([]);
     }
   });
 });
