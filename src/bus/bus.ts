@@ -60,7 +60,7 @@ import {
   redisUnavailable,
   serverTarget,
 } from './redis.js';
-import { type ReplicaWait, waitForReplicas } from './replica-wait.js';
+import { type ReplicaWait, replicated } from './replica-wait.js';
 import { pushReply, ReplyWatcher, readReplies } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
@@ -228,16 +228,17 @@ export class Bus implements WebEventBus {
   }
 
   async #queueInbound(message: InboundMessage, sessionKey: string): Promise<void> {
-    await this.guard(async () => {
-      const added = await this.mailbox(sessionKey).push(message);
-      if (!added)
-        this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
-      // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
-      const data: TurnJobData = { sessionKey };
-      await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+    await this.guard(() =>
       // Acknowledged means replicated: the platform is told "received" only once replicas hold both writes.
-      await waitForReplicas(this.redis, this.replicas, 'the inbound message');
-    });
+      replicated(this.redis, this.replicas, 'the inbound message', async () => {
+        const added = await this.mailbox(sessionKey).push(message);
+        if (!added)
+          this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
+        // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
+        const data: TurnJobData = { sessionKey };
+        await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+      }),
+    );
   }
 
   /** Validates and queues an outbound message on `outbound-<channel>` with job id = message id. */
@@ -257,10 +258,11 @@ export class Bus implements WebEventBus {
     });
     const message = { ...parsed, metadata: withTrace(parsed.metadata, span) };
     try {
-      await this.guard(async () => {
-        await this.queue(queue).add('send', message, outboundJobOptions(message.id));
-        await waitForReplicas(this.redis, this.replicas, 'the outbound message');
-      });
+      await this.guard(() =>
+        replicated(this.redis, this.replicas, 'the outbound message', () =>
+          this.queue(queue).add('send', message, outboundJobOptions(message.id)),
+        ),
+      );
     } catch (err) {
       span.fail(hasCodeOf(err));
       throw err;

@@ -19,7 +19,12 @@ import { scanKeys } from './redis.js';
 /** How long an inbound message id is remembered against a second delivery (seconds). */
 export const SEEN_TTL_S = 24 * 60 * 60;
 
-/** KEYS: seen marker, mailbox, pending set; ARGV: entry, ttl, session. Appends only when the marker was not set. */
+/**
+ * KEYS: seen marker, mailbox, pending set; ARGV: entry, ttl, session. Appends only when the marker
+ * was not set. A second delivery still writes (the marker's TTL again): WAIT counts replicas up to
+ * its connection's last write, so a WAIT after the redelivery also covers the first delivery's
+ * entry, whichever connection wrote it (src/bus/replica-wait.ts).
+ */
 const PUSH_ONCE: LuaScript = {
   name: 'mailboxPushOnce',
   keys: 3,
@@ -29,6 +34,7 @@ if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('SADD', KEYS[3], ARGV[3])
   return 1
 end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 0`,
 };
 
