@@ -38,13 +38,16 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 0`,
 };
 
-/** KEYS: mailbox, pending set; ARGV: count, session. Drops the first entries; an empty mailbox leaves the set. */
+/**
+ * KEYS: mailbox, pending set; ARGV: session, then the entries to remove. Removes each entry (its
+ * first occurrence), whatever its place; an empty mailbox leaves the set.
+ */
 const TRIM: LuaScript = {
   name: 'mailboxTrim',
   keys: 2,
   lua: `
-redis.call('LTRIM', KEYS[1], ARGV[1], -1)
-if redis.call('LLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+for i = 2, #ARGV do redis.call('LREM', KEYS[1], 1, ARGV[i]) end
+if redis.call('LLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
 return 0`,
 };
 
@@ -74,11 +77,11 @@ export async function adoptOlderMailboxes(redis: Redis, prefix: string): Promise
   return adopted;
 }
 
-/** What a read returned: the valid messages and how many entries were consumed. */
+/** What a read returned: the valid messages and the entries consumed. */
 export interface MailboxRead {
   messages: InboundMessage[];
-  /** Entries read, valid or not (malformed ones were moved to the dead list). */
-  count: number;
+  /** Entries read, valid or not (malformed ones were moved to the dead list), as stored: what {@link Mailbox.trim} removes. */
+  entries: string[];
 }
 
 export class Mailbox {
@@ -143,15 +146,18 @@ export class Mailbox {
         );
       }
     }
-    return { messages, count: raw.length };
+    return { messages, entries: raw };
   }
 
   /**
-   * Removes the first `count` entries; entries that arrived after them stay.
-   * A mailbox left empty (`count` 0 too) leaves the set of pending mailboxes.
+   * Removes the `entries` a turn read (as {@link read} returned them), by value, not by count:
+   * when two workers ran the session's turn at once (a lock lost while Redis failed over), the
+   * other's trim may have removed them already, and a count would then remove entries that
+   * arrived later, which no turn answered. Entries not named stay. A mailbox left empty (none
+   * named too) leaves the set of pending mailboxes.
    */
-  async trim(count: number): Promise<void> {
-    await runScript(this.redis, TRIM, this.key, this.pendingKey, count, this.sessionKey);
+  async trim(entries: readonly string[]): Promise<void> {
+    await runScript(this.redis, TRIM, this.key, this.pendingKey, this.sessionKey, ...entries);
   }
 
   /** Number of pending entries. */

@@ -228,8 +228,8 @@ export class TurnWorker {
     const mailbox = this.bus.mailbox(sessionKey);
     const first = await mailbox.read(0);
     if (first.messages.length === 0) {
-      await mailbox.trim(first.count);
-      log.debug({ skipped: first.count }, 'empty mailbox, nothing to do');
+      await mailbox.trim(first.entries);
+      log.debug({ skipped: first.entries.length }, 'empty mailbox, nothing to do');
       return;
     }
     const batch = [...first.messages];
@@ -243,7 +243,7 @@ export class TurnWorker {
       log,
       mailbox,
       batch,
-      taken: first.count,
+      taken: [...first.entries],
       head,
       id,
       origin: chatOf(head),
@@ -446,7 +446,7 @@ export class TurnWorker {
       log,
       mailbox: this.bus.mailbox(sessionKey),
       batch: [],
-      taken: 0,
+      taken: [],
       head,
       id,
       origin: {
@@ -505,8 +505,8 @@ export class TurnWorker {
         ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
         : {}),
       drain: async () => {
-        const more = await turn.mailbox.read(turn.taken);
-        turn.taken += more.count;
+        const more = await turn.mailbox.read(turn.taken.length);
+        turn.taken.push(...more.entries);
         turn.batch.push(...more.messages);
         return more.messages;
       },
@@ -723,8 +723,8 @@ interface TakenTurn {
   mailbox: Pick<Mailbox, 'read' | 'trim'>;
   /** The messages of the turn: the first read, then what `drainPending` added. */
   batch: InboundMessage[];
-  /** Mailbox entries read so far (trimmed once the answer is queued). */
-  taken: number;
+  /** Mailbox entries read so far, as stored (removed once the answer is queued). */
+  taken: string[];
   head: InboundMessage;
   /** The turn id (session + head message id). */
   id: string;
