@@ -2,10 +2,11 @@
  * A session's mailbox: a Redis list of pending InboundMessages (JSON), in
  * arrival order. A turn reads entries from the head, drains later arrivals
  * while it runs, and removes the entries it took (by value) only after the turn
- * is persisted, so a crashed turn is redone from the same entries. The set `keys.pendingMailboxes`
- * names every session whose mailbox holds entries (added with the entry,
- * removed by the trim that empties it, each in one script), so a sweep can
- * wake the sessions whose turn job was lost without scanning the keyspace.
+ * is persisted, so a crashed turn is redone from the same entries. The set
+ * `keys.pendingMailboxes` names every session whose mailbox holds entries
+ * (added with the entry, removed by the trim that empties it, each in one
+ * script), so a sweep can wake the sessions whose turn job was lost without
+ * scanning the keyspace.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
