@@ -50,6 +50,8 @@ export class ChaosCast {
   #group: SentinelGroup | undefined;
   /** Sentinel mode: the data servers now running, by port (the killed ones restarted in place). */
   readonly #nodes = new Map<number, RedisHandle>();
+  /** Sentinel mode: each Redis server's and Sentinel's own log, by a name with its port (for --logs). */
+  readonly #redisLogs = new Map<string, string[]>();
   readonly #o: CastOptions;
 
   constructor(options: CastOptions) {
@@ -60,7 +62,11 @@ export class ChaosCast {
   async start(): Promise<void> {
     if (this.#o.sentinel) {
       this.#group = await startSentinelGroup({ replicas: 2 });
-      for (const node of [this.#group.master, ...this.#group.replicas]) this.#nodes.set(node.port, node);
+      for (const node of [this.#group.master, ...this.#group.replicas]) {
+        this.#nodes.set(node.port, node);
+        this.#keepLog(`redis-${node.port}`, node);
+      }
+      for (const sentinel of this.#group.sentinels) this.#keepLog(`sentinel-${sentinel.port}`, sentinel);
       this.redis = this.#group.master;
     } else {
       this.redis = await startRedis({ dir: this.#o.redisDir });
@@ -141,6 +147,7 @@ export class ChaosCast {
       args: ['--replicaof', '127.0.0.1', String(newPort)],
     });
     this.#nodes.set(oldPort, back);
+    this.#keepLog(`redis-${oldPort}`, back);
     this.redis = this.#nodes.get(newPort) ?? back;
   }
 
@@ -192,12 +199,20 @@ export class ChaosCast {
     return [...out];
   }
 
-  /** Writes each magpie process's log to `dir` (`<n>-<role>.log`). */
+  /** Writes each magpie process's log to `dir` (`<n>-<role>.log`), and in Sentinel mode each server's and Sentinel's. */
   writeLogs(dir: string): void {
     mkdirSync(dir, { recursive: true });
     this.all.forEach((p, i) => {
       writeFileSync(path.join(dir, `${String(i).padStart(2, '0')}-${p.role}.log`), p.stderr());
     });
+    for (const [name, lines] of this.#redisLogs) writeFileSync(path.join(dir, `${name}.log`), lines.join(''));
+  }
+
+  /** Keeps what a Redis server or Sentinel writes (a server restarted on the same port adds to its log). */
+  #keepLog(name: string, server: { process: { stdout: NodeJS.ReadableStream | null } }): void {
+    const lines = this.#redisLogs.get(name) ?? [];
+    this.#redisLogs.set(name, lines);
+    server.process.stdout?.on('data', (chunk: Buffer) => lines.push(chunk.toString()));
   }
 
   #spawn(role: 'gateway' | 'worker'): Proc {

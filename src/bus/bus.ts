@@ -61,7 +61,7 @@ import {
   redisUnavailable,
   serverTarget,
 } from './redis.js';
-import { type ReplicaWait, waitForReplicas } from './replica-wait.js';
+import { type ReplicaWait, replicated } from './replica-wait.js';
 import { pushReply, ReplyWatcher, readReplies } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
@@ -229,16 +229,17 @@ export class Bus implements WebEventBus {
   }
 
   async #queueInbound(message: InboundMessage, sessionKey: string): Promise<void> {
-    await this.guard(async () => {
-      const added = await this.mailbox(sessionKey).push(message);
-      if (!added)
-        this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
-      // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
-      const data: TurnJobData = { sessionKey };
-      await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+    await this.guard(() =>
       // Acknowledged means replicated: the platform is told "received" only once replicas hold both writes.
-      await waitForReplicas(this.redis, this.replicas, 'the inbound message');
-    });
+      replicated(this.redis, this.replicas, 'the inbound message', async () => {
+        const added = await this.mailbox(sessionKey).push(message);
+        if (!added)
+          this.logger.info({ id: message.id, session: sessionKey }, 'message delivered again; taken once');
+        // Added either way: a publish retried after its append went through but its job did not must still wake a worker.
+        const data: TurnJobData = { sessionKey };
+        await this.queue(INBOUND_QUEUE).add('turn', data, turnJobOptions(sessionKey, this.turnJobs));
+      }),
+    );
   }
 
   /**
@@ -261,12 +262,13 @@ export class Bus implements WebEventBus {
     });
     const message = { ...parsed, metadata: withTrace(parsed.metadata, span) };
     try {
-      await this.guard(async () => {
-        // The lane first: a job is never sent before its chat knows its place.
-        await enterLane(this.redis, this.prefix, message);
-        await this.queue(queue).add('send', message, outboundJobOptions(message.id));
-        await waitForReplicas(this.redis, this.replicas, 'the outbound message');
-      });
+      await this.guard(() =>
+        replicated(this.redis, this.replicas, 'the outbound message', async () => {
+          // The lane first: a job is never sent before its chat knows its place.
+          await enterLane(this.redis, this.prefix, message);
+          await this.queue(queue).add('send', message, outboundJobOptions(message.id));
+        }),
+      );
     } catch (err) {
       span.fail(hasCodeOf(err));
       throw err;

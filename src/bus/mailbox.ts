@@ -1,11 +1,12 @@
 /**
  * A session's mailbox: a Redis list of pending InboundMessages (JSON), in
  * arrival order. A turn reads entries from the head, drains later arrivals
- * while it runs, and trims what it took only after the turn is persisted, so a
- * crashed turn is redone from the same entries. The set `keys.pendingMailboxes`
- * names every session whose mailbox holds entries (added with the entry,
- * removed by the trim that empties it, each in one script), so a sweep can
- * wake the sessions whose turn job was lost without scanning the keyspace.
+ * while it runs, and removes the entries it took (by value) only after the turn
+ * is persisted, so a crashed turn is redone from the same entries. The set
+ * `keys.pendingMailboxes` names every session whose mailbox holds entries
+ * (added with the entry, removed by the trim that empties it, each in one
+ * script), so a sweep can wake the sessions whose turn job was lost without
+ * scanning the keyspace.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/index.js';
@@ -19,7 +20,12 @@ import { scanKeys } from './redis.js';
 /** How long an inbound message id is remembered against a second delivery (seconds). */
 export const SEEN_TTL_S = 24 * 60 * 60;
 
-/** KEYS: seen marker, mailbox, pending set; ARGV: entry, ttl, session. Appends only when the marker was not set. */
+/**
+ * KEYS: seen marker, mailbox, pending set; ARGV: entry, ttl, session. Appends only when the marker
+ * was not set. A second delivery still writes (the marker's TTL again): WAIT counts replicas up to
+ * its connection's last write, so a WAIT after the redelivery also covers the first delivery's
+ * entry, whichever connection wrote it (src/bus/replica-wait.ts).
+ */
 const PUSH_ONCE: LuaScript = {
   name: 'mailboxPushOnce',
   keys: 3,
@@ -29,35 +35,20 @@ if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   redis.call('SADD', KEYS[3], ARGV[3])
   return 1
 end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 0`,
 };
 
 /**
- * KEYS: mailbox, pending set; ARGV: count, session, then the ids taken (none:
- * any). Drops up to `count` entries from the head, stopping at a message whose
- * id was not taken (another attempt of the turn trimmed first); an empty
- * mailbox leaves the set.
+ * KEYS: mailbox, pending set; ARGV: session, then the entries to remove. Removes each entry (its
+ * first occurrence), whatever its place; an empty mailbox leaves the set.
  */
 const TRIM: LuaScript = {
-  name: 'mailboxTrimTaken',
+  name: 'mailboxTrim',
   keys: 2,
   lua: `
-local count = tonumber(ARGV[1])
-if #ARGV == 2 then
-  redis.call('LTRIM', KEYS[1], count, -1)
-else
-  local taken = {}
-  for i = 3, #ARGV do taken[ARGV[i]] = true end
-  for _ = 1, count do
-    local entry = redis.call('LINDEX', KEYS[1], 0)
-    if not entry then break end
-    local ok, message = pcall(cjson.decode, entry)
-    local id = ok and type(message) == 'table' and message.id
-    if type(id) == 'string' and not taken[id] then break end
-    redis.call('LPOP', KEYS[1])
-  end
-end
-if redis.call('LLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
+for i = 2, #ARGV do redis.call('LREM', KEYS[1], 1, ARGV[i]) end
+if redis.call('LLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
 return 0`,
 };
 
@@ -87,13 +78,11 @@ export async function adoptOlderMailboxes(redis: Redis, prefix: string): Promise
   return adopted;
 }
 
-/** What a read returned: the valid messages and how many entries were consumed. */
+/** What a read returned: the valid messages and the entries consumed. */
 export interface MailboxRead {
   messages: InboundMessage[];
-  /** Entries read, valid or not (malformed ones were moved to the dead list). */
-  count: number;
-  /** The id of every entry read that has one, valid or not: what a trim of these entries may remove. */
-  ids: string[];
+  /** Entries read, valid or not (malformed ones were moved to the dead list), as stored: what {@link Mailbox.trim} removes. */
+  entries: string[];
 }
 
 export class Mailbox {
@@ -143,12 +132,8 @@ export class Mailbox {
   async read(from: number): Promise<MailboxRead> {
     const raw = await this.redis.lrange(this.key, from, -1);
     const messages: InboundMessage[] = [];
-    const ids: string[] = [];
     for (const entry of raw) {
-      const json = safeJson(entry);
-      const id = (json as { id?: unknown } | undefined)?.id;
-      if (typeof id === 'string') ids.push(id);
-      const message = parseEntry(json);
+      const message = parseEntry(entry);
       if (message) {
         messages.push(message);
       } else {
@@ -162,19 +147,18 @@ export class Mailbox {
         );
       }
     }
-    return { messages, count: raw.length, ids };
+    return { messages, entries: raw };
   }
 
   /**
-   * Removes the first `count` entries; entries that arrived after them stay.
-   * With `ids` (those of the entries read), stops early at an entry not among them:
-   * two attempts of one turn can overlap (a lock lost while Redis was away),
-   * and a count alone would let the second trim remove a message that arrived
-   * after the first's, which nothing then answers. A mailbox left empty
-   * (`count` 0 too) leaves the set of pending mailboxes.
+   * Removes the `entries` a turn read (as {@link read} returned them), by value, not by count:
+   * when two workers ran the session's turn at once (a lock lost while Redis failed over), the
+   * other's trim may have removed them already, and a count would then remove entries that
+   * arrived later, which no turn answered. Entries not named stay. A mailbox left empty (none
+   * named too) leaves the set of pending mailboxes.
    */
-  async trim(count: number, ids: readonly string[] = []): Promise<void> {
-    await runScript(this.redis, TRIM, this.key, this.pendingKey, count, this.sessionKey, ...ids);
+  async trim(entries: readonly string[]): Promise<void> {
+    await runScript(this.redis, TRIM, this.key, this.pendingKey, this.sessionKey, ...entries);
   }
 
   /** Number of pending entries. */
@@ -183,7 +167,7 @@ export class Mailbox {
   }
 }
 
-function parseEntry(json: unknown): InboundMessage | undefined {
-  const result = InboundMessageSchema.safeParse(json);
+function parseEntry(entry: string): InboundMessage | undefined {
+  const result = InboundMessageSchema.safeParse(safeJson(entry));
   return result.success ? result.data : undefined;
 }

@@ -16,18 +16,45 @@ export interface ReplicaWait {
 }
 
 /**
- * Waits until `wait.min` replicas hold this connection's writes so far.
+ * Runs `writes`, then waits until `wait.min` replicas hold them.
  *
- * @throws AppError REDIS_UNAVAILABLE (transient, exit 3) when fewer confirm within the timeout.
+ * WAIT counts only the writes of the server-side connection it is sent on, so
+ * the writes and the WAIT must share one: when the socket changed meanwhile (a
+ * reconnect, a failover), some writes may have been answered by a master that
+ * is gone and never copied them, and a WAIT sent again on the new connection
+ * (ioredis resends unanswered commands) confirms nothing of them. That is
+ * refused too.
+ *
+ * @example await replicated(redis, wait, 'the inbound message', () => push(message));
+ * @throws AppError REDIS_UNAVAILABLE (transient, exit 3) when fewer confirm within the timeout,
+ *   or when the connection was made again between the writes and the WAIT's answer.
  */
-export async function waitForReplicas(redis: Redis, wait: ReplicaWait, what: string): Promise<void> {
-  if (wait.min <= 0) return;
+export async function replicated<T>(
+  redis: Redis,
+  wait: ReplicaWait,
+  what: string,
+  writes: () => Promise<T>,
+): Promise<T> {
+  if (wait.min <= 0) return writes();
+  const socket = redis.stream;
+  const result = await writes();
   const confirmed = Number(await redis.call('WAIT', wait.min, wait.timeoutMs));
-  if (confirmed < wait.min) {
-    throw new AppError(
-      'REDIS_UNAVAILABLE',
-      `${what} reached ${confirmed} of the ${wait.min} Redis replica(s) MAGPIE_REDIS_MIN_REPLICAS asks for within ${wait.timeoutMs} ms: not acknowledged, the platform will deliver it again`,
-      { transient: true, exitCode: ExitCode.unavailable },
+  if (redis.stream !== socket) {
+    throw notReplicated(
+      `${what} was written on a Redis connection that was made again before its WAIT was answered (a reconnect or a failover)`,
     );
   }
+  if (confirmed < wait.min) {
+    throw notReplicated(
+      `${what} reached ${confirmed} of the ${wait.min} Redis replica(s) MAGPIE_REDIS_MIN_REPLICAS asks for within ${wait.timeoutMs} ms`,
+    );
+  }
+  return result;
+}
+
+function notReplicated(why: string): AppError {
+  return new AppError('REDIS_UNAVAILABLE', `${why}: not acknowledged, the platform will deliver it again`, {
+    transient: true,
+    exitCode: ExitCode.unavailable,
+  });
 }

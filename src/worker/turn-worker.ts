@@ -228,8 +228,8 @@ export class TurnWorker {
     const mailbox = this.bus.mailbox(sessionKey);
     const first = await mailbox.read(0);
     if (first.messages.length === 0) {
-      await mailbox.trim(first.count, first.ids);
-      log.debug({ skipped: first.count }, 'empty mailbox, nothing to do');
+      await mailbox.trim(first.entries);
+      log.debug({ skipped: first.entries.length }, 'empty mailbox, nothing to do');
       return;
     }
     const batch = [...first.messages];
@@ -243,8 +243,7 @@ export class TurnWorker {
       log,
       mailbox,
       batch,
-      taken: first.count,
-      takenIds: first.ids,
+      taken: [...first.entries],
       head,
       id,
       origin: chatOf(head),
@@ -259,7 +258,7 @@ export class TurnWorker {
     ]);
     try {
       await this.runAndAnswer(turn, controller.signal, live);
-      await mailbox.trim(turn.taken, turn.takenIds);
+      await mailbox.trim(turn.taken);
     } finally {
       await this.endTurn(turn, live);
     }
@@ -314,21 +313,17 @@ export class TurnWorker {
       startedAt: turn.since.getTime(),
       ...(turn.askedAt === undefined ? {} : { askedAt: turn.askedAt }),
     };
-    const recorded = this.recorder
-      .finished(
-        turn.id,
-        result.ok
-          ? { metrics: result.value.metrics, timeline }
-          : {
-              error: describeError(result.error),
-              wallMs: Date.now() - turn.since.getTime(),
-              session: turn.sessionKey,
-              timeline,
-            },
-      )
-      .then((cleared) => {
-        turn.markerCleared = cleared;
-      });
+    const recorded = this.recorder.finished(
+      turn.id,
+      result.ok
+        ? { metrics: result.value.metrics, timeline }
+        : {
+            error: describeError(result.error),
+            wallMs: Date.now() - turn.since.getTime(),
+            session: turn.sessionKey,
+            timeline,
+          },
+    );
     this.traceResult(turn, result);
     if (!result.ok) await recorded;
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
@@ -451,8 +446,7 @@ export class TurnWorker {
       log,
       mailbox: this.bus.mailbox(sessionKey),
       batch: [],
-      taken: 0,
-      takenIds: [],
+      taken: [],
       head,
       id,
       origin: {
@@ -483,7 +477,7 @@ export class TurnWorker {
       );
       await this.answerTurn(turn, result, undefined);
       await this.bus.approvals.finish(sessionKey, pending.code);
-      await turn.mailbox.trim(turn.taken, turn.takenIds);
+      await turn.mailbox.trim(turn.taken);
     } finally {
       await this.endTurn(turn, undefined);
     }
@@ -511,9 +505,8 @@ export class TurnWorker {
         ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
         : {}),
       drain: async () => {
-        const more = await turn.mailbox.read(turn.taken);
-        turn.taken += more.count;
-        turn.takenIds.push(...more.ids);
+        const more = await turn.mailbox.read(turn.taken.length);
+        turn.taken.push(...more.entries);
         turn.batch.push(...more.messages);
         return more.messages;
       },
@@ -555,14 +548,9 @@ export class TurnWorker {
     turn.span.end();
     await live?.close();
     await Promise.all([
-      // The figures' script removed the marker already, unless the turn ended before them.
-      turn.markerCleared
-        ? undefined
-        : this.recorder
-            .clear(sessionKey)
-            .catch((err: unknown) =>
-              log.warn({ err: describeError(err) }, 'could not clear the running marker'),
-            ),
+      this.recorder
+        .clear(sessionKey)
+        .catch((err: unknown) => log.warn({ err: describeError(err) }, 'could not clear the running marker')),
       this.activity(turn.origin, false, log),
     ]);
   }
@@ -735,17 +723,13 @@ interface TakenTurn {
   mailbox: Pick<Mailbox, 'read' | 'trim'>;
   /** The messages of the turn: the first read, then what `drainPending` added. */
   batch: InboundMessage[];
-  /** Mailbox entries read so far (trimmed once the answer is queued). */
-  taken: number;
-  /** Their ids: the trim stops at an entry not among them (mailbox.ts). */
-  takenIds: string[];
+  /** Mailbox entries read so far, as stored (removed once the answer is queued). */
+  taken: string[];
   head: InboundMessage;
   /** The turn id (session + head message id). */
   id: string;
   origin: { channel: string; chatId: string; threadId?: string };
   since: Date;
-  /** The turn's figures were recorded, which removed its running marker. */
-  markerCleared?: boolean;
 }
 
 /**

@@ -23,19 +23,11 @@ async function overlapping() {
   for (const text of ['one', 'two', 'three'])
     await mailbox.push(InboundMessageSchema.parse(inbound('t1', text)));
   const all = await mailbox.read(0);
-  const [a, b] = [all.messages.slice(0, 1), all.messages.slice(0, 2)];
+  const [a, b] = [all.entries.slice(0, 1), all.entries.slice(0, 2)];
   const contents = async () => (await mailbox.read(0)).messages.map((m) => m.content);
   return {
-    trimA: () =>
-      mailbox.trim(
-        a.length,
-        a.map((m) => m.id),
-      ),
-    trimB: () =>
-      mailbox.trim(
-        b.length,
-        b.map((m) => m.id),
-      ),
+    trimA: () => mailbox.trim(a),
+    trimB: () => mailbox.trim(b),
     contents,
   };
 }

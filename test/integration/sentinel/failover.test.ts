@@ -1,5 +1,5 @@
 /**
- * "Acknowledged means replicated" through a real failover: a master, two
+ * "Acknowledged means replicated" through a real failover: a master, three
  * replicas and three Sentinels (test/fakes/redis-sentinel.ts), magpie
  * (`start`, the fake OpenAI) on REDIS_SENTINELS with MAGPIE_REDIS_MIN_REPLICAS=1,
  * and a platform sending continuously on four chats. The master is SIGKILLed
@@ -67,9 +67,14 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
   let workspace: string;
   let role: RunningRole | undefined;
   let platform: Bus | undefined;
+  let watcher: Redis | undefined;
 
   beforeAll(async () => {
-    group = await startSentinelGroup({ replicas: 2 });
+    // Three replicas, so that a second failover right after the first (the Sentinels, at 1 s
+    // down-after on a loaded machine, taking the fresh master for down too) still leaves the next
+    // master a replica. With two (one killed) it has none until the Sentinels demote the master
+    // they replaced, 8+ s later, and WAIT rightly refuses everything meanwhile (docs/DEPLOYMENT.md).
+    group = await startSentinelGroup({ replicas: 3 });
     const logDir = process.env.MAGPIE_TEST_LOG_DIR;
     if (logDir) {
       // The servers' and Sentinels' own logs, for runs that get stuck.
@@ -89,6 +94,7 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       if (closing && !(await closedWithin(closing, 15_000)))
         throw new Error(`${what} did not stop within 15 s`);
     };
+    watcher?.disconnect();
     await bounded('the platform', platform?.close());
     await bounded('magpie', role?.stop());
     await bounded('the fake OpenAI', openai?.close());
@@ -189,6 +195,11 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     const answered = (s: Sent) => s.replies.size > 0;
 
     await waitFor(() => acknowledged().filter(answered).length >= 12, 15_000, 'traffic before the kill');
+    // Every master switch the Sentinels announce (a second one right after the first is reported).
+    const switches: number[] = [];
+    watcher = new Redis(group.sentinels[0]!.port, '127.0.0.1');
+    watcher.on('message', () => switches.push(Date.now()));
+    await watcher.subscribe('+switch-master');
     const oldPort = group.master.port;
     expect(await group.masterPort()).toBe(oldPort);
     const killedAt = Date.now();
@@ -255,6 +266,7 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         acknowledged: all.length,
         refusals: refusals.length,
         failoverMs: failedOverAt - killedAt,
+        switchesMs: switches.map((at) => at - killedAt),
         backMs: firstAnswerAfter - killedAt,
       }),
     );
