@@ -27,6 +27,7 @@ import { safeJson } from './json-topic.js';
  */
 export const SKIPPED_KEYS: readonly string[] = Object.freeze([
   '^running:', // a turn running now: its job is redone after a restore
+  '^attempt:', // which attempt of a running turn may answer
   '^cron%-add:', // a lock held while a task is added
   '^live%-record:', // what a channel showed of a live reply
   '^cli:', // a waiting `magpie send`'s replies: the client is gone

@@ -66,6 +66,7 @@ import { pushReply, ReplyWatcher, readReplies } from './reply-lists.js';
 import { RedisRunningTurns } from './running-turns.js';
 import { RedisStateStore } from './state.js';
 import { Subscriber } from './subscriber.js';
+import { TurnFence } from './turn-fence.js';
 import { TurnRecorder, type TurnRecorderOptions } from './turn-recorder.js';
 import { keepWebAudio, readWebAudio } from './web-audio.js';
 import {
@@ -119,6 +120,8 @@ export class Bus implements WebEventBus {
   readonly markers: Markers;
   /** Each session's running-turn record. */
   readonly runningTurns: RedisRunningTurns;
+  /** Which attempt of each session's turn may answer it. */
+  readonly turnFence: TurnFence;
   /** What each channel showed of turns' live replies. */
   readonly liveRecords: RedisLiveRecords;
   /** The operations view's reads (status, dashboard, `/metrics`). */
@@ -145,6 +148,7 @@ export class Bus implements WebEventBus {
     this.prefix = options.config.redis.prefix;
     this.markers = new Markers(redis);
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
+    this.turnFence = new TurnFence(redis, this.prefix);
     this.liveRecords = new RedisLiveRecords(redis, this.prefix);
     this.opsReader = new RedisOpsReader(redis, this.prefix);
     this.approvals = new RedisApprovals(redis, this.prefix);

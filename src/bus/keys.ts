@@ -16,6 +16,8 @@ export const keys = {
   inboundSeen: (prefix: string, idHash: string) => `${prefix}:seen:${idHash}`,
   dead: (prefix: string) => `${prefix}:dead`,
   running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
+  /** The attempt of a session's turn that may answer it (turn-fence.ts). */
+  turnAttempt: (prefix: string, sessionKey: string) => `${prefix}:attempt:${sessionKey}`,
   /** Held while a scheduled task is added to a chat, so its limits are counted one add at a time (cron-store.ts). */
   cronAdd: (prefix: string, sessionKey: string) => `${prefix}:cron-add:${sessionKey}`,
   cancel: (prefix: string) => `${prefix}:cancel`,

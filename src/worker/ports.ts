@@ -2,10 +2,12 @@
  * What the turn worker needs of the bus: the methods it calls, no more. The
  * Bus (src/bus/bus.ts) implements it; the composition root passes it in.
  */
+
 import type { ActivityEvent } from '../bus/activity.js';
 import type { RedisApprovals } from '../bus/approvals.js';
 import type { Consumer, ConsumerTuning, JobProcessor } from '../bus/consumer.js';
 import type { Mailbox } from '../bus/mailbox.js';
+import type { TurnFence } from '../bus/turn-fence.js';
 import type { TurnRecorder, TurnRecorderOptions } from '../bus/turn-recorder.js';
 import type { PendingApproval } from '../messages/approval.js';
 import type { LiveUpdate } from '../messages/live-update.js';
@@ -22,6 +24,8 @@ export interface TurnBus {
   /** `/stop` requests; returns the unsubscribe. */
   onCancel(handler: (sessionKey: string) => void): Promise<() => Promise<void>>;
   turnRecorder(options: Omit<TurnRecorderOptions, 'redis' | 'prefix'>): TurnRecorder;
+  /** Which attempt of a session's turn may answer it (bus/turn-fence.ts). */
+  readonly turnFence: Pick<TurnFence, 'claim' | 'holds'>;
   /** Approval questions and rules (bus/approvals.ts). */
   readonly approvals: Pick<RedisApprovals, 'get' | 'move' | 'finish' | 'rules' | 'markAsked'>;
   /** Stores a new question and schedules its time-out. */

@@ -246,19 +246,21 @@ export class TurnWorker {
       taken: [...first.entries],
       head,
       id,
+      attempt: randomUUID(),
       origin: chatOf(head),
       since: new Date(),
     };
     const controller = new AbortController();
     this.running.set(sessionKey, controller);
     const live = this.livePublisher(head, turn.id, batch, log);
+    // Claimed before the session is read (turn-fence.ts).
     await Promise.all([
       this.activity(turn.origin, true, log),
       this.recorder.started(turn.id, sessionKey, turn.since),
+      this.bus.turnFence.claim(sessionKey, turn.attempt),
     ]);
     try {
-      await this.runAndAnswer(turn, controller.signal, live);
-      await mailbox.trim(turn.taken);
+      if (await this.runAndAnswer(turn, controller.signal, live)) await mailbox.trim(turn.taken);
     } finally {
       await this.endTurn(turn, live);
     }
@@ -277,8 +279,12 @@ export class TurnWorker {
     return parsed.data.sessionKey;
   }
 
-  /** Runs the turn, records its figures and queues its reply or its failure. */
-  private async runAndAnswer(turn: TakenTurn, signal: AbortSignal, live: LivePublisher | undefined) {
+  /** Runs the turn, records its figures and queues its reply or its failure; false when a later attempt answers instead. */
+  private async runAndAnswer(
+    turn: TakenTurn,
+    signal: AbortSignal,
+    live: LivePublisher | undefined,
+  ): Promise<boolean> {
     const recordIteration = this.recorder.onIteration(turn.id, turn.sessionKey, turn.since.toISOString());
     const result = await this.runTurn(
       turn.batch,
@@ -286,7 +292,7 @@ export class TurnWorker {
       this.turnIo(turn, live, recordIteration),
       turn.span,
     );
-    await this.answerTurn(turn, result, live);
+    return this.answerTurn(turn, result, live);
   }
 
   /** Runs `turn`, catching its failure for {@link answerTurn}. */
@@ -300,12 +306,15 @@ export class TurnWorker {
     }
   }
 
-  /** Records the turn's figures and queues its reply, its question or its failure. */
+  /**
+   * Records the turn's figures and queues its reply, its question or its failure. Returns false,
+   * queuing nothing, when a later attempt of the turn has claimed it (turn-fence.ts): that one answers.
+   */
   private async answerTurn(
     turn: TakenTurn,
     result: { ok: true; value: TurnResult } | { ok: false; error: unknown },
     live: LivePublisher | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     // Sent first on the shared connection, so Redis records the figures before the reply is queued;
     // awaited after, so the reply does not wait for a round trip of its own.
     const timeline = {
@@ -329,6 +338,11 @@ export class TurnWorker {
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
     // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
     await live?.close();
+    if (!(await this.bus.turnFence.holds(turn.sessionKey, turn.attempt))) {
+      turn.log.warn("another attempt of this turn took it over (this one's lock was lost); it answers");
+      await recorded;
+      return false;
+    }
     const completes = live ? { live: turn.id } : {};
     if (result.ok) await this.resendStored(turn, result.value);
     if (result.ok && result.value.parked) {
@@ -371,6 +385,7 @@ export class TurnWorker {
     } else {
       await this.answerFailure(turn, result.error, completes);
     }
+    return true;
   }
 
   /**
@@ -449,6 +464,7 @@ export class TurnWorker {
       taken: [],
       head,
       id,
+      attempt: randomUUID(),
       origin: {
         channel: request.channel,
         chatId: request.chatId,
@@ -461,6 +477,7 @@ export class TurnWorker {
     await Promise.all([
       this.activity(turn.origin, true, log),
       this.recorder.started(turn.id, sessionKey, turn.since),
+      this.bus.turnFence.claim(sessionKey, turn.attempt),
     ]);
     try {
       const recordIteration = this.recorder.onIteration(turn.id, sessionKey, turn.since.toISOString());
@@ -475,9 +492,9 @@ export class TurnWorker {
           ...(span.context ? { trace: span.context } : {}),
         }),
       );
-      await this.answerTurn(turn, result, undefined);
+      const answered = await this.answerTurn(turn, result, undefined);
       await this.bus.approvals.finish(sessionKey, pending.code);
-      await turn.mailbox.trim(turn.taken);
+      if (answered) await turn.mailbox.trim(turn.taken);
     } finally {
       await this.endTurn(turn, undefined);
     }
@@ -728,6 +745,8 @@ interface TakenTurn {
   head: InboundMessage;
   /** The turn id (session + head message id). */
   id: string;
+  /** This attempt's claim on the turn (turn-fence.ts). */
+  attempt: string;
   origin: { channel: string; chatId: string; threadId?: string };
   since: Date;
 }

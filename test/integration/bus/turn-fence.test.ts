@@ -1,0 +1,90 @@
+/**
+ * Two attempts of one turn at once: the first worker's lock is lost while its
+ * turn runs, the stalled-job check hands the job to a second worker, and a
+ * message that arrived meanwhile is read only by the second. Both name their
+ * reply after the first message, so whichever queued first would win the id;
+ * the fence lets only the later attempt answer, and the later message is not lost.
+ */
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import type { TurnOptions, TurnResult } from '../../../src/agent/types.js';
+import { keys } from '../../../src/bus/keys.js';
+import { type InboundMessage, sessionKeyOf } from '../../../src/messages/messages.js';
+import {
+  cleanupsAfterEach,
+  inbound,
+  MessageOnlyAgent,
+  startHarness,
+  testConfig,
+  waitFor,
+} from './helpers.js';
+
+/** An agent whose every turn waits until the test lets it go; the reply joins what it read. */
+class GatedAgent extends MessageOnlyAgent {
+  readonly calls: Array<{ contents: string[]; release: () => void }> = [];
+
+  async processMessage(
+    messages: InboundMessage | InboundMessage[],
+    _options?: TurnOptions,
+  ): Promise<TurnResult> {
+    const batch = Array.isArray(messages) ? messages : [messages];
+    const head = batch[0]!;
+    const contents = batch.map((m) => m.content);
+    await new Promise<void>((release) => this.calls.push({ contents, release }));
+    const session = sessionKeyOf(head);
+    return {
+      sessionKey: session,
+      reply: contents.join('+'),
+      target: { channel: head.channel, chatId: head.chatId, threadId: head.threadId },
+      metrics: {
+        sessionKey: session,
+        llmCalls: 1,
+        promptTokens: 0,
+        completionTokens: 0,
+        toolCalls: [],
+        wallMs: 0,
+        outcome: 'ok',
+      },
+    };
+  }
+}
+
+/** Deletes the lock of every active turn job: as when its worker's renewals stopped reaching Redis. */
+async function loseLocks(redis: Redis, prefix: string): Promise<number> {
+  const locks = await redis.keys(`${prefix}:inbound:*:lock`);
+  if (locks.length > 0) await redis.del(...locks);
+  return locks.length;
+}
+
+describe('two attempts of one turn', () => {
+  const cleanups = cleanupsAfterEach();
+
+  it('only the later attempt answers, so a message only it read is not lost', async () => {
+    const config = testConfig();
+    const first = new GatedAgent();
+    const second = new GatedAgent();
+    // The first worker has one slot, held by its turn: the job handed out again can only go to the second.
+    const tuning = { stalledIntervalMs: 100, lockDurationMs: 30_000, maxStalledCount: 5 };
+    const a = await startHarness({ agent: first, config, concurrency: 1, tuning });
+    cleanups.push(() => a.close());
+    await a.bus.publishInbound(inbound('f1', 'one'));
+    await waitFor(() => first.calls.length === 1, 5_000, 'the first attempt running');
+    await a.bus.publishInbound(inbound('f1', 'two'));
+    expect(await loseLocks(a.bus.redis, config.redis.prefix)).toBe(1);
+
+    const b = await startHarness({ agent: second, config, tuning });
+    cleanups.push(() => b.close());
+    await waitFor(() => second.calls.length === 1, 10_000, 'the second attempt running');
+    expect(second.calls[0]!.contents).toEqual(['one', 'two']);
+    expect(await a.bus.redis.get(keys.turnAttempt(config.redis.prefix, 'test:f1'))).not.toBeNull();
+
+    // The first attempt finishes first, with only "one" read: it must leave the answer to the second.
+    first.calls[0]!.release();
+    await a.worker.close(); // waits for the first attempt's job to end: answered or left
+    second.calls[0]!.release();
+    const sent = () => [...a.channel.sent, ...b.channel.sent].map((m) => m.content);
+    await waitFor(() => sent().length >= 1, 5_000, 'a reply delivered');
+    await waitFor(async () => (await a.bus.mailbox('test:f1').length()) === 0, 5_000, 'the mailbox trimmed');
+    expect(sent()).toEqual(['one+two']);
+  });
+});
