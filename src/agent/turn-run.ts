@@ -5,6 +5,7 @@
  * session to the prompt, and tell when the session has outgrown the summary
  * budget.
  */
+import { AppError } from '../errors/index.js';
 import { type AbortWait, whenAborted } from '../lifecycle/when-aborted.js';
 import type { Logger } from '../log/index.js';
 import type { ChatMessage } from '../providers/types.js';
@@ -97,8 +98,20 @@ export class TurnRun {
 
   /** Appends messages to the turn and (as they happen) to the session. */
   async record(...messages: ChatMessage[]): Promise<void> {
+    await this.#mayWrite();
     this.turn.push(...messages);
     await this.#sessions.append(this.req.sessionKey, ...messages);
+  }
+
+  /** @throws AppError CANCELLED when a later attempt of this turn has taken it over (TurnOptions.stillAnswering). */
+  async #mayWrite(): Promise<void> {
+    const still = this.options.stillAnswering;
+    if (still && !(await still())) {
+      throw new AppError(
+        'CANCELLED',
+        'a later attempt of this turn took it over; this one stops without writing',
+      );
+    }
   }
 
   /**
@@ -134,6 +147,7 @@ export class TurnRun {
       const first = fresh[0]!;
       fresh[0] = { forModel: withNote(first.forModel, note), forLog: withNote(first.forLog, note) };
     }
+    await this.#mayWrite();
     await this.#sessions.append(this.req.sessionKey, ...fresh.map((u) => u.forLog));
     this.turn.push(...fresh.map((u) => u.forModel));
   }

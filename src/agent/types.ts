@@ -37,6 +37,12 @@ export interface TurnOptions {
   depth?: number;
   /** Ask before risky tool calls (MAGPIE_APPROVAL). Absent: nothing asks. */
   approvals?: TurnApprovals;
+  /**
+   * Asked before each write to the session: false once a later attempt of this turn has taken it
+   * over (a worker's lock lost; bus/turn-fence.ts). The turn then stops without writing, so the
+   * session does not get a stalled attempt's messages after the later one's. @defaultValue always true
+   */
+  stillAnswering?: () => Promise<boolean>;
 }
 
 export interface TurnResult {

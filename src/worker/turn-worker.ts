@@ -486,6 +486,7 @@ export class TurnWorker {
         this.agent.resumeTurn!(pending, decision, {
           signal: controller.signal,
           drainPending: io.drain,
+          stillAnswering: io.stillAnswering,
           outbound: { publish: io.publish },
           onIteration: io.onIteration,
           approvals: this.turnApprovals(),
@@ -521,6 +522,7 @@ export class TurnWorker {
       ...(live
         ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
         : {}),
+      stillAnswering: () => this.bus.turnFence.holds(turn.sessionKey, turn.attempt),
       drain: async () => {
         const more = await turn.mailbox.read(turn.taken.length);
         turn.taken.push(...more.entries);
@@ -660,7 +662,7 @@ export class TurnWorker {
     io: {
       drain: () => Promise<InboundMessage[]>;
       publish: (m: OutboundMessageInput) => Promise<void>;
-    } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool'>,
+    } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool' | 'stillAnswering'>,
     span: TraceSpan,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
     // A scheduled agent task with MAGPIE_APPROVAL_UNATTENDED=deny: nobody is asked, a risky step is not run.
@@ -676,6 +678,7 @@ export class TurnWorker {
       this.agent.processMessage([...batch], {
         signal,
         drainPending: io.drain,
+        stillAnswering: io.stillAnswering,
         outbound: { publish: io.publish },
         ...(io.onIteration ? { onIteration: io.onIteration } : {}),
         ...(io.onDelta ? { onDelta: io.onDelta } : {}),

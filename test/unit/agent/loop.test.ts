@@ -232,6 +232,32 @@ describe('AgentLoop', () => {
     expect(history.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant']);
   });
 
+  it('stops without writing once a later attempt of the turn has taken it over', async () => {
+    const provider = new ScriptedProvider([{ content: 'an answer nobody should store' }]);
+    h = await harness(provider);
+    const asked: boolean[] = [];
+    const outcome = h.agent.processMessage(inbound({ content: 'hello' }), {
+      // Still this attempt's while the user's message is stored; taken over before the answer is.
+      stillAnswering: async () => {
+        asked.push(asked.length === 0);
+        return asked.length === 1;
+      },
+    });
+    await expect(outcome).rejects.toMatchObject({ code: 'CANCELLED' });
+    expect(asked).toEqual([true, false]);
+    const history = await h.sessions.getHistory('telegram:42');
+    expect(history.map((m) => m.role)).toEqual(['user']);
+  });
+
+  it('writes nothing at all when taken over before it began', async () => {
+    h = await harness(new ScriptedProvider([{ content: 'never stored' }]));
+    const outcome = h.agent.processMessage(inbound({ content: 'hello' }), {
+      stillAnswering: async () => false,
+    });
+    await expect(outcome).rejects.toMatchObject({ code: 'CANCELLED' });
+    expect(await h.sessions.getHistory('telegram:42')).toEqual([]);
+  });
+
   it('makes several messages of one batch consecutive user messages of one turn', async () => {
     const provider = new ScriptedProvider([{ content: 'ok both' }]);
     h = await harness(provider);
