@@ -4,6 +4,7 @@
  * status`, the dashboard and `/metrics`. A day's hash expires after 40 days;
  * the per-session totals stay (one small hash field set per chat).
  */
+
 import type { Redis } from 'ioredis';
 import {
   addCounts,
@@ -12,6 +13,7 @@ import {
   type TokenPrices,
   zeroCounts,
 } from '../messages/token-counts.js';
+import { wallTimeIn } from '../time/zone.js';
 import { opsKeys, totalsFields } from './keys.js';
 import type { TurnRecord } from './turn-records.js';
 
@@ -54,22 +56,10 @@ const KINDS = {
 } as const;
 const ALL = '*';
 
-/** One formatter per time zone: building an Intl.DateTimeFormat costs more than a turn's other figures. */
-const dayFormats = new Map<string, Intl.DateTimeFormat>();
-
 /** `YYYY-MM-DD` of `at` in `timezone`. @throws RangeError for an unknown time zone */
 export function dayOf(at: Date, timezone: string): string {
-  let format = dayFormats.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-CA', {
-      timeZone: timezone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-    });
-    dayFormats.set(timezone, format);
-  }
-  return format.format(at);
+  const { year, month, day } = wallTimeIn(at.getTime(), timezone);
+  return `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
 }
 
 /** What a finished turn adds to the day's usage hash and to the per-session totals hash. */
