@@ -9,9 +9,10 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { keys } from '../../../src/bus/keys.js';
-import { type InboundMessage, sessionKeyOf } from '../../../src/messages/messages.js';
+import type { InboundMessage } from '../../../src/messages/messages.js';
 import {
   cleanupsAfterEach,
+  finishedTurn,
   inbound,
   MessageOnlyAgent,
   startHarness,
@@ -31,21 +32,7 @@ class GatedAgent extends MessageOnlyAgent {
     const head = batch[0]!;
     const contents = batch.map((m) => m.content);
     await new Promise<void>((release) => this.calls.push({ contents, release }));
-    const session = sessionKeyOf(head);
-    return {
-      sessionKey: session,
-      reply: contents.join('+'),
-      target: { channel: head.channel, chatId: head.chatId, threadId: head.threadId },
-      metrics: {
-        sessionKey: session,
-        llmCalls: 1,
-        promptTokens: 0,
-        completionTokens: 0,
-        toolCalls: [],
-        wallMs: 0,
-        outcome: 'ok',
-      },
-    };
+    return finishedTurn(head, contents.join('+'));
   }
 }
 
