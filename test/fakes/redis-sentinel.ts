@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, type RedisHandle, startRedis } from './redis-server.js';
+import { freePort, type RedisHandle, startRedis, stopProcess } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
 export interface SentinelHandle {
@@ -103,20 +103,9 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
   const replicas: RedisHandle[] = [];
   const sentinels: SentinelHandle[] = [];
   const stop = async () => {
-    for (const s of sentinels) {
-      if (s.process.exitCode === null && s.process.signalCode === null) {
-        const exited = new Promise((r) => s.process.once('exit', r));
-        s.process.kill('SIGTERM');
-        // A Sentinel busy with a failover may take a while to stop: bounded, then killed.
-        const timer = setTimeout(() => s.process.kill('SIGKILL'), 3_000);
-        await exited;
-        clearTimeout(timer);
-      }
-    }
-    for (const r of [...replicas, master]) {
-      if (r.process.exitCode === null && r.process.signalCode === null) await r.stop();
-      else rmSync(r.dir, { recursive: true, force: true });
-    }
+    // Sentinels first, so none starts a failover while the servers stop; each stop is bounded.
+    await Promise.all(sentinels.map((s) => stopProcess(s.process)));
+    await Promise.all([...replicas, master].map((r) => r.stop()));
     rmSync(dir, { recursive: true, force: true });
   };
   try {

@@ -28,6 +28,26 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** How long a server asked to stop may take before it is killed. */
+const STOP_GRACE_MS = 3_000;
+
+/**
+ * Stops a Redis or Sentinel process: SIGTERM, then SIGKILL after {@link STOP_GRACE_MS}.
+ * Bounded because Redis 7 keeps a master with lagging replicas alive up to its
+ * `shutdown-timeout` (10 s), and a Sentinel busy with a failover may not answer
+ * at once; a test's clean-up has no data to keep. A process already gone (killed
+ * by a test) is left alone.
+ */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGCONT'); // a process a test stopped cannot act on SIGTERM
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
 /** Starts redis-server with AOF on; resolves once it accepts connections. */
 export async function startRedis(
   options: {
@@ -82,11 +102,7 @@ export async function startRedis(
     dir,
     process: child,
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await stopProcess(child);
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
