@@ -338,11 +338,14 @@ export class TurnWorker {
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
     // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
     await live?.close();
-    if (!(await this.bus.turnFence.holds(turn.sessionKey, turn.attempt))) {
+    const hold = await this.bus.turnFence.check(turn.sessionKey, turn.attempt);
+    if (hold === 'taken') {
       turn.log.warn("another attempt of this turn took it over (this one's lock was lost); it answers");
       await recorded;
       return false;
     }
+    if (hold === 'retaken')
+      turn.log.warn("this turn's claim was gone (a failover?); taken again, it answers");
     const completes = live ? { live: turn.id } : {};
     if (result.ok) await this.resendStored(turn, result.value);
     if (result.ok && result.value.parked) {

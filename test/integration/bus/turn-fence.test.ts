@@ -74,4 +74,39 @@ describe('two attempts of one turn', () => {
     await waitFor(async () => (await a.bus.mailbox('test:f1').length()) === 0, 5_000, 'the mailbox trimmed');
     expect(sent()).toEqual(['one+two']);
   });
+
+  it('an attempt whose claim vanished (a failover, a Redis without its data) takes it again and answers once', async () => {
+    const config = testConfig();
+    const agent = new GatedAgent();
+    const a = await startHarness({ agent, config });
+    cleanups.push(() => a.close());
+    await a.bus.publishInbound(inbound('f2', 'three'));
+    await waitFor(() => agent.calls.length === 1, 5_000, 'the attempt running');
+    const claim = keys.turnAttempt(config.redis.prefix, 'test:f2');
+    const attempt = await a.bus.redis.get(claim);
+    expect(attempt).not.toBeNull();
+    expect(await a.bus.redis.del(claim)).toBe(1);
+
+    agent.calls[0]!.release();
+    await waitFor(() => a.channel.sent.length === 1, 5_000, 'the reply');
+    expect(a.channel.sent.map((m) => m.content)).toEqual(['three']);
+    await waitFor(async () => (await a.bus.mailbox('test:f2').length()) === 0, 5_000, 'the mailbox trimmed');
+    // Answered by the attempt that lost its claim, not by a redo after the sweep.
+    expect(agent.calls).toHaveLength(1);
+    expect(await a.bus.redis.get(claim)).toBe(attempt);
+  });
+
+  it('of two attempts that both lost their claim, only the first to check takes it back', async () => {
+    const config = testConfig();
+    const a = await startHarness({ agent: new GatedAgent(), config });
+    cleanups.push(() => a.close());
+    const fence = a.bus.turnFence;
+    await fence.claim('test:f3', 'first');
+    await fence.claim('test:f3', 'second');
+    await a.bus.redis.del(keys.turnAttempt(config.redis.prefix, 'test:f3'));
+    const checks = await Promise.all([fence.check('test:f3', 'first'), fence.check('test:f3', 'second')]);
+    expect(checks).toEqual(['retaken', 'taken']);
+    expect(await fence.check('test:f3', 'first')).toBe('held');
+    expect(await fence.holds('test:f3', 'second')).toBe(false);
+  });
 });
