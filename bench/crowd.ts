@@ -10,6 +10,8 @@
  *   turns run `workers × concurrency` at a time, 2 s each);
  * - `turnsPerSecond`: chats / the time from the first publish to the last answer;
  * - `workers[].peakRssMb`: each worker's VmHWM from /proc/PID/status (goal ≤ 150 MB);
+ *   `peakPssMb` its peak PSS (sampled every 500 ms: shared pages split among the processes that
+ *   map them), with the RSS and the file-backed RSS (the node binary, ~60 MB) at that sample;
  * - `redis.usedMemoryPerWaitingMessageBytes`: Redis `used_memory` once every
  *   message is published, less before, over the messages still waiting then.
  *
@@ -79,11 +81,20 @@ function progress(line: string): void {
   process.stderr.write(`bench: ${line}\n`);
 }
 /** A /proc/PID/status field in MB (VmHWM: the peak resident set). */
-function procMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+function procMb(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssFile'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
     .find((l) => l.startsWith(`${field}:`));
   return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
+}
+
+/**
+ * A process's PSS from /proc/PID/smaps_rollup, in MB: its RSS with each shared page split among
+ * the processes mapping it (the node binary's code and ICU data, the same pages in every worker).
+ */
+function pssMb(pid: number): number {
+  const kb = /^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1];
+  return Math.round(Number(kb ?? 0) / 1024);
 }
 
 /** The fake model as a process of its own; `requests` stays empty (it is not this process's to count). */
@@ -194,6 +205,20 @@ try {
   );
 
   const peak = new Map<number, number>();
+  // The kernel keeps the peak RSS (VmHWM), not the peak PSS: sampled twice a second.
+  const peakPss = new Map<number, { pss: number; rss: number; fileRss: number }>();
+  const sampler = setInterval(() => {
+    for (const w of workers) {
+      const pid = w.child.pid!;
+      try {
+        const pss = pssMb(pid);
+        if (pss > (peakPss.get(pid)?.pss ?? 0))
+          peakPss.set(pid, { pss, rss: procMb(pid, 'VmRSS'), fileRss: procMb(pid, 'RssFile') });
+      } catch {
+        // the worker exited: its last sample stands
+      }
+    }
+  }, 500);
   const ticker = setInterval(() => {
     progress(`${answered}/${chats} answered, ${Math.round((performance.now() - started) / 1000)} s`);
   }, 10_000);
@@ -201,6 +226,7 @@ try {
     await waitFor(() => answered === chats, Math.max(600_000, chats * 300), 'every chat answered', 200);
   } finally {
     clearInterval(ticker);
+    clearInterval(sampler);
   }
   const elapsedS = (performance.now() - started) / 1000;
   for (const w of workers) peak.set(w.child.pid!, procMb(w.child.pid!, 'VmHWM'));
@@ -225,7 +251,12 @@ try {
     `${JSON.stringify(
       {
         chats,
-        workers: workers.map((w) => ({ pid: w.child.pid, peakRssMb: peak.get(w.child.pid!) })),
+        workers: workers.map((w) => ({
+          pid: w.child.pid,
+          peakRssMb: peak.get(w.child.pid!),
+          peakPssMb: peakPss.get(w.child.pid!)?.pss,
+          atPeakPss: peakPss.get(w.child.pid!),
+        })),
         workerConcurrency: concurrency,
         workerNodeOptions,
         workerEnv,
