@@ -333,6 +333,7 @@ export class TurnWorker {
             timeline,
           },
     );
+    turn.recorded = recorded;
     this.traceResult(turn, result);
     if (!result.ok) await recorded;
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
@@ -569,12 +570,14 @@ export class TurnWorker {
     this.running.delete(sessionKey);
     turn.span.end();
     await live?.close();
-    await Promise.all([
-      this.recorder
+    const clearRunning = async () => {
+      // The figures' script removed the record already, unless it did not run (or the turn ended before).
+      if (await turn.recorded?.catch(() => false)) return;
+      await this.recorder
         .clear(sessionKey)
-        .catch((err: unknown) => log.warn({ err: describeError(err) }, 'could not clear the running marker')),
-      this.activity(turn.origin, false, log),
-    ]);
+        .catch((err: unknown) => log.warn({ err: describeError(err) }, 'could not clear the running marker'));
+    };
+    await Promise.all([clearRunning(), this.activity(turn.origin, false, log)]);
   }
 
   /** The routing of the turn's messages (or of `messages`, some of them), with the turn's span as the parent of what it sends. */
@@ -755,6 +758,8 @@ interface TakenTurn {
   attempt: string;
   origin: { channel: string; chatId: string; threadId?: string };
   since: Date;
+  /** The turn's figures being recorded; true once that script ran, which removed the running record too. */
+  recorded?: Promise<boolean>;
 }
 
 /**
