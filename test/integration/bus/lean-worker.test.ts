@@ -9,23 +9,29 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Consumer } from '../../../src/bus/consumer.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
+// A Redis of its own: MONITOR on the suite's shared one raced other files' traffic while ioredis
+// switched the connection into monitor mode ("Command queue state error").
+let server: RedisHandle;
 let monitor: Redis;
 const popped: string[] = [];
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
-  monitor = await new Redis(inject('redisUrl')).monitor();
+  server = await startRedis();
+  monitor = await new Redis(server.url).monitor();
   monitor.on('monitor', (_t: string, args: string[]) => {
     if (args[0]?.toLowerCase() === 'rpoplpush' && args[1]) popped.push(args[1]);
   });
 });
-afterAll(() => {
-  monitor.disconnect();
+afterAll(async () => {
+  monitor?.disconnect();
+  await server?.stop();
 });
 afterEach(async () => {
   for (const clean of cleanups.splice(0).reverse()) await clean();
@@ -35,8 +41,8 @@ afterEach(async () => {
 function setUp(concurrency: number, processor: (id: string) => Promise<void> = async () => {}) {
   const prefix = `test-${randomUUID()}`;
   const name = 'lean';
-  const connection = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
-  const producer = new Redis(inject('redisUrl'));
+  const connection = new Redis(server.url, { maxRetriesPerRequest: null });
+  const producer = new Redis(server.url);
   const started: string[] = [];
   const done: string[] = [];
   const consumer = new Consumer({

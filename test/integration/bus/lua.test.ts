@@ -5,8 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HASH_ADD, type LuaScript, runScript } from '../../../src/bus/lua.js';
+import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
 const ADD: LuaScript = {
@@ -24,25 +25,29 @@ for _, field in ipairs(fields) do out[#out + 1] = tostring(sums[field]) end
 return out`,
 };
 
+// A Redis of its own: MONITOR on the suite's shared one raced other files' traffic while ioredis
+// switched the connection into monitor mode ("Command queue state error").
+let server: RedisHandle;
 let redis: Redis;
 let monitor: Redis;
 const seen: string[] = [];
 
 beforeAll(async () => {
-  redis = new Redis(inject('redisUrl'));
-  // The test Redis is shared with the other test files, whose scripts MONITOR
-  // also sees: only this file's connection (its address) is counted.
+  server = await startRedis();
+  redis = new Redis(server.url);
+  // Only this file's connection (its address) is counted, not the monitor's own.
   const info = String(await redis.client('INFO'));
   const address = /(?:^|\s)addr=(\S+)/.exec(info)?.[1];
   if (!address) throw new Error(`no addr= in CLIENT INFO: ${info}`);
-  monitor = await new Redis(inject('redisUrl')).monitor();
+  monitor = await new Redis(server.url).monitor();
   monitor.on('monitor', (_t: string, args: string[], source: string) => {
     if (source === address) seen.push(args[0]!.toLowerCase());
   });
 });
-afterAll(() => {
-  monitor.disconnect();
-  redis.disconnect();
+afterAll(async () => {
+  monitor?.disconnect();
+  redis?.disconnect();
+  await server?.stop();
 });
 
 /** The commands MONITOR saw while `run` ran (a PING after it marks the end). */
