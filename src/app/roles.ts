@@ -18,6 +18,7 @@ import { RedisBackupStore } from '../bus/backup-store.js';
 import { Bus } from '../bus/bus.js';
 import type { ConsumerTuning } from '../bus/consumer.js';
 import type { CronStore } from '../bus/cron-store.js';
+import { DeadHolders } from '../bus/dead-holders.js';
 import { opsKeys } from '../bus/keys.js';
 import { type LocalRedis, startLocalRedis } from '../bus/local-redis.js';
 import type { ChannelStartDeps } from '../channels/descriptor.js';
@@ -68,6 +69,9 @@ interface Part {
 }
 
 /** Builds and starts the parts of a role. */
+/** How often a running process looks for a killed one of this host whose jobs are still held. */
+const DEAD_HOLDERS_LOOK_MS = 3_000;
+
 export async function startRole(options: RoleOptions): Promise<RunningRole> {
   const { role, config, logger } = options;
   const parts: Part[] = [];
@@ -86,8 +90,13 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
   // Channels publish through a bus that fails fast when Redis is away; the
   // worker's bus waits for Redis to come back (a restart must not use up turn attempts).
   const buses: Bus[] = [];
+  // This process's consumers, so that this host hands their jobs back at once if it is killed.
+  const deadHolders = new DeadHolders(path.join(config.stateDir, 'consumers'), logger);
+  let lookForDead: NodeJS.Timeout | undefined;
   const closeBuses = async () => {
+    clearInterval(lookForDead);
     for (const b of buses) await b.close();
+    deadHolders.remove();
     await local?.stop();
     await tracing.shutdown();
   };
@@ -100,6 +109,7 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
         logger,
         url: local?.url,
         tracing,
+        deadHolders,
         ...(patient ? { patient } : {}),
       });
       buses.push(bus);
@@ -150,6 +160,19 @@ export async function startRole(options: RoleOptions): Promise<RunningRole> {
     }
     if (role !== 'worker' && config.dashboard.port)
       parts.push(await startDashboardPart(buses[0] as Bus, options, agents, agentBuses));
+    // Once this process takes jobs: what a killed one held goes back now, and every few seconds after.
+    let looking: Promise<unknown> = Promise.resolve();
+    const handBack = () => {
+      looking = looking
+        .then(() => deadHolders.reclaim((prefix) => buses.find((b) => b.prefix === prefix)?.redis))
+        .catch((err: unknown) =>
+          logger.warn({ err: describeError(err) }, 'looking for killed processes failed'),
+        );
+      return looking;
+    };
+    await handBack();
+    lookForDead = setInterval(() => void handBack(), DEAD_HOLDERS_LOOK_MS);
+    lookForDead.unref();
   } catch (err) {
     await closeAll(parts, logger);
     await closeBuses();

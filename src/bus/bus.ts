@@ -33,6 +33,7 @@ import { publishCancel, subscribeCancel } from './cancel.js';
 import { Consumer, type ConsumerTuning, type JobProcessor } from './consumer.js';
 import { RedisCooldownStore } from './cooldown-store.js';
 import { CronStore } from './cron-store.js';
+import type { DeadHolders } from './dead-holders.js';
 import { RedisEmailStore } from './email-store.js';
 import { RedisHelperTracker } from './helper-records.js';
 import { publishLive, subscribeLive } from './live.js';
@@ -99,6 +100,8 @@ export interface BusConnectOptions {
   patient?: boolean;
   /** Spans for each publish, whose context the message carries on (`metadata.trace`). @defaultValue off */
   tracing?: Tracing;
+  /** Where this process records its consumers, so this host hands their jobs back if it dies (dead-holders.ts). */
+  deadHolders?: DeadHolders;
 }
 
 /** The turn job's payload: only the session; the messages wait in the mailbox. */
@@ -122,6 +125,7 @@ export class Bus implements WebEventBus {
   readonly runningTurns: RedisRunningTurns;
   /** Which attempt of each session's turn may answer it. */
   readonly turnFence: TurnFence;
+  private readonly deadHolders: DeadHolders | undefined;
   /** What each channel showed of turns' live replies. */
   readonly liveRecords: RedisLiveRecords;
   /** The operations view's reads (status, dashboard, `/metrics`). */
@@ -155,6 +159,7 @@ export class Bus implements WebEventBus {
     this.logger = options.logger.child({ component: 'bus' });
     this.tracing = options.tracing ?? NO_TRACING;
     this.turnJobs = options.turnJobs ?? {};
+    this.deadHolders = options.deadHolders;
   }
 
   /** Connects to Redis (failing fast with REDIS_UNAVAILABLE, exit 3). */
@@ -571,7 +576,7 @@ export class Bus implements WebEventBus {
 
   /** Starts consuming a queue with its own worker connection. */
   consume(queue: string, processor: JobProcessor, tuning: ConsumerTuning = {}): Consumer {
-    return new Consumer({
+    const consumer = new Consumer({
       ...tuning,
       queue,
       prefix: this.prefix,
@@ -579,6 +584,13 @@ export class Bus implements WebEventBus {
       processor,
       logger: this.logger,
     });
+    this.deadHolders?.add({
+      prefix: this.prefix,
+      queue,
+      worker: consumer.workerId,
+      maxStalledCount: consumer.maxStalledCount,
+    });
+    return consumer;
   }
 
   /** Jobs of a queue in the given states (for draining and status). */

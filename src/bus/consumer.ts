@@ -58,6 +58,8 @@ export interface ConsumerOptions extends ConsumerTuning {
 }
 
 export class Consumer {
+  /** Stalls (or hand-backs, bus/dead-holders.ts) after which a job fails instead of being redone. */
+  readonly maxStalledCount: number;
   private readonly worker: Worker;
   private readonly connection: Redis;
   private readonly logger: Logger;
@@ -70,6 +72,7 @@ export class Consumer {
     this.logger = options.logger.child({ queue: options.queue });
     this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? 60_000;
     const processor = options.processor;
+    this.maxStalledCount = options.maxStalledCount ?? 2;
     this.worker = new LeanWorker(
       options.queue,
       async (job: Job, token?: string) => {
@@ -104,7 +107,7 @@ export class Consumer {
         concurrency,
         lockDuration: options.lockDurationMs ?? 30_000,
         stalledInterval: options.stalledIntervalMs ?? 15_000,
-        maxStalledCount: options.maxStalledCount ?? 2,
+        maxStalledCount: this.maxStalledCount,
       },
     );
     // BullMQ emits `failed` for every failed attempt; `finishedOn` is set only when no retry follows.
@@ -116,6 +119,11 @@ export class Consumer {
     this.worker.on('error', (err) => {
       this.logger.warn({ err: describeError(err) }, 'queue worker error');
     });
+  }
+
+  /** The BullMQ worker's id, the first part of each lock token it writes. */
+  get workerId(): string {
+    return this.worker.id;
   }
 
   /**

@@ -172,6 +172,29 @@ describe('daemon (gateway + worker processes)', () => {
     }
   });
 
+  it('a worker killed mid-turn with the default 30 s locks: its turn is handed back at once, answered once', async () => {
+    let calls = 0;
+    suite.fake.setResponder(() =>
+      ++calls === 1 ? { content: 'slow', delayMs: 60_000 } : { content: 'answered again' },
+    );
+    const env = envFor();
+    const { gateway, worker } = await daemon(env);
+    const before = suite.fake.requests.length;
+    // Well under the lock: without the hand-back (bus/dead-holders.ts) the job would wait 30-45 s.
+    const send = run(['send', '-m', 'quickly back', '--chat', 'e2e-handback', '--timeout', '15s'], env);
+    await suite.fake.waitForRequests(before + 1, 10_000);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    const second = run(['worker'], env);
+    await second.waitFor(/magpie is running/);
+    expect(await send.exited).toBe(0);
+    expect(send.stdout().trim()).toBe('answered again');
+    expect(calls).toBe(2);
+    // Whichever looked first (the new worker as it started, or the gateway every 3 s) handed it back.
+    const logs = [gateway, second].map((p) => p.stdout() + p.stderr()).join('');
+    expect(logs).toMatch(/job handed back/);
+  });
+
   it('SIGTERM during a turn: the turn finishes, its reply is delivered, the worker exits 0', async () => {
     suite.fake.setResponder(() => ({ content: 'finished before exit', delayMs: 1_500 }));
     const env = envFor();
