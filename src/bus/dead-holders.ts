@@ -10,6 +10,7 @@
  * better: each process that consumes queues writes which BullMQ workers it
  * runs (`<state>/consumers/<pid>-<start>.json`: host, pid, the process's start
  * time, each consumer's prefix, queue and worker id). Any process of this host
+ * (the same host name, boot and pid namespace)
  * looks at those files when it starts and every few seconds after; one whose
  * process is gone (no such pid, or a pid reused by a later process) is dead for
  * sure, and every active job whose lock still names one of its workers goes
@@ -24,7 +25,16 @@
  * locks. A process that stops cleanly removes its file; two processes handing
  * back the same job race harmlessly (the token check lets one through).
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Job, Queue } from 'bullmq';
@@ -40,6 +50,10 @@ const FORGOTTEN_AFTER_MS = 24 * 60 * 60 * 1000;
 const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
 const HolderSchema = z.object({
+  /**
+   * Where its pid means something: the host name, the boot and the pid namespace (two containers
+   * sharing a state folder and a host name still see different processes under one pid).
+   */
   host: z.string(),
   pid: z.number().int().positive(),
   /** The process's start time (field 22 of /proc/PID/stat), telling a reused pid apart. */
@@ -79,6 +93,20 @@ export function processStart(pid: number): string | undefined {
   }
 }
 
+/** This process's host, boot and pid namespace, as {@link HolderSchema}'s `host` holds them. */
+export function thisHost(): string {
+  const read = (what: () => string) => {
+    try {
+      return what().trim();
+    } catch {
+      return '?';
+    }
+  };
+  const boot = read(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8'));
+  const pids = read(() => readlinkSync('/proc/self/ns/pid'));
+  return `${os.hostname()} ${boot} ${pids}`;
+}
+
 export class DeadHolders {
   readonly #dir: string;
   readonly #file: string;
@@ -89,7 +117,7 @@ export class DeadHolders {
     this.#dir = dir;
     this.#logger = logger;
     const started = processStart(process.pid) ?? String(Date.now());
-    this.#self = { host: os.hostname(), pid: process.pid, started, consumers: [] };
+    this.#self = { host: thisHost(), pid: process.pid, started, consumers: [] };
     this.#file = path.join(dir, `${process.pid}-${started}.json`);
   }
 

@@ -13,7 +13,7 @@ import { Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { Consumer } from '../../../src/bus/consumer.js';
-import { DeadHolders, processStart } from '../../../src/bus/dead-holders.js';
+import { DeadHolders, processStart, thisHost } from '../../../src/bus/dead-holders.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
@@ -49,7 +49,7 @@ async function setUp() {
   const record = (worker: string, holder: { pid: number; started: string }, maxStalledCount = 2) => {
     const file = path.join(dir, `${holder.pid}-${holder.started}.json`);
     const consumers = [{ prefix, queue: 'q', worker, maxStalledCount }];
-    writeFileSync(file, JSON.stringify({ host: os.hostname(), ...holder, consumers }));
+    writeFileSync(file, JSON.stringify({ host: thisHost(), ...holder, consumers }));
     return file;
   };
   const holders = new DeadHolders(dir, silentLogger());
@@ -92,6 +92,19 @@ describe('jobs of a killed process', () => {
     record(alive.worker, { pid: process.pid, started: '1' });
     expect(await reclaim()).toBe(1);
     expect(await queue.getJobState('alive')).toBe('waiting');
+  });
+
+  it('a record from another host, boot or pid namespace is not judged: a pid means nothing there', async () => {
+    const { queue, takeAndDie, dir, prefix, reclaim } = await setUp();
+    await queue.add('j', {}, { jobId: 'elsewhere' });
+    const { worker } = await takeAndDie();
+    const file = path.join(dir, '7-1.json');
+    const consumers = [{ prefix, queue: 'q', worker, maxStalledCount: 2 }];
+    const host = thisHost().replace(/pid:\[\d+\]$/, 'pid:[1]');
+    writeFileSync(file, JSON.stringify({ host, pid: exitedPid(), started: '1', consumers }));
+    expect(await reclaim()).toBe(0);
+    expect(await queue.getJobState('elsewhere')).toBe('active');
+    expect(existsSync(file)).toBe(true);
   });
 
   it('leaves jobs another worker holds, and ones whose lock already ran out, alone', async () => {
