@@ -124,15 +124,27 @@ export class DeadHolders {
   /** Records a consumer of this process (its file is rewritten whole: a crash mid-write leaves the old one). */
   add(held: HeldQueue): void {
     this.#self.consumers.push({ ...held });
-    mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
-    const temporary = `${this.#file}.tmp`;
-    writeFileSync(temporary, JSON.stringify(this.#self), { mode: 0o600 });
-    renameSync(temporary, this.#file);
+    try {
+      mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
+      const temporary = `${this.#file}.tmp`;
+      writeFileSync(temporary, JSON.stringify(this.#self), { mode: 0o600 });
+      renameSync(temporary, this.#file);
+    } catch (err) {
+      // Not fatal: if this process is killed, its jobs wait for their locks as they did before.
+      this.#logger.warn(
+        { err: describeError(err), dir: this.#dir },
+        'cannot record this process’s consumers; if it is killed its jobs wait for their locks',
+      );
+    }
   }
 
   /** Removes this process's file (a clean stop: its jobs were finished or handed back by BullMQ). */
   remove(): void {
-    rmSync(this.#file, { force: true });
+    try {
+      rmSync(this.#file, { force: true });
+    } catch {
+      // never written (see add): nothing to remove
+    }
   }
 
   /**

@@ -145,4 +145,14 @@ describe('jobs of a killed process', () => {
     expect((await Job.fromId(queue, 'poison'))?.failedReason).toBe('job stalled more than allowable limit');
     expect(await redis.hget(`${prefix}:q:poison`, 'stc')).toBe('2');
   });
+
+  it('a state folder it cannot write costs only the hand-back: the consumer is recorded nowhere and nothing throws', async () => {
+    const { dir } = await setUp();
+    const notAFolder = path.join(dir, 'file');
+    writeFileSync(notAFolder, '');
+    const holders = new DeadHolders(path.join(notAFolder, 'consumers'), silentLogger());
+    expect(() => holders.add({ prefix: 'p', queue: 'q', worker: 'w', maxStalledCount: 2 })).not.toThrow();
+    expect(await holders.reclaim(() => undefined)).toBe(0);
+    expect(() => holders.remove()).not.toThrow();
+  });
 });
