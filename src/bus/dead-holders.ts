@@ -14,17 +14,19 @@
  * looks at those files when it starts and every few seconds after; one whose
  * process is gone (no such pid, or a pid reused by a later process) is dead for
  * sure, and every active job whose lock still names one of its workers goes
- * back to its queue's wait list at once, first in line, through BullMQ's own
- * `moveToWait` with the dead worker's token (which checks it).
+ * back to its queue's wait list at once, first in line: one script takes its
+ * lock over from the dead token (so of two processes looking at once, only one
+ * goes on) and counts the stall, then BullMQ's own `moveToWait` moves it.
  *
  * As BullMQ's stalled check does, each hand-back counts against the job's
  * `maxStalledCount` (the job hash's `stc`), and a job over it is marked to fail
  * when next taken (`defa`): a message that kills every worker that takes it
  * does not kill them forever. Only this host's processes are judged (a pid
  * means nothing elsewhere); a process on another machine is left to the
- * locks. A process that stops cleanly removes its file; two processes handing
- * back the same job race harmlessly (the token check lets one through).
+ * locks. A process that stops cleanly removes its file.
  */
+
+import { randomUUID } from 'node:crypto';
 import {
   mkdirSync,
   readdirSync,
@@ -42,12 +44,30 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { type LuaScript, runScript } from './lua.js';
 
 /** When a dead process's record is removed even if no process here serves all its queues. */
 const FORGOTTEN_AFTER_MS = 24 * 60 * 60 * 1000;
 
 /** BullMQ's reason for a job that stalled too often (moveStalledJobsToWait's), set as its deferred failure. */
 const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
+
+/**
+ * KEYS: the job's lock, the job. ARGV: the dead worker's token, this hand-back's token, maxStalledCount,
+ * the failure reason. Takes the lock over from the dead token (so of two processes handing the job
+ * back, only one counts it) and counts the stall; -1 when the lock is not the dead token's any more.
+ */
+const TAKE_OVER: LuaScript = {
+  name: 'deadHolderTakeOver',
+  keys: 2,
+  lua: `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', math.max(redis.call('PTTL', KEYS[1]), 1000))
+local stalled = redis.call('HINCRBY', KEYS[2], 'stc', 1)
+if stalled > tonumber(ARGV[3]) then redis.call('HSET', KEYS[2], 'defa', ARGV[4]) end
+return stalled
+`,
+};
 
 const HolderSchema = z.object({
   /**
@@ -207,19 +227,17 @@ export class DeadHolders {
     const queue = new Queue(consumer.queue, { connection: redis, prefix: consumer.prefix });
     let handedBack = 0;
     try {
-      for (const [id, token] of held as Array<[string, string]>) {
+      for (const [id, dead] of held as Array<[string, string]>) {
         const job = await Job.fromId(queue, id);
         if (!job) continue;
-        if ((await redis.hincrby(`${base}:${id}`, 'stc', 1)) > consumer.maxStalledCount)
-          await redis.hset(`${base}:${id}`, 'defa', STALLED_TOO_OFTEN);
-        try {
-          await job.moveToWait(token);
-          handedBack += 1;
-          this.#logger.info({ queue: consumer.queue, job: id }, 'a dead process’s job handed back');
-        } catch (err) {
-          // Another process handed it back first, or the lock ran out and BullMQ did.
-          this.#logger.debug({ err: describeError(err), job: id }, 'job not handed back');
-        }
+        const token = `${dead}:handed-back-${randomUUID()}`;
+        const lock = `${base}:${id}:lock`;
+        const args = [dead, token, consumer.maxStalledCount, STALLED_TOO_OFTEN];
+        // Another process handed it back first, or the lock ran out and BullMQ did: not ours to count.
+        if ((await runScript(redis, TAKE_OVER, lock, `${base}:${id}`, ...args)) === -1) continue;
+        await job.moveToWait(token);
+        handedBack += 1;
+        this.#logger.info({ queue: consumer.queue, job: id }, 'a dead process’s job handed back');
       }
     } finally {
       await queue.close();
