@@ -7,10 +7,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { Bus } from '../../../src/bus/bus.js';
+import { DeadHolders } from '../../../src/bus/dead-holders.js';
 import { enterLane } from '../../../src/bus/outbound-order.js';
 import { outboundQueueName } from '../../../src/bus/queues.js';
 import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
@@ -124,6 +127,32 @@ describe('per-chat delivery order', () => {
     );
     // The killed gateway saw reply 1 arrive and died before it reached the platform.
     expect(await bus.redis.lrange(`${bus.prefix}:platform`, 0, -1)).toEqual([]);
+    expect(contents(channel)).toEqual(['one', 'two']);
+  }, 40_000);
+
+  it('a gateway SIGKILLed mid-send with the default 30 s lock: its machine hands the reply back at once, both go out in order', async () => {
+    const bus = await connect();
+    const consumers = mkdtempSync(path.join(os.tmpdir(), 'magpie-consumers-'));
+    closers.push(async () => rmSync(consumers, { recursive: true, force: true }));
+    const args = ['--import', 'tsx', CHILD, inject('redisUrl'), bus.prefix, 'one', consumers];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    closers.push(() => killAndWait(child));
+    await printed(child, 'ready');
+    const sending = printed(child, 'sending one');
+    await bus.publishOutbound(reply('h1', 'h', 'one'));
+    await sending;
+    await bus.publishOutbound(reply('h2', 'h', 'two'));
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+
+    // The next gateway keeps the default lock too: only the hand-back can free reply 1 in time.
+    const channel = new RecordingChannel('test');
+    const delivery = await OutboundDelivery.start({ bus, channel, logger: silentLogger(), holdMs: HOLD_MS });
+    closers.push(() => delivery.close());
+    const holders = new DeadHolders(consumers, silentLogger());
+    expect(await holders.reclaim((prefix) => (prefix === bus.prefix ? bus.redis : undefined))).toBe(1);
+    await waitFor(() => channel.sent.length >= 2, 10_000, 'both replies, well before the 30 s lock');
     expect(contents(channel)).toEqual(['one', 'two']);
   }, 40_000);
 
