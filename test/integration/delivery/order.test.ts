@@ -101,21 +101,36 @@ function contents(channel: RecordingChannel, chatId?: string): string[] {
   return channel.sent.filter((m) => chatId === undefined || m.chatId === chatId).map((m) => m.content);
 }
 
+/**
+ * A gateway child (its consumers recorded in `consumers`, when given) SIGKILLed while it sends
+ * reply `one` of `chat`, with reply `two` queued behind it.
+ */
+async function killedMidSend(bus: Bus, chat: string, consumers?: string): Promise<void> {
+  const args = [
+    '--import',
+    'tsx',
+    CHILD,
+    inject('redisUrl'),
+    bus.prefix,
+    'one',
+    ...(consumers ? [consumers] : []),
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  closers.push(() => killAndWait(child));
+  await printed(child, 'ready');
+  const sending = printed(child, 'sending one');
+  await bus.publishOutbound(reply(`${chat}1`, chat, 'one'));
+  await sending;
+  await bus.publishOutbound(reply(`${chat}2`, chat, 'two'));
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
 describe('per-chat delivery order', () => {
   it('a gateway SIGKILLed while sending reply 1 with reply 2 queued: the next gateway sends 1 before 2, each once', async () => {
     const bus = await connect();
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, inject('redisUrl'), bus.prefix, 'one'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    closers.push(() => killAndWait(child));
-    await printed(child, 'ready');
-    const sending = printed(child, 'sending one');
-    await bus.publishOutbound(reply('r1', 'c', 'one'));
-    await sending;
-    await bus.publishOutbound(reply('r2', 'c', 'two'));
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    await killedMidSend(bus, 'c');
 
     const channel = new RecordingChannel('test');
     await deliver(bus, channel);
@@ -134,17 +149,7 @@ describe('per-chat delivery order', () => {
     const bus = await connect();
     const consumers = mkdtempSync(path.join(os.tmpdir(), 'magpie-consumers-'));
     closers.push(async () => rmSync(consumers, { recursive: true, force: true }));
-    const args = ['--import', 'tsx', CHILD, inject('redisUrl'), bus.prefix, 'one', consumers];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    closers.push(() => killAndWait(child));
-    await printed(child, 'ready');
-    const sending = printed(child, 'sending one');
-    await bus.publishOutbound(reply('h1', 'h', 'one'));
-    await sending;
-    await bus.publishOutbound(reply('h2', 'h', 'two'));
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    await killedMidSend(bus, 'h', consumers);
 
     // The next gateway keeps the default lock too: only the hand-back can free reply 1 in time.
     const channel = new RecordingChannel('test');
