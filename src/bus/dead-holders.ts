@@ -10,10 +10,10 @@
  * better: each process that consumes queues writes which BullMQ workers it
  * runs (`<state>/consumers/<pid>-<start>.json`: host, pid, the process's start
  * time, each consumer's prefix, queue and worker id). Any process of this host
- * (the same host name, boot and pid namespace)
- * looks at those files when it starts and every few seconds after; one whose
- * process is gone (no such pid, or a pid reused by a later process) is dead for
- * sure, and every active job whose lock still names one of its workers goes
+ * (the same host name, boot and pid namespace) looks at those files when it
+ * starts and every few seconds after; one whose process is gone (no such pid,
+ * or a pid reused by a later process) is dead for sure, and every active job
+ * whose lock still names one of its workers goes
  * back to its queue's wait list at once, first in line: one script takes its
  * lock over from the dead token (so of two processes looking at once, only one
  * goes on) and counts the stall, then BullMQ's own `moveToWait` moves it.
