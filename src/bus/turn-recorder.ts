@@ -18,13 +18,19 @@ import { dayOf, USAGE_DAYS_KEPT, usageOf } from './usage-records.js';
 /**
  * KEYS: running marker, turns stream, totals, the day's usage, per-session usage. ARGV: stream
  * length, the record (JSON), the day's TTL, the increments (JSON: totals, day and sessions, each
- * a list of [field, by]). One call: the marker goes, the record is appended, the figures added.
+ * a list of [field, by]), this worker's id. One call: the marker goes, the record is appended, the
+ * figures added. The marker goes only when this worker wrote it: an attempt taken over by a later
+ * one on another worker (turn-fence.ts) leaves that one's marker, which /stop and status read.
  */
 const FINISHED: LuaScript = {
   name: 'turnFinished',
   keys: 5,
   lua: `${HASH_ADD}
-redis.call('DEL', KEYS[1])
+local running = redis.call('GET', KEYS[1])
+if running then
+  local ok, entry = pcall(cjson.decode, running)
+  if not ok or type(entry) ~= 'table' or entry.worker == ARGV[5] then redis.call('DEL', KEYS[1]) end
+end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'turn', ARGV[2])
 local adds = cjson.decode(ARGV[4])
 local function add(key, pairs)
@@ -106,9 +112,8 @@ export class TurnRecorder {
   }
 
   /**
-   * Removes the running entry and appends the turn's figures to the stream. Resolves to true
-   * when that script ran (the running entry is gone: no {@link clear} needed), false when it
-   * failed (logged).
+   * Removes the running entry (when this worker's) and appends the turn's figures to the stream.
+   * Resolves to true when that script ran (no {@link clear} needed), false when it failed (logged).
    */
   async finished(turn: string, end: TurnEnd): Promise<boolean> {
     const steps = 'metrics' in end ? (end.metrics.steps ?? []) : [];
@@ -165,6 +170,7 @@ export class TurnRecorder {
         JSON.stringify(record),
         USAGE_DAYS_KEPT * 86_400,
         JSON.stringify({ totals: totalsOf(record), day: usage.day, sessions: usage.sessions }),
+        this.worker,
       );
       return true;
     } catch (err) {

@@ -68,6 +68,9 @@ describe('two attempts of one turn', () => {
     // The first attempt finishes first, with only "one" read: it must leave the answer to the second.
     first.calls[0]!.release();
     await a.worker.close(); // waits for the first attempt's job to end: answered or left
+    // ... and the second attempt's running record, which /stop and status read.
+    const running = await a.bus.redis.get(keys.running(config.redis.prefix, 'test:f1'));
+    expect(JSON.parse(running ?? '{}').worker).toBe(b.worker.id);
     second.calls[0]!.release();
     const sent = () => [...a.channel.sent, ...b.channel.sent].map((m) => m.content);
     await waitFor(() => sent().length >= 1, 5_000, 'a reply delivered');
