@@ -129,7 +129,8 @@ export class CryptoStoreFile {
     const databases: DatabaseSnapshot[] = [];
     for (const name of names.sort()) databases.push(await snapshot(name, name.slice(this.prefix.length)));
     await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    const temporary = `${this.file}.${process.pid}.tmp`;
+    // Unique per save: two gateways of one process (or two saves at once) must not share it.
+    const temporary = `${this.file}.${process.pid}.${randomUUID()}.tmp`;
     await writeFile(temporary, serialize({ format: FORMAT, databases }), { mode: 0o600 });
     await rename(temporary, this.file);
   }

@@ -218,6 +218,8 @@ describe('limits beyond one chat', () => {
     const answered = gatewayReplies(w);
     await w.bus.publishInbound(inbound('h1', 'spend it'));
     await waitFor(async () => (await answered()) === 1, 15_000, 'the one answered call');
+    // The worker trims the mailbox after it queues the reply, which may be delivered first.
+    await waitFor(async () => (await w.bus.mailbox('test:h1').length()) === 0, 5_000, 'the mailbox trimmed');
     await writeFile(path.join(workspace!, 'HEARTBEAT.md'), '- check the inbox\n');
     const heartbeat = new HeartbeatRunner({
       config,
