@@ -7,11 +7,11 @@
  * check can fail.
  */
 import { execFile } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadedFiles, writeLoadRecorder } from '../fakes/load-recorder.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../fakes/otlp-receiver.js';
 import { initedFolder, removeFolder } from '../fakes/workspace.js';
@@ -19,28 +19,18 @@ import { BIN, build, daemonEnv, magpie, stop } from './daemon-helpers.js';
 
 const run = promisify(execFile);
 
-const RECORDER = `import { appendFileSync } from 'node:fs';
-import { registerHooks } from 'node:module';
-const log = process.env.LOAD_LOG;
-registerHooks({
-  load(url, context, nextLoad) {
-    if (url.startsWith('file:')) appendFileSync(log, url + '\\n');
-    return nextLoad(url, context);
-  },
-});
-`;
-
 let dir: string;
 let workspace: string;
 let fake: FakeOpenAI;
 let receiver: OtlpReceiver;
+let recorder: string;
 
 beforeAll(async () => {
   build();
   ({ dir, workspace } = await initedFolder('magpie-tracing-off-'));
   fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
   receiver = await startOtlpReceiver();
-  await writeFile(path.join(dir, 'recorder.mjs'), RECORDER);
+  recorder = await writeLoadRecorder(dir);
 }, 120_000);
 
 afterAll(async () => {
@@ -48,16 +38,6 @@ afterAll(async () => {
   await receiver?.close();
   await removeFolder(dir);
 });
-
-async function loadedFiles(log: string): Promise<string[]> {
-  const text = await readFile(log, 'utf8').catch(() => '');
-  return text
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((url) => fileURLToPath(url))
-    .filter((f) => !f.endsWith('recorder.mjs'));
-}
 
 /** The loaded OpenTelemetry files, and the loaded bundle files that import one. */
 async function openTelemetryIn(files: string[]): Promise<string[]> {
@@ -77,7 +57,7 @@ async function workerLoads(extra: Record<string, string>): Promise<string[]> {
       MAGPIE_WORKSPACE: workspace,
       ...extra,
     }),
-    NODE_OPTIONS: `--import ${path.join(dir, 'recorder.mjs')}`,
+    NODE_OPTIONS: `--import ${recorder}`,
     LOAD_LOG: log,
   });
   try {
@@ -91,22 +71,18 @@ async function workerLoads(extra: Record<string, string>): Promise<string[]> {
 describe('tracing off', () => {
   it('magpie agent -m answers without loading any OpenTelemetry module', async () => {
     const log = path.join(dir, `agent-${Date.now()}.txt`);
-    const { stdout } = await run(
-      process.execPath,
-      ['--import', path.join(dir, 'recorder.mjs'), BIN, 'agent', '-m', 'hi'],
-      {
-        cwd: dir,
-        env: {
-          PATH: process.env.PATH,
-          HOME: dir,
-          OPENAI_API_KEY: 'sk-e2e-tracing-off',
-          OPENAI_BASE_URL: fake.baseURL,
-          MAGPIE_WORKSPACE: workspace,
-          MAGPIE_EXEC_SANDBOX: 'off',
-          LOAD_LOG: log,
-        },
+    const { stdout } = await run(process.execPath, ['--import', recorder, BIN, 'agent', '-m', 'hi'], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH,
+        HOME: dir,
+        OPENAI_API_KEY: 'sk-e2e-tracing-off',
+        OPENAI_BASE_URL: fake.baseURL,
+        MAGPIE_WORKSPACE: workspace,
+        MAGPIE_EXEC_SANDBOX: 'off',
+        LOAD_LOG: log,
       },
-    );
+    });
     expect(stdout).toBe('ok\n');
     const files = await loadedFiles(log);
     expect(files.length).toBeGreaterThan(3);

@@ -10,37 +10,27 @@
  * code load, and a backup job sees the backup code load and write its archive,
  * so the checks can fail.
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadedFiles, writeLoadRecorder } from '../fakes/load-recorder.js';
 import { type FakeOpenAI, startFakeOpenAI } from '../fakes/openai-server.js';
 import { waitFor } from '../fakes/wait-for.js';
 import { initedFolder, removeFolder } from '../fakes/workspace.js';
 import { BIN, build, daemonEnv, magpie, stop } from './daemon-helpers.js';
 
-const RECORDER = `import { appendFileSync } from 'node:fs';
-import { registerHooks } from 'node:module';
-const log = process.env.LOAD_LOG;
-registerHooks({
-  load(url, context, nextLoad) {
-    if (url.startsWith('file:')) appendFileSync(log, url + '\\n');
-    return nextLoad(url, context);
-  },
-});
-`;
-
 let dir: string;
 let workspace: string;
 let fake: FakeOpenAI;
+let recorder: string;
 
 beforeAll(async () => {
   build();
   ({ dir, workspace } = await initedFolder('magpie-worker-loads-'));
   fake = await startFakeOpenAI({ responder: () => ({ content: 'ok' }) });
-  await writeFile(path.join(dir, 'recorder.mjs'), RECORDER);
+  recorder = await writeLoadRecorder(dir);
 }, 120_000);
 
 afterAll(async () => {
@@ -65,7 +55,7 @@ async function workerLoads(
   });
   const worker = magpie(['worker'], {
     ...env,
-    NODE_OPTIONS: `--import ${path.join(dir, 'recorder.mjs')}`,
+    NODE_OPTIONS: `--import ${recorder}`,
     LOAD_LOG: log,
   });
   try {
@@ -74,10 +64,7 @@ async function workerLoads(
   } finally {
     await stop(worker);
   }
-  const files = (await readFile(log, 'utf8'))
-    .trim()
-    .split('\n')
-    .map((url) => fileURLToPath(url));
+  const files = await loadedFiles(log);
   const packages = new Set<string>();
   for (const file of files) {
     const m = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(file);
