@@ -45,6 +45,7 @@ import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
 import { type LuaScript, runScript } from './lua.js';
+import { processStart } from './pid.js';
 
 /** When a dead process's record is removed even if no process here serves all its queues. */
 const FORGOTTEN_AFTER_MS = 24 * 60 * 60 * 1000;
@@ -101,17 +102,6 @@ export interface HeldQueue {
 
 /** A connection to hand jobs back on, for a prefix (each agent's bus has its own). */
 export type ConnectionFor = (prefix: string) => Redis | undefined;
-
-/** The start time of process `pid`, or undefined when there is no such process. */
-export function processStart(pid: number): string | undefined {
-  try {
-    // Fields after the command name (which may hold spaces and parentheses); starttime is the 22nd.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
 
 /** This process's host, boot and pid namespace, as {@link HolderSchema}'s `host` holds them. */
 export function thisHost(): string {

@@ -13,7 +13,8 @@ import { Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { Consumer } from '../../../src/bus/consumer.js';
-import { DeadHolders, processStart, thisHost } from '../../../src/bus/dead-holders.js';
+import { DeadHolders, thisHost } from '../../../src/bus/dead-holders.js';
+import { processStart } from '../../../src/bus/pid.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
