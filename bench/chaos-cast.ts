@@ -23,12 +23,13 @@ import { waitFor } from '../test/fakes/wait-for.js';
 export type ChaosKind = 'worker' | 'gateway' | 'redis';
 
 /**
- * The workers' and gateways' own lock settings: the defaults (30 s, checked every 15 s), as
- * deployed. A killed process's jobs are handed back by the others within 3 s
- * (bus/dead-holders.ts), so the run no longer needs 2 s locks to redo its turns quickly; those
- * also lapsed in every Redis restart, so that live workers' turns were taken over each time.
+ * The workers' and gateways' lock settings. By default the deployed ones (30 s, checked every
+ * 15 s): a killed process's jobs are handed back by the others within 3 s (bus/dead-holders.ts),
+ * so the run needs no short locks to redo its turns quickly. `shortLocks` gives them 2 s locks
+ * checked every second, which lapse in every Redis restart: live workers' turns are then taken
+ * over while they run, the harsher test of the turn fence (bus/turn-fence.ts).
  */
-const ROLE_ARGS: string[] = [];
+const SHORT_LOCKS = ['--lock-duration', '2s', '--stalled-interval', '1s'];
 
 export interface CastOptions {
   workers: number;
@@ -38,6 +39,8 @@ export interface CastOptions {
   redisDir: string;
   /** A Sentinel-watched master with two replicas instead of one server. @defaultValue false */
   sentinel?: boolean;
+  /** 2 s locks instead of the deployed 30 s (see SHORT_LOCKS). @defaultValue false */
+  shortLocks?: boolean;
 }
 
 /** The running processes and every one that ran (for their logs). */
@@ -221,7 +224,10 @@ export class ChaosCast {
   }
 
   #spawn(role: 'gateway' | 'worker'): Proc {
-    const proc = magpie([role, ...ROLE_ARGS], { ...this.#o.env, ...this.redisEnv() });
+    const proc = magpie([role, ...(this.#o.shortLocks ? SHORT_LOCKS : [])], {
+      ...this.#o.env,
+      ...this.redisEnv(),
+    });
     this.all.push(Object.assign(proc, { role }));
     return proc;
   }

@@ -60,6 +60,8 @@ export interface ChaosOptions {
   logsDir?: string;
   /** Redis behind Sentinel (a master, two replicas, three Sentinels): Redis blows are master kills. @defaultValue false */
   sentinel?: boolean;
+  /** Workers and gateways with 2 s locks, not the deployed 30 s (chaos-cast.ts). @defaultValue false */
+  shortLocks?: boolean;
 }
 
 export interface ChaosReport extends ChaosVerdict {
@@ -72,6 +74,10 @@ export interface ChaosReport extends ChaosVerdict {
   failovers?: { count: number; ms: number[] };
   /** Turns a worker found already stored in the session (the log line "redone turn"). */
   redoneTurns: number;
+  /** Attempts that found their turn taken over by a later one and left it (lost locks). */
+  takenOver: number;
+  /** Claims that waited for an earlier attempt's session write (turn-fence.ts). */
+  claimWaits: number;
   /** Publishes retried because Redis was away. */
   publishRetries: number;
   /** Jobs that failed for good (the log line "job failed"; a failed attempt that is retried logs another). */
@@ -111,6 +117,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     env,
     redisDir: mkdtempSync(path.join(os.tmpdir(), 'magpie-chaos-redis-')),
     sentinel: options.sentinel ?? false,
+    shortLocks: options.shortLocks ?? false,
   });
   let bus: Bus | undefined;
   try {
@@ -174,6 +181,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       redisRestarts: cast.blows.redis,
       ...(options.sentinel ? { failovers: { count: cast.failovers, ms: cast.failoverMs } } : {}),
       redoneTurns: cast.count('redone turn: messages already stored'),
+      takenOver: cast.count(
+        "another attempt of this turn took it over (this one's lock was lost); it answers",
+      ),
+      claimWaits: cast.count('another attempt of this turn is writing: the claim waits'),
       publishRetries: senders.retries,
       failedJobs: cast.count('job failed'),
       retriedAttempts: cast.count('job attempt failed; retried'),

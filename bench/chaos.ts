@@ -7,11 +7,13 @@
  * reply reached its chat after a later one, or a session file is broken or out
  * of order (`chaosFailures`).
  *
- *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel]
+ *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel] [--short-locks]
  *
  * `--sentinel`: Redis is a Sentinel-watched master with two replicas and three
  * Sentinels, magpie runs with MAGPIE_REDIS_MIN_REPLICAS=1, and each Redis blow
  * kills the master (a replica takes over; the killed one comes back as a replica).
+ * `--short-locks`: workers and gateways get 2 s locks (checked every second) instead of the
+ * deployed 30 s; they lapse in every Redis restart, so live turns are taken over while they run.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -30,6 +32,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '3' },
     logs: { type: 'string' },
     sentinel: { type: 'boolean', default: false },
+    'short-locks': { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
@@ -48,6 +51,7 @@ const report = await runChaos({
   progress: (line) => console.error(`[chaos] ${line}`),
   ...(values.logs ? { logsDir: values.logs } : {}),
   sentinel: values.sentinel,
+  shortLocks: values['short-locks'],
 });
 console.log(JSON.stringify(report, null, 2));
 process.exit(chaosFailures(report).length === 0 ? 0 : 1);

@@ -98,15 +98,17 @@ export class TurnRun {
 
   /** Appends messages to the turn and (as they happen) to the session. */
   async record(...messages: ChatMessage[]): Promise<void> {
-    await this.#mayWrite();
-    this.turn.push(...messages);
-    await this.#sessions.append(this.req.sessionKey, ...messages);
+    await this.#write(async () => {
+      this.turn.push(...messages);
+      await this.#sessions.append(this.req.sessionKey, ...messages);
+    });
   }
 
-  /** @throws AppError CANCELLED when a later attempt of this turn has taken it over (TurnOptions.stillAnswering). */
-  async #mayWrite(): Promise<void> {
-    const still = this.options.stillAnswering;
-    if (still && !(await still())) {
+  /** Runs a session write. @throws AppError CANCELLED when a later attempt of this turn has taken it over (TurnOptions.answering). */
+  async #write(write: () => Promise<void>): Promise<void> {
+    const answering = this.options.answering;
+    if (!answering) return write();
+    if (!(await answering(write))) {
       throw new AppError(
         'CANCELLED',
         'a later attempt of this turn took it over; this one stops without writing',
@@ -147,9 +149,10 @@ export class TurnRun {
       const first = fresh[0]!;
       fresh[0] = { forModel: withNote(first.forModel, note), forLog: withNote(first.forLog, note) };
     }
-    await this.#mayWrite();
-    await this.#sessions.append(this.req.sessionKey, ...fresh.map((u) => u.forLog));
-    this.turn.push(...fresh.map((u) => u.forModel));
+    await this.#write(async () => {
+      await this.#sessions.append(this.req.sessionKey, ...fresh.map((u) => u.forLog));
+      this.turn.push(...fresh.map((u) => u.forModel));
+    });
   }
 
   /**

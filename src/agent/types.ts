@@ -38,11 +38,12 @@ export interface TurnOptions {
   /** Ask before risky tool calls (MAGPIE_APPROVAL). Absent: nothing asks. */
   approvals?: TurnApprovals;
   /**
-   * Asked before each write to the session: false once a later attempt of this turn has taken it
-   * over (a worker's lock lost; bus/turn-fence.ts). The turn then stops without writing, so the
-   * session does not get a stalled attempt's messages after the later one's. @defaultValue always true
+   * Runs each write to the session while this attempt still answers the turn, no later attempt
+   * claiming it meanwhile; false, without running it, once a later attempt of this turn has taken
+   * it over (a worker's lock lost; bus/turn-fence.ts). The turn then stops without writing, so the
+   * session does not get a stalled attempt's messages after the later one's. @defaultValue runs it
    */
-  stillAnswering?: () => Promise<boolean>;
+  answering?: (write: () => Promise<void>) => Promise<boolean>;
 }
 
 export interface TurnResult {

@@ -18,6 +18,8 @@ export const keys = {
   running: (prefix: string, sessionKey: string) => `${prefix}:running:${sessionKey}`,
   /** The attempt of a session's turn that may answer it (turn-fence.ts). */
   turnAttempt: (prefix: string, sessionKey: string) => `${prefix}:attempt:${sessionKey}`,
+  /** Held by the attempt of a session's turn that is writing; claims wait for it (turn-fence.ts). */
+  turnWriting: (prefix: string, sessionKey: string) => `${prefix}:attempt-writing:${sessionKey}`,
   /** Held while a scheduled task is added to a chat, so its limits are counted one add at a time (cron-store.ts). */
   cronAdd: (prefix: string, sessionKey: string) => `${prefix}:cron-add:${sessionKey}`,
   cancel: (prefix: string) => `${prefix}:cancel`,

@@ -25,7 +25,7 @@ export interface TurnBus {
   onCancel(handler: (sessionKey: string) => void): Promise<() => Promise<void>>;
   turnRecorder(options: Omit<TurnRecorderOptions, 'redis' | 'prefix'>): TurnRecorder;
   /** Which attempt of a session's turn may answer it (bus/turn-fence.ts). */
-  readonly turnFence: Pick<TurnFence, 'claim' | 'holds' | 'check'>;
+  readonly turnFence: Pick<TurnFence, 'claim' | 'holding'>;
   /** Approval questions and rules (bus/approvals.ts). */
   readonly approvals: Pick<RedisApprovals, 'get' | 'move' | 'finish' | 'rules' | 'markAsked'>;
   /** Stores a new question and schedules its time-out. */

@@ -257,7 +257,7 @@ export class TurnWorker {
     await Promise.all([
       this.activity(turn.origin, true, log),
       this.recorder.started(turn.id, sessionKey, turn.since),
-      this.bus.turnFence.claim(sessionKey, turn.attempt),
+      this.claim(sessionKey, turn.attempt, log),
     ]);
     try {
       if (await this.runAndAnswer(turn, controller.signal, live)) await mailbox.trim(turn.taken);
@@ -339,7 +339,12 @@ export class TurnWorker {
     // The last snapshot goes out before the reply that completes it. `live` names the preview to
     // finish even when this attempt showed none: an earlier attempt (before a crash) may have.
     await live?.close();
-    const hold = await this.bus.turnFence.check(turn.sessionKey, turn.attempt);
+    const completes = live ? { live: turn.id } : {};
+    // Queued under the write lease, so no later attempt claims the turn in between (turn-fence.ts).
+    let afterQueued: (() => Promise<void>) | undefined;
+    const hold = await this.bus.turnFence.holding(turn.sessionKey, turn.attempt, async () => {
+      afterQueued = await this.queueAnswer(turn, result, live, completes);
+    });
     if (hold === 'taken') {
       turn.log.warn("another attempt of this turn took it over (this one's lock was lost); it answers");
       await recorded;
@@ -347,49 +352,64 @@ export class TurnWorker {
     }
     if (hold === 'retaken')
       turn.log.warn("this turn's claim was gone (a failover?); taken again, it answers");
-    const completes = live ? { live: turn.id } : {};
-    if (result.ok) await this.resendStored(turn, result.value);
-    if (result.ok && result.value.parked) {
-      await this.ask(turn, result.value, completes);
-      await recorded;
-    } else if (result.ok) {
-      if (result.value.reply !== undefined) {
-        const content = shownReply(result.value, live);
-        const { answersFrom } = result.value;
-        // Messages an earlier attempt answered (`stored`) keep that answer's id; this one is named
-        // by the first message it answers, so a redo with new messages is not mistaken for the old reply.
-        const replyTurn = answersFrom ? turnId(turn.sessionKey, answersFrom) : turn.id;
-        await this.bus.publishOutbound({
-          ...result.value.target,
-          id: replyId(replyTurn),
-          content,
-          kind: 'reply',
-          metadata: {
-            ...this.routed(turn, answeredBy(turn.batch, result.value)),
-            usage: usageOf(result.value.metrics),
-            // A limit reached: the API answers 429 with the line.
-            ...(result.value.metrics.outcome === 'budget' ? { budget: true } : {}),
-          },
-          ...completes,
-        });
-        // Spoken only once the text is final and queued; a failure leaves the text alone.
-        if (this.voice) {
-          await this.voice.afterReply({
-            outcome: result.value.metrics.outcome,
-            turn: replyTurn,
-            sessionKey: turn.sessionKey,
-            batch: turn.batch,
-            target: result.value.target,
-            content,
-            metadata: routingMetadata(turn.batch),
-          });
-        }
-      }
-      await recorded;
-    } else {
-      await this.answerFailure(turn, result.error, completes);
-    }
+    await afterQueued?.();
+    await recorded;
     return true;
+  }
+
+  /**
+   * Queues the turn's reply, its question or its failure (with the stored answers of an earlier
+   * attempt first); returns what follows the queued reply (speaking it), which needs no lease.
+   */
+  private async queueAnswer(
+    turn: TakenTurn,
+    result: { ok: true; value: TurnResult } | { ok: false; error: unknown },
+    live: LivePublisher | undefined,
+    completes: { live?: string },
+  ): Promise<(() => Promise<void>) | undefined> {
+    if (!result.ok) {
+      await this.answerFailure(turn, result.error, completes);
+      return undefined;
+    }
+    await this.resendStored(turn, result.value);
+    if (result.value.parked) {
+      await this.ask(turn, result.value, completes);
+      return undefined;
+    }
+    if (result.value.reply === undefined) return undefined;
+    const content = shownReply(result.value, live);
+    const { answersFrom } = result.value;
+    // Messages an earlier attempt answered (`stored`) keep that answer's id; this one is named
+    // by the first message it answers, so a redo with new messages is not mistaken for the old reply.
+    const replyTurn = answersFrom ? turnId(turn.sessionKey, answersFrom) : turn.id;
+    await this.bus.publishOutbound({
+      ...result.value.target,
+      id: replyId(replyTurn),
+      content,
+      kind: 'reply',
+      metadata: {
+        ...this.routed(turn, answeredBy(turn.batch, result.value)),
+        usage: usageOf(result.value.metrics),
+        // A limit reached: the API answers 429 with the line.
+        ...(result.value.metrics.outcome === 'budget' ? { budget: true } : {}),
+      },
+      ...completes,
+    });
+    const { voice } = this;
+    if (!voice) return undefined;
+    // Spoken only once the text is final and queued; a failure leaves the text alone.
+    const spoken = {
+      outcome: result.value.metrics.outcome,
+      turn: replyTurn,
+      sessionKey: turn.sessionKey,
+      batch: turn.batch,
+      target: result.value.target,
+      content,
+      metadata: routingMetadata(turn.batch),
+    };
+    return async () => {
+      await voice.afterReply(spoken);
+    };
   }
 
   /**
@@ -481,7 +501,7 @@ export class TurnWorker {
     await Promise.all([
       this.activity(turn.origin, true, log),
       this.recorder.started(turn.id, sessionKey, turn.since),
-      this.bus.turnFence.claim(sessionKey, turn.attempt),
+      this.claim(sessionKey, turn.attempt, log),
     ]);
     try {
       const recordIteration = this.recorder.onIteration(turn.id, sessionKey, turn.since.toISOString());
@@ -490,7 +510,7 @@ export class TurnWorker {
         this.agent.resumeTurn!(pending, decision, {
           signal: controller.signal,
           drainPending: io.drain,
-          stillAnswering: io.stillAnswering,
+          answering: io.answering,
           outbound: { publish: io.publish },
           onIteration: io.onIteration,
           approvals: this.turnApprovals(),
@@ -503,6 +523,15 @@ export class TurnWorker {
     } finally {
       await this.endTurn(turn, undefined);
     }
+  }
+
+  /** Claims the turn for this attempt before the session is read (turn-fence.ts), saying once if it waits. */
+  private claim(sessionKey: string, attempt: string, log: Logger): Promise<void> {
+    let said = false;
+    return this.bus.turnFence.claim(sessionKey, attempt, (leftMs) => {
+      if (!said) log.info({ leftMs }, 'another attempt of this turn is writing: the claim waits');
+      said = true;
+    });
   }
 
   /** What a bus turn asks with: the policy, and the chat's rules in Redis; questions park the turn. */
@@ -526,7 +555,8 @@ export class TurnWorker {
       ...(live
         ? { onDelta: (text: string) => live.delta(text), onTool: (call: ToolCall) => live.tool(call) }
         : {}),
-      stillAnswering: () => this.bus.turnFence.holds(turn.sessionKey, turn.attempt),
+      answering: async (write: () => Promise<void>) =>
+        (await this.bus.turnFence.holding(turn.sessionKey, turn.attempt, write)) !== 'taken',
       drain: async () => {
         const more = await turn.mailbox.read(turn.taken.length);
         turn.taken.push(...more.entries);
@@ -668,7 +698,7 @@ export class TurnWorker {
     io: {
       drain: () => Promise<InboundMessage[]>;
       publish: (m: OutboundMessageInput) => Promise<void>;
-    } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool' | 'stillAnswering'>,
+    } & Pick<TurnOptions, 'onIteration' | 'onDelta' | 'onTool' | 'answering'>,
     span: TraceSpan,
   ): Promise<{ ok: true; value: TurnResult } | { ok: false; error: unknown }> {
     // A scheduled agent task with MAGPIE_APPROVAL_UNATTENDED=deny: nobody is asked, a risky step is not run.
@@ -684,7 +714,7 @@ export class TurnWorker {
       this.agent.processMessage([...batch], {
         signal,
         drainPending: io.drain,
-        stillAnswering: io.stillAnswering,
+        answering: io.answering,
         outbound: { publish: io.publish },
         ...(io.onIteration ? { onIteration: io.onIteration } : {}),
         ...(io.onDelta ? { onDelta: io.onDelta } : {}),

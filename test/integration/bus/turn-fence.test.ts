@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { keys } from '../../../src/bus/keys.js';
+import { TurnFence } from '../../../src/bus/turn-fence.js';
 import type { InboundMessage } from '../../../src/messages/messages.js';
 import {
   cleanupsAfterEach,
@@ -104,12 +105,115 @@ describe('two attempts of one turn', () => {
     const a = await startHarness({ agent: new GatedAgent(), config });
     cleanups.push(() => a.close());
     const fence = a.bus.turnFence;
+    const wrote: string[] = [];
+    const write = (who: string) => async () => {
+      wrote.push(who);
+    };
     await fence.claim('test:f3', 'first');
     await fence.claim('test:f3', 'second');
     await a.bus.redis.del(keys.turnAttempt(config.redis.prefix, 'test:f3'));
-    const checks = await Promise.all([fence.check('test:f3', 'first'), fence.check('test:f3', 'second')]);
+    const checks = await Promise.all([
+      fence.holding('test:f3', 'first', write('first')),
+      fence.holding('test:f3', 'second', write('second')),
+    ]);
     expect(checks).toEqual(['retaken', 'taken']);
-    expect(await fence.check('test:f3', 'first')).toBe('held');
-    expect(await fence.holds('test:f3', 'second')).toBe(false);
+    expect(await fence.holding('test:f3', 'first', write('first'))).toBe('held');
+    expect(await fence.holding('test:f3', 'second', write('second'))).toBe('taken');
+    expect(wrote).toEqual(['first', 'first']);
+  });
+
+  it('a claim made while another attempt writes waits for the write, and that attempt then stops', async () => {
+    const config = testConfig();
+    const a = await startHarness({ agent: new GatedAgent(), config });
+    cleanups.push(() => a.close());
+    const fence = a.bus.turnFence;
+    const events: string[] = [];
+    await fence.claim('test:f4', 'earlier');
+    let finishWrite!: () => void;
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const earlier = fence.holding('test:f4', 'earlier', async () => {
+      entered();
+      await new Promise<void>((resolve) => {
+        finishWrite = resolve;
+      });
+      events.push('earlier wrote');
+    });
+    await inside;
+    let waiting!: () => void;
+    const waited = new Promise<void>((resolve) => {
+      waiting = resolve;
+    });
+    const later = fence.claim('test:f4', 'later', (leftMs) => {
+      expect(leftMs).toBeGreaterThan(0);
+      waiting();
+    });
+    await waited;
+    events.push('later waits');
+    finishWrite();
+    expect(await earlier).toBe('held');
+    await later;
+    events.push('later claimed');
+    expect(events).toEqual(['later waits', 'earlier wrote', 'later claimed']);
+    expect(await a.bus.redis.get(keys.turnAttempt(config.redis.prefix, 'test:f4'))).toBe('later');
+    // The earlier attempt's next write does not run.
+    const next = await fence.holding('test:f4', 'earlier', async () => {
+      events.push('earlier wrote again');
+    });
+    expect(next).toBe('taken');
+    expect(events).not.toContain('earlier wrote again');
+  });
+
+  it('a write lease left by a process killed mid-write holds a later claim back only until it expires', async () => {
+    const config = testConfig();
+    const a = await startHarness({ agent: new GatedAgent(), config });
+    cleanups.push(() => a.close());
+    const fence = new TurnFence(a.bus.redis, config.redis.prefix, 300);
+    await fence.claim('test:f5', 'killed');
+    // The killed attempt's write never ends: its lease is never given back.
+    void fence.holding('test:f5', 'killed', () => new Promise<void>(() => {}));
+    await waitFor(
+      async () => (await a.bus.redis.get(keys.turnWriting(config.redis.prefix, 'test:f5'))) === 'killed',
+      5_000,
+      'the lease taken',
+    );
+    const waits: number[] = [];
+    await fence.claim('test:f5', 'next', (leftMs) => waits.push(leftMs));
+    expect(waits.length).toBeGreaterThan(0);
+    expect(Math.max(...waits)).toBeLessThanOrEqual(300);
+    expect(await a.bus.redis.get(keys.turnAttempt(config.redis.prefix, 'test:f5'))).toBe('next');
+    expect(await fence.holding('test:f5', 'killed', async () => {})).toBe('taken');
+  });
+
+  it('an attempt whose claim vanished does not take it back while another attempt writes', async () => {
+    const config = testConfig();
+    const a = await startHarness({ agent: new GatedAgent(), config });
+    cleanups.push(() => a.close());
+    const fence = a.bus.turnFence;
+    await fence.claim('test:f6', 'writer');
+    let finishWrite!: () => void;
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const writer = fence.holding('test:f6', 'writer', async () => {
+      entered();
+      await new Promise<void>((resolve) => {
+        finishWrite = resolve;
+      });
+    });
+    await inside;
+    await a.bus.redis.del(keys.turnAttempt(config.redis.prefix, 'test:f6'));
+    let ran = false;
+    expect(
+      await fence.holding('test:f6', 'other', async () => {
+        ran = true;
+      }),
+    ).toBe('taken');
+    expect(ran).toBe(false);
+    finishWrite();
+    expect(await writer).toBe('held');
   });
 });

@@ -238,9 +238,11 @@ describe('AgentLoop', () => {
     const asked: boolean[] = [];
     const outcome = h.agent.processMessage(inbound({ content: 'hello' }), {
       // Still this attempt's while the user's message is stored; taken over before the answer is.
-      stillAnswering: async () => {
-        asked.push(asked.length === 0);
-        return asked.length === 1;
+      answering: async (write) => {
+        const still = asked.length === 0;
+        asked.push(still);
+        if (still) await write();
+        return still;
       },
     });
     await expect(outcome).rejects.toMatchObject({ code: 'CANCELLED' });
@@ -252,10 +254,25 @@ describe('AgentLoop', () => {
   it('writes nothing at all when taken over before it began', async () => {
     h = await harness(new ScriptedProvider([{ content: 'never stored' }]));
     const outcome = h.agent.processMessage(inbound({ content: 'hello' }), {
-      stillAnswering: async () => false,
+      answering: async () => false,
     });
     await expect(outcome).rejects.toMatchObject({ code: 'CANCELLED' });
     expect(await h.sessions.getHistory('telegram:42')).toEqual([]);
+  });
+
+  it('makes each session write inside the guard, so no later attempt claims between check and write', async () => {
+    h = await harness(new ScriptedProvider([{ content: 'the answer' }]));
+    const { sessions } = h;
+    // What the session held when each guarded section ended: its write is done by then.
+    const storedWhenLeft: string[][] = [];
+    await h.agent.processMessage(inbound({ content: 'hello' }), {
+      answering: async (write) => {
+        await write();
+        storedWhenLeft.push((await sessions.getHistory('telegram:42')).map((m) => m.role));
+        return true;
+      },
+    });
+    expect(storedWhenLeft).toEqual([['user'], ['user', 'assistant']]);
   });
 
   it('makes several messages of one batch consecutive user messages of one turn', async () => {
