@@ -6,7 +6,9 @@
  * - `latency`: `send` → reply with an instant model (p50/p99 ms), beside two
  *   bare BullMQ add→process hops on the same Redis (target: p50 ratio ≤ 2);
  * - `throughput`: turns per second across 1,000 chats;
- * - `slowModel`: 100 chats with a 1 s model, wall time until all answered (target ≤ 1.5 s);
+ * - `slowModel`: 100 chats with a 1 s model, wall time until all answered (target ≤ 1.5 s), with
+ *   one worker of 128 turn slots; `slowModelTwoWorkers` the same with two workers of 64, the
+ *   number a deployment runs (ecosystem.config.js's MAGPIE_WORKERS default), one per core here;
  * - `memory`: worker RSS after 10,000 turns across 1,000 sessions (target ≤ 150 MB,
  *   flat in the number of sessions: RSS after the first and the last rounds).
  *
@@ -279,6 +281,33 @@ try {
     rssMbAfter: rssMb(wide.child.pid!),
   };
 
+  // The same with two workers, as ecosystem.config.js deploys them: each turn's CPU on either core.
+  await stop(wide);
+  const pair = [0, 1].map(() =>
+    magpie(['worker', '--concurrency', '64'], { ...env, NODE_OPTIONS: workerNodeOptions }),
+  );
+  procs.push(...pair);
+  await Promise.all(pair.map((w) => w.waitFor(/magpie is running/, 30_000)));
+  const t2 = performance.now();
+  const pairCpuMsPerTurn = await cpuPerTurn({ first: pair[0]!, second: pair[1]!, gateway }, 100, async () => {
+    await Promise.all(
+      Array.from({ length: 100 }, (_, c) =>
+        sendAndWait(bus, { content: 'slow', chatId: `slow2-${c}`, timeoutMs: 60_000 }),
+      ),
+    );
+  });
+  const slowModelTwoWorkers = {
+    chats: 100,
+    modelMs: 1000,
+    workers: 2,
+    workerConcurrency: 64,
+    allAnsweredMs: Math.round(performance.now() - t2),
+    cpuMsPerTurn: {
+      workers: Math.round(((pairCpuMsPerTurn.first ?? 0) + (pairCpuMsPerTurn.second ?? 0)) * 100) / 100,
+      gateway: pairCpuMsPerTurn.gateway,
+    },
+  };
+
   process.stdout.write(
     `${JSON.stringify(
       {
@@ -287,6 +316,7 @@ try {
         busOnlyP50Ratio: Math.round((latency.busOnlyEchoAgent.p50 / latency.bareTwoHops.p50) * 100) / 100,
         throughput,
         slowModel,
+        slowModelTwoWorkers,
         memory,
       },
       null,
