@@ -152,11 +152,17 @@ export class Bus implements WebEventBus {
     this.prefix = options.config.redis.prefix;
     this.markers = new Markers(redis);
     this.runningTurns = new RedisRunningTurns(redis, this.prefix);
-    this.turnFence = new TurnFence(redis, this.prefix);
     this.liveRecords = new RedisLiveRecords(redis, this.prefix);
     this.opsReader = new RedisOpsReader(redis, this.prefix);
     this.approvals = new RedisApprovals(redis, this.prefix);
     this.logger = options.logger.child({ component: 'bus' });
+    this.turnFence = new TurnFence(redis, this.prefix, {
+      onLeaseOutlived: (session, attempt) =>
+        this.logger.warn(
+          { session, attempt },
+          "a session write outlasted its turn's write lease: a later attempt may have read the session without it",
+        ),
+    });
     this.tracing = options.tracing ?? NO_TRACING;
     this.turnJobs = options.turnJobs ?? {};
     this.deadHolders = options.deadHolders;

@@ -87,23 +87,39 @@ redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
 return found`,
 };
 
-/** Gives the write lease back if `ARGV[1]` still holds it. */
+/** Gives the write lease back if `ARGV[1]` still holds it: 1, else 0 (it expired during the write). */
 const LEAVE_SCRIPT: LuaScript = {
   name: 'turnFenceLeave',
   keys: 1,
-  lua: `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+  lua: `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
 return 0`,
 };
+
+export interface TurnFenceOptions {
+  /** @defaultValue {@link WRITE_LEASE_MS} */
+  writeLeaseMs?: number;
+  /** Told of a write that outlasted its lease: a later attempt may have claimed and read meanwhile. */
+  onLeaseOutlived?: (sessionKey: string, attempt: string) => void;
+}
 
 /** What a check of the claim found. */
 export type Hold = 'held' | 'retaken' | 'taken';
 
 export class TurnFence {
+  private readonly writeLeaseMs: number;
+  private readonly onLeaseOutlived: ((sessionKey: string, attempt: string) => void) | undefined;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    private readonly writeLeaseMs = WRITE_LEASE_MS,
-  ) {}
+    options: TurnFenceOptions = {},
+  ) {
+    this.writeLeaseMs = options.writeLeaseMs ?? WRITE_LEASE_MS;
+    this.onLeaseOutlived = options.onLeaseOutlived;
+  }
 
   /**
    * Makes `attempt` the one that may answer `sessionKey`'s turn (a later claim takes it over),
@@ -143,7 +159,8 @@ export class TurnFence {
     try {
       await write();
     } finally {
-      await runScript(this.redis, LEAVE_SCRIPT, lease, attempt);
+      const kept = await runScript(this.redis, LEAVE_SCRIPT, lease, attempt);
+      if (kept !== 1) this.onLeaseOutlived?.(sessionKey, attempt);
     }
     return found === 1 ? 'held' : 'retaken';
   }

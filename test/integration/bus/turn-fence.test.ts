@@ -170,12 +170,24 @@ describe('two attempts of one turn', () => {
     const config = testConfig();
     const a = await startHarness({ agent: new GatedAgent(), config });
     cleanups.push(() => a.close());
-    const fence = new TurnFence(a.bus.redis, config.redis.prefix, 300);
-    await fence.claim('test:f5', 'killed');
-    // The killed attempt's write never ends: its lease is never given back.
-    void fence.holding('test:f5', 'killed', () => new Promise<void>(() => {}));
+    const outlived: string[] = [];
+    const fence = new TurnFence(a.bus.redis, config.redis.prefix, {
+      writeLeaseMs: 300,
+      onLeaseOutlived: (_session, attempt) => outlived.push(attempt),
+    });
+    await fence.claim('test:f5', 'stalled');
+    // The stalled attempt's write does not end until the test lets it: its lease expires first.
+    let finishWrite!: () => void;
+    const stalled = fence.holding(
+      'test:f5',
+      'stalled',
+      () =>
+        new Promise<void>((resolve) => {
+          finishWrite = resolve;
+        }),
+    );
     await waitFor(
-      async () => (await a.bus.redis.get(keys.turnWriting(config.redis.prefix, 'test:f5'))) === 'killed',
+      async () => (await a.bus.redis.get(keys.turnWriting(config.redis.prefix, 'test:f5'))) === 'stalled',
       5_000,
       'the lease taken',
     );
@@ -184,7 +196,11 @@ describe('two attempts of one turn', () => {
     expect(waits.length).toBeGreaterThan(0);
     expect(Math.max(...waits)).toBeLessThanOrEqual(300);
     expect(await a.bus.redis.get(keys.turnAttempt(config.redis.prefix, 'test:f5'))).toBe('next');
-    expect(await fence.holding('test:f5', 'killed', async () => {})).toBe('taken');
+    // The write that outlasted its lease is reported when it ends, and that attempt writes no more.
+    finishWrite();
+    expect(await stalled).toBe('held');
+    expect(outlived).toEqual(['stalled']);
+    expect(await fence.holding('test:f5', 'stalled', async () => {})).toBe('taken');
   });
 
   it('an attempt whose claim vanished does not take it back while another attempt writes', async () => {
