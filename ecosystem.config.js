@@ -27,14 +27,17 @@ export const apps = [
     name: 'magpie-worker',
     script: path.join(root, 'dist', 'cli', 'bin.js'),
     args: 'worker',
-    // A smaller young generation keeps a busy worker's RSS ~20% lower at about the same throughput.
-    node_args: '--max-semi-space-size=4',
+    // A smaller young generation keeps a busy worker's RSS lower at about the same throughput
+    // (docs/ARCHITECTURE.md: 4 MB took ~20% off Node 24's default; 2 MB a few MB more in bench:crowd).
+    node_args: '--max-semi-space-size=2',
     cwd: root,
     exec_mode: 'fork',
     instances: Number.isInteger(workers) && workers > 0 ? workers : 2,
     kill_timeout: killTimeout,
     // glibc gives each thread that allocates (V8's compiler and GC threads) a malloc arena of its
-    // own, which keeps its peak: with two, one busy worker measured 145 MB instead of 159 (docs/ARCHITECTURE.md).
-    env: { NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' },
+    // own, each keeping its peak, and raises its mmap threshold whenever a large block is freed, so
+    // later large buffers stay in the heap: one arena and a fixed 128 KiB threshold keep a busy
+    // worker's peak RSS ~6 MB lower (bench:crowd; docs/ARCHITECTURE.md).
+    env: { NODE_ENV: 'production', MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '131072' },
   },
 ];

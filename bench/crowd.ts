@@ -16,7 +16,7 @@
  *   message is published, less before, over the messages still waiting then.
  *
  *   npx tsx bench/crowd.ts [--chats 10000] [--workers 4] [--concurrency 64] [--model-ms 2000] [--logs DIR] [--fake-in-process]
- *     [--worker-node-options="..."] [--worker-env="MALLOC_ARENA_MAX=2"]
+ *     [--worker-node-options="..."] [--worker-env="MALLOC_ARENA_MAX=1,MALLOC_MMAP_THRESHOLD_=131072"]
  */
 
 import { spawn } from 'node:child_process';
@@ -49,10 +49,11 @@ const { values } = parseArgs({
     // 10,000 chats, it shares a loop with every waiting client and its recorded bodies, and calls time out. Here,
     // with this flag, it counts the model calls.
     'fake-in-process': { type: 'boolean', default: false },
-    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=4' },
+    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=2' },
     // As ecosystem.config.js gives workers: glibc keeps one malloc arena per thread that allocated
-    // (V8's compiler and GC threads), each holding its peak; '' for none.
-    'worker-env': { type: 'string', default: 'MALLOC_ARENA_MAX=2' },
+    // (V8's compiler and GC threads), each holding its peak, and raises its mmap threshold as large
+    // blocks are freed (so later ones stay in the heap); '' for glibc's defaults.
+    'worker-env': { type: 'string', default: 'MALLOC_ARENA_MAX=1,MALLOC_MMAP_THRESHOLD_=131072' },
   },
 });
 const chats = Number(values.chats);
