@@ -37,6 +37,24 @@ class GatedAgent extends MessageOnlyAgent {
   }
 }
 
+/** A write the test holds open: `started` resolves once it runs (its lease taken), `finish()` ends it. */
+function heldWrite(onEnd?: () => void) {
+  let begin!: () => void;
+  let finish!: () => void;
+  const started = new Promise<void>((resolve) => {
+    begin = resolve;
+  });
+  const released = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const write = async () => {
+    begin();
+    await released;
+    onEnd?.();
+  };
+  return { write, started, finish: () => finish() };
+}
+
 /** Deletes the lock of every active turn job: as when its worker's renewals stopped reaching Redis. */
 async function loseLocks(redis: Redis, prefix: string): Promise<number> {
   const locks = await redis.keys(`${prefix}:inbound:*:lock`);
@@ -129,19 +147,9 @@ describe('two attempts of one turn', () => {
     const fence = a.bus.turnFence;
     const events: string[] = [];
     await fence.claim('test:f4', 'earlier');
-    let finishWrite!: () => void;
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    const earlier = fence.holding('test:f4', 'earlier', async () => {
-      entered();
-      await new Promise<void>((resolve) => {
-        finishWrite = resolve;
-      });
-      events.push('earlier wrote');
-    });
-    await inside;
+    const held = heldWrite(() => events.push('earlier wrote'));
+    const earlier = fence.holding('test:f4', 'earlier', held.write);
+    await held.started;
     let waiting!: () => void;
     const waited = new Promise<void>((resolve) => {
       waiting = resolve;
@@ -152,7 +160,7 @@ describe('two attempts of one turn', () => {
     });
     await waited;
     events.push('later waits');
-    finishWrite();
+    held.finish();
     expect(await earlier).toBe('held');
     await later;
     events.push('later claimed');
@@ -177,27 +185,17 @@ describe('two attempts of one turn', () => {
     });
     await fence.claim('test:f5', 'stalled');
     // The stalled attempt's write does not end until the test lets it: its lease expires first.
-    let finishWrite!: () => void;
-    const stalled = fence.holding(
-      'test:f5',
-      'stalled',
-      () =>
-        new Promise<void>((resolve) => {
-          finishWrite = resolve;
-        }),
-    );
-    await waitFor(
-      async () => (await a.bus.redis.get(keys.turnWriting(config.redis.prefix, 'test:f5'))) === 'stalled',
-      5_000,
-      'the lease taken',
-    );
+    const held = heldWrite();
+    const stalled = fence.holding('test:f5', 'stalled', held.write);
+    await held.started;
+    expect(await a.bus.redis.get(keys.turnWriting(config.redis.prefix, 'test:f5'))).toBe('stalled');
     const waits: number[] = [];
     await fence.claim('test:f5', 'next', (leftMs) => waits.push(leftMs));
     expect(waits.length).toBeGreaterThan(0);
     expect(Math.max(...waits)).toBeLessThanOrEqual(300);
     expect(await a.bus.redis.get(keys.turnAttempt(config.redis.prefix, 'test:f5'))).toBe('next');
     // The write that outlasted its lease is reported when it ends, and that attempt writes no more.
-    finishWrite();
+    held.finish();
     expect(await stalled).toBe('held');
     expect(outlived).toEqual(['stalled']);
     expect(await fence.holding('test:f5', 'stalled', async () => {})).toBe('taken');
@@ -209,18 +207,9 @@ describe('two attempts of one turn', () => {
     cleanups.push(() => a.close());
     const fence = a.bus.turnFence;
     await fence.claim('test:f6', 'writer');
-    let finishWrite!: () => void;
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    const writer = fence.holding('test:f6', 'writer', async () => {
-      entered();
-      await new Promise<void>((resolve) => {
-        finishWrite = resolve;
-      });
-    });
-    await inside;
+    const held = heldWrite();
+    const writer = fence.holding('test:f6', 'writer', held.write);
+    await held.started;
     await a.bus.redis.del(keys.turnAttempt(config.redis.prefix, 'test:f6'));
     let ran = false;
     expect(
@@ -229,7 +218,7 @@ describe('two attempts of one turn', () => {
       }),
     ).toBe('taken');
     expect(ran).toBe(false);
-    finishWrite();
+    held.finish();
     expect(await writer).toBe('held');
   });
 });
