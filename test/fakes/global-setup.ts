@@ -5,7 +5,7 @@
  * tokens, indexes) lands in the real ~/.local/state. Each workspace still
  * gets its own state folder below it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type {} from 'vitest';
@@ -31,6 +31,39 @@ export default async function setup(project: TestProject) {
   project.provide('opusFile', await makeOpusAudio(stateHome));
   return async () => {
     await redis.stop();
+    stopLeftPrivateRedis(stateHome);
     rmSync(stateHome, { recursive: true, force: true });
   };
+}
+
+/**
+ * Stops the private redis-servers that `magpie start` processes left running under the run's
+ * state folders. One SIGKILLed (or killed after its stop timed out) cannot stop its own, which
+ * runs detached so that the next `magpie start` reuses it; after the run nothing will.
+ */
+function stopLeftPrivateRedis(stateHome: string): void {
+  const root = path.join(stateHome, 'magpie');
+  let folders: string[];
+  try {
+    folders = readdirSync(root);
+  } catch {
+    return; // no state folder was made
+  }
+  for (const folder of folders) {
+    let pid: unknown;
+    try {
+      pid = JSON.parse(readFileSync(path.join(root, folder, 'redis', 'magpie.json'), 'utf8')).pid;
+    } catch {
+      continue; // no private Redis recorded here
+    }
+    if (!Number.isInteger(pid)) continue;
+    let command: string;
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue; // already gone
+    }
+    // The recorded pid may have been reused by another process since.
+    if (command.includes('redis-server')) process.kill(pid as number, 'SIGKILL');
+  }
 }
