@@ -22,7 +22,8 @@ export function cutNotice(shown: number, total: number, characters: number): str
 
 /**
  * `parts` when there are at most `max`; else the first `max − 1` and the notice
- * (cutNotice) made into a part by `toPart`.
+ * (cutNotice) made into a part by `toPart`. `total` is how many parts the whole
+ * reply makes, when `parts` holds only its first ones.
  *
  * @example
  * capParts(splitMessage(reply, 2000), (notice) => notice, reply.length);
@@ -32,10 +33,11 @@ export function capParts<T>(
   toPart: (notice: string) => T,
   characters: number,
   max = MAX_REPLY_PARTS,
+  total = parts.length,
 ): T[] {
   if (parts.length <= max) return parts;
   const shown = Math.max(0, max - 1);
-  return [...parts.slice(0, shown), toPart(cutNotice(shown, parts.length, characters))];
+  return [...parts.slice(0, shown), toPart(cutNotice(shown, Math.max(total, parts.length), characters))];
 }
 
 /** splitMessage, capped at `max` parts (capParts); the notice is cut to `limit` too. */

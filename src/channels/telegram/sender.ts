@@ -10,7 +10,7 @@ import { type Telegram, TelegramError } from 'telegraf';
 import { AppError, describeError } from '../../errors/index.js';
 import type { Logger } from '../../log/index.js';
 import type { OutboundAction } from '../../messages/messages.js';
-import { capParts, splitMessage } from '../chunk.js';
+import { capParts, MAX_REPLY_PARTS, splitMessage } from '../chunk.js';
 import { escapeHtml, toTelegramHtml } from '../format/telegram-html.js';
 
 /** Telegram's limit for one message, counted after formatting. */
@@ -50,8 +50,19 @@ export function formatForTelegram(
       }
     }
   };
-  render(markdown, markdownLimit);
-  return capParts(out, (notice) => ({ html: escapeHtml(notice), plain: notice }), markdown.length);
+  // Only what can be sent is rendered: a reply past MAX_REPLY_PARTS is cut, and rendering all of a
+  // long one (each part through the Markdown lexer) took seconds for a megabyte of `*_`.
+  const pieces = splitMessage(markdown, markdownLimit);
+  let rendered = 0;
+  while (rendered < pieces.length && out.length <= MAX_REPLY_PARTS)
+    render(pieces[rendered++]!, markdownLimit);
+  return capParts(
+    out,
+    (notice) => ({ html: escapeHtml(notice), plain: notice }),
+    markdown.length,
+    MAX_REPLY_PARTS,
+    out.length + pieces.length - rendered,
+  );
 }
 
 export interface SenderOptions {

@@ -233,6 +233,11 @@ describe('runs of fence characters and the parts bound', () => {
     );
     expect(discordParts(text)).toEqual(parts);
     expect(formatForTelegram(text)).toHaveLength(MAX_REPLY_PARTS);
+    // Telegram renders only the parts it sends, and its notice still counts the whole reply's parts.
+    const telegramAll = splitMessage(text, 3500);
+    expect(formatForTelegram(text).at(-1)!.plain).toBe(
+      `[Reply cut: it was ${text.length.toLocaleString('en-US')} characters, ${telegramAll.length} messages long; only the first 9 were sent.]`,
+    );
   });
 
   it('leaves MAX_REPLY_PARTS parts or fewer alone', () => {
