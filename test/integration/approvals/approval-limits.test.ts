@@ -91,17 +91,26 @@ async function startStack(approvalTimeout: string) {
   };
 }
 
-describe('approvals: time-out, untrusted text', () => {
-  let stack: Awaited<ReturnType<typeof startStack>>;
+/** The stack of the enclosing describe block: started before its tests, closed after them. */
+function useStack(approvalTimeout: string): () => Awaited<ReturnType<typeof startStack>> {
+  let stack: Awaited<ReturnType<typeof startStack>> | undefined;
   beforeAll(async () => {
-    stack = await startStack('2s');
+    stack = await startStack(approvalTimeout);
   }, 60_000);
   afterAll(async () => {
     await stack?.close();
   });
+  return () => {
+    if (!stack) throw new Error('the stack did not start');
+    return stack;
+  };
+}
+
+describe('approvals: time-out, untrusted text', () => {
+  const stack = useStack('2s');
 
   it('a question nobody answers times out: not run, the model is told, the turn finishes', async () => {
-    const { fake, newChat, waitForText, workspace, bus } = stack;
+    const { fake, newChat, waitForText, workspace, bus } = stack();
     const chat = newChat();
     fake.pushUpdate(dmUpdate(chat, 'run: echo late >> late.txt'));
     await waitForText(chat.id, /magpie wants to/);
@@ -114,7 +123,7 @@ describe('approvals: time-out, untrusted text', () => {
   });
 
   it('after a web page, a command an "always" rule allows asks anyway, and says what was read', async () => {
-    const { fake, newChat, waitForText, texts, workspace, bus, pageUrl } = stack;
+    const { fake, newChat, waitForText, texts, workspace, bus, pageUrl } = stack();
     const chat = newChat();
     await bus.approvals.addRule(`telegram:${chat.id}`, { tool: 'exec', prefix: 'echo' });
     fake.pushUpdate(dmUpdate(chat, 'run: echo ruled >> ruled.txt'));
@@ -126,7 +135,7 @@ describe('approvals: time-out, untrusted text', () => {
   });
 
   it("a scheduled agent task's question is asked in its chat, and the chat's owner answers it", async () => {
-    const { fake, newChat, waitForText, texts, workspace, bus } = stack;
+    const { fake, newChat, waitForText, texts, workspace, bus } = stack();
     const chat = newChat();
     // What the scheduler publishes when a `mode: agent` task fires (scheduler/fire.ts).
     await bus.publishInbound({
@@ -149,16 +158,10 @@ describe('approvals: time-out, untrusted text', () => {
 // A role of its own, whose questions wait long enough: with the 2 s above, on a busy machine the
 // first of twenty questions timed out (and its turn took a slot again) before the last was asked.
 describe('approvals: waiting turns hold no worker', () => {
-  let stack: Awaited<ReturnType<typeof startStack>>;
-  beforeAll(async () => {
-    stack = await startStack('10m');
-  }, 60_000);
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const stack = useStack('10m');
 
   it('twenty waiting questions hold none of the two worker slots: another chat is answered', async () => {
-    const { fake, newChat, waitForText, workspace, bus } = stack;
+    const { fake, newChat, waitForText, workspace, bus } = stack();
     const chats = Array.from({ length: 20 }, newChat);
     for (const chat of chats) fake.pushUpdate(dmUpdate(chat, `run: echo ${chat.id} >> waiting.txt`));
     for (const chat of chats) await waitForText(chat.id, /magpie wants to/);
