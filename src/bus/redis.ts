@@ -5,7 +5,7 @@
  * On a Redis Cluster every connection is an ioredis Cluster (see {@link newRedis}).
  */
 import { isIP } from 'node:net';
-import { Cluster, type ClusterOptions, Command, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { ClusterSettings, SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
 
@@ -349,20 +349,13 @@ export function redisUnavailable(target: RedisTarget | string, cause?: unknown):
  * REDIS_UNAVAILABLE when Redis does not answer within the connect timeout.
  * A `patient` connection (workers) later waits for Redis to come back instead
  * of failing commands, so a Redis restart does not use up turn attempts.
- * Its commands are auto-pipelined ({@link autoPipelined}); blocking reads and BullMQ's
- * workers have connections of their own.
  */
 export async function connectProducer(target: RedisTarget | string, patient = false): Promise<Redis> {
   const options = patient
     ? { ...workerOptions(), lazyConnect: true, connectTimeout: PRODUCER_CONNECT_TIMEOUT_MS }
     : producerOptions();
   const where = typeof target === 'string' ? serverTarget(target) : target;
-  // Not on a Cluster: ioredis (6.0) picks an automatic pipeline's node from a command's first
-  // argument, which for EVAL is the script body, and then refuses the mixed pipeline (its #2109).
-  const redis =
-    where.kind === 'cluster'
-      ? newRedis(where, options)
-      : autoPipelined(newRedis(where, { ...options, enableAutoPipelining: true }));
+  const redis = newRedis(where, options);
   // Errors are surfaced through command rejections; keep ioredis from printing them.
   redis.on('error', () => undefined);
   try {
@@ -373,47 +366,6 @@ export async function connectProducer(target: RedisTarget | string, patient = fa
     redis.disconnect();
     throw redisUnavailable(where, err);
   }
-}
-
-/**
- * Makes custom commands defined on an auto-pipelined connection usable at once.
- *
- * With `enableAutoPipelining`, ioredis gathers the commands of one turn of the event loop
- * into a pipeline and sends them in one write (the bus's connection: one syscall and one
- * Redis read for the commands of all the turns running together, not one each). A pipeline
- * copies the connection's custom commands (Lua scripts from `defineCommand`: magpie's
- * `runScript`, BullMQ's) when it is made; a command defined while one is waiting to be sent
- * was missing from it, the call failed ("pipeline[functionName] is not a function") and
- * ioredis then crashed the process on the misaligned results. Each definition is
- * therefore also copied into the waiting pipelines, as the pipeline's constructor copies
- * the ones before it. `_autoPipelines` is ioredis's (6.x) map of waiting pipelines; the
- * auto-pipeline test "runs a script defined while an automatic pipeline waits" fails if it
- * moves. And `callBuffer` dropped its command's name in an automatic pipeline (ioredis #1923:
- * `callBuffer('EVAL', …)` reached Redis as the script body): it is sent as the command's own
- * Buffer method (`evalBuffer`), which pipelines correctly, or straight away when there is none.
- */
-export function autoPipelined(redis: Redis): Redis {
-  const define = redis.defineCommand.bind(redis);
-  const client = redis as unknown as Record<string, unknown> & {
-    _autoPipelines?: Map<string, Record<string, unknown>>;
-  };
-  redis.defineCommand = (name, definition) => {
-    define(name, definition);
-    for (const pipeline of client._autoPipelines?.values() ?? []) {
-      pipeline[name] = client[name];
-      pipeline[`${name}Buffer`] = client[`${name}Buffer`];
-    }
-  };
-  const methods = redis as unknown as Record<string, ((...args: unknown[]) => Promise<unknown>) | undefined>;
-  redis.callBuffer = ((name: string, ...args: unknown[]) => {
-    const own = methods[`${name.toLowerCase()}Buffer`];
-    if (own) return own.apply(redis, args);
-    return redis.sendCommand(new Command(name, args as string[], { replyEncoding: null }));
-  }) as Redis['callBuffer'];
-  // A duplicate keeps the options, auto-pipelining included (BullMQ's blocking connections).
-  const duplicate = redis.duplicate.bind(redis);
-  redis.duplicate = (...args: Parameters<Redis['duplicate']>) => autoPipelined(duplicate(...args));
-  return redis;
 }
 
 /** A connection for BullMQ workers and pub/sub subscribers. */
