@@ -189,10 +189,38 @@ export function clusterOptions(target: ClusterSettings, options: RedisOptions): 
  * which node a connection reached ({@link describeTarget}) — check {@link isCluster}.
  */
 export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
-  if (target.kind === 'server') return new Redis(target.url, options);
-  if (target.kind === 'sentinel') return followMaster(new Redis({ ...options, ...sentinelOptions(target) }));
+  if (target.kind === 'server') return endsWhenDisconnected(new Redis(target.url, options));
+  if (target.kind === 'sentinel')
+    return endsWhenDisconnected(followMaster(new Redis({ ...options, ...sentinelOptions(target) })));
   const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
   return new Cluster(nodes, clusterOptions(target, options)) as unknown as Redis;
+}
+
+/**
+ * Ends a connection that `disconnect()` closes between two attempts to reconnect.
+ *
+ * ioredis (6.0) ends a connection from its socket's close event. While it waits to reconnect
+ * there is no socket: `disconnect()` only cancels the next attempt, so the connection never
+ * says 'end' and the commands waiting for it never settle (ioredis PR #2169, not released).
+ * BullMQ's `Worker.close()` waits for its blocking connection's 'end': a worker closed in the
+ * second or two after Redis came back, before that connection's next attempt, hung for its
+ * whole shutdown time-out (the cli-durable test's clean-up, now and then in `.ci/run`). Here
+ * it ends as ioredis ends a connection closed on purpose: status 'end', its waiting commands
+ * rejected with "Connection is closed.". Its duplicates (BullMQ's blocking connections) too.
+ */
+function endsWhenDisconnected(redis: Redis): Redis {
+  const internals = redis as unknown as { setStatus(status: string): void; flushQueue(error: Error): void };
+  const disconnect = redis.disconnect.bind(redis);
+  redis.disconnect = (reconnect = false) => {
+    const betweenAttempts = !reconnect && redis.status === 'reconnecting';
+    disconnect(reconnect);
+    if (!betweenAttempts) return;
+    internals.setStatus('end');
+    internals.flushQueue(new Error('Connection is closed.'));
+  };
+  const duplicate = redis.duplicate.bind(redis);
+  redis.duplicate = (...args: Parameters<Redis['duplicate']>) => endsWhenDisconnected(duplicate(...args));
+  return redis;
 }
 
 /** Whether `redis` is an ioredis Cluster (made by {@link newRedis} for a Cluster target). */

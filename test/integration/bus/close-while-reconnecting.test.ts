@@ -1,0 +1,81 @@
+/**
+ * A worker connection closed while it waits to reconnect (src/bus/redis.ts
+ * `endsWhenDisconnected`): it ends at once and its waiting commands are refused, so a
+ * BullMQ worker closing in the moments after a Redis restart does not hang until its
+ * shutdown time-out. On a real redis-server of this file's own, stopped mid-test.
+ */
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkerRedis, serverTarget } from '../../../src/bus/redis.js';
+import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function stoppedRedis(): Promise<{ server: RedisHandle; connection: Redis }> {
+  const server = await startRedis();
+  cleanups.push(() => server.stop());
+  const connection = createWorkerRedis(serverTarget(server.url));
+  cleanups.push(() => connection.disconnect());
+  await connection.ping();
+  return { server, connection };
+}
+
+/** Resolves at the connection's next wait between two attempts to reconnect. */
+function nextWaitToReconnect(connection: Redis): Promise<void> {
+  return new Promise((resolve) => connection.once('reconnecting', () => resolve()));
+}
+
+describe('a worker connection closed between two attempts to reconnect', () => {
+  it.each([
+    ['the connection', (c: Redis) => c],
+    ['a duplicate of it (as BullMQ makes its blocking connection)', (c: Redis) => c.duplicate()],
+  ])('%s ends at once, and the command waiting for Redis is refused', async (_name, pick) => {
+    const { server, connection } = await stoppedRedis();
+    const redis = pick(connection);
+    cleanups.push(() => redis.disconnect());
+    await redis.ping();
+    const waiting = nextWaitToReconnect(redis);
+    await server.stop();
+    await waiting;
+    expect(redis.status).toBe('reconnecting');
+    const queued = redis.get('anything');
+    const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+
+    redis.disconnect();
+
+    await ended;
+    expect(redis.status).toBe('end');
+    await expect(queued).rejects.toThrow('Connection is closed.');
+  });
+
+  it('lets a BullMQ worker whose Redis is down close without waiting for its shutdown time-out', async () => {
+    const { server, connection } = await stoppedRedis();
+    const prefix = `crc-${process.pid}`;
+    const queue = new Queue('turns', { connection, prefix });
+    cleanups.push(() => queue.disconnect());
+    let processed = 0;
+    const worker = new Worker(
+      'turns',
+      async () => {
+        processed += 1;
+      },
+      { connection, prefix, autorun: true },
+    );
+    await worker.waitUntilReady();
+    await queue.add('turn', {});
+    await new Promise<void>((resolve) => worker.once('completed', () => resolve()));
+    expect(processed).toBe(1);
+
+    const waiting = nextWaitToReconnect(connection);
+    await server.stop();
+    await waiting;
+    // Worker.close() waits for its blocking connection's 'end' before anything else; without
+    // the fix it waited forever here (the test's time-out).
+    await worker.close();
+    expect(worker.isRunning()).toBe(false);
+  });
+});
