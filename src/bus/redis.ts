@@ -193,7 +193,7 @@ export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
   if (target.kind === 'sentinel')
     return endsWhenDisconnected(followMaster(new Redis({ ...options, ...sentinelOptions(target) })));
   const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
-  return new Cluster(nodes, clusterOptions(target, options)) as unknown as Redis;
+  return clusterEndsWhenDisconnected(new Cluster(nodes, clusterOptions(target, options))) as unknown as Redis;
 }
 
 /**
@@ -221,6 +221,28 @@ function endsWhenDisconnected(redis: Redis): Redis {
   const duplicate = redis.duplicate.bind(redis);
   redis.duplicate = (...args: Parameters<Redis['duplicate']>) => endsWhenDisconnected(duplicate(...args));
   return redis;
+}
+
+/**
+ * {@link endsWhenDisconnected} for an ioredis Cluster: one that lost every node waits to
+ * reconnect with an empty pool, and its `disconnect()` then waited for a pool that had
+ * nothing left to close. It is ended as its own close handling ends a Cluster closed on
+ * purpose (`handleCloseEvent`: status 'end', waiting commands refused).
+ */
+function clusterEndsWhenDisconnected(cluster: Cluster): Cluster {
+  const internals = cluster as unknown as { setStatus(status: string): void; handleCloseEvent(): void };
+  const disconnect = cluster.disconnect.bind(cluster);
+  cluster.disconnect = (reconnect = false) => {
+    const betweenAttempts = !reconnect && cluster.status === 'reconnecting';
+    disconnect(reconnect);
+    if (!betweenAttempts) return;
+    internals.setStatus('close');
+    internals.handleCloseEvent();
+  };
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.duplicate = (...args: Parameters<Cluster['duplicate']>) =>
+    clusterEndsWhenDisconnected(duplicate(...args));
+  return cluster;
 }
 
 /** Whether `redis` is an ioredis Cluster (made by {@link newRedis} for a Cluster target). */

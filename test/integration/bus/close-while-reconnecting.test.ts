@@ -2,12 +2,14 @@
  * A worker connection closed while it waits to reconnect (src/bus/redis.ts
  * `endsWhenDisconnected`): it ends at once and its waiting commands are refused, so a
  * BullMQ worker closing in the moments after a Redis restart does not hang until its
- * shutdown time-out. On a real redis-server of this file's own, stopped mid-test.
+ * shutdown time-out. On a real redis-server of this file's own, stopped mid-test, and on a
+ * real three-master Cluster whose nodes all stop.
  */
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createWorkerRedis, serverTarget } from '../../../src/bus/redis.js';
+import { createWorkerRedis, newRedis, serverTarget, workerOptions } from '../../../src/bus/redis.js';
+import { startRedisCluster } from '../../fakes/redis-cluster.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -77,5 +79,34 @@ describe('a worker connection closed between two attempts to reconnect', () => {
     // the fix it waited forever here (the test's time-out).
     await worker.close();
     expect(worker.isRunning()).toBe(false);
+  });
+});
+
+describe('a worker connection to a Redis Cluster closed while every node is away', () => {
+  it('ends at once, and the command waiting for the cluster is refused', async () => {
+    const cluster = await startRedisCluster();
+    cleanups.push(() => cluster.stop());
+    const nodes = cluster.nodes.split(',').map((node) => {
+      const [host, port] = node.split(':');
+      return { host: host!, port: Number(port) };
+    });
+    const target = { kind: 'cluster' as const, nodes, username: undefined, password: undefined, tls: false };
+    const redis = newRedis(target, workerOptions());
+    redis.on('error', () => undefined);
+    cleanups.push(() => redis.disconnect());
+    await redis.set('{crc}:k', '1');
+    await Promise.all(cluster.servers.map((server) => server.stop()));
+    // A Cluster notices its nodes are gone when a command needs one, and then waits to reconnect.
+    const waiting = nextWaitToReconnect(redis);
+    const queued = redis.get('{crc}:k');
+    await waiting;
+    expect(redis.status).toBe('reconnecting');
+    const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+
+    redis.disconnect();
+
+    await ended;
+    expect(redis.status).toBe('end');
+    await expect(queued).rejects.toThrow('Cluster is ended.');
   });
 });
