@@ -193,7 +193,7 @@ export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
   if (target.kind === 'sentinel')
     return endsWhenDisconnected(followMaster(new Redis({ ...options, ...sentinelOptions(target) })));
   const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
-  return clusterEndsWhenDisconnected(new Cluster(nodes, clusterOptions(target, options))) as unknown as Redis;
+  return endsWhenDisconnected(new Cluster(nodes, clusterOptions(target, options))) as unknown as Redis;
 }
 
 /**
@@ -201,48 +201,38 @@ export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
  *
  * ioredis (6.0) ends a connection from its socket's close event. While it waits to reconnect
  * there is no socket: `disconnect()` only cancels the next attempt, so the connection never
- * says 'end' and the commands waiting for it never settle (ioredis PR #2169, not released).
- * BullMQ's `Worker.close()` waits for its blocking connection's 'end': a worker closed in the
- * second or two after Redis came back, before that connection's next attempt, hung for its
- * whole shutdown time-out (the cli-durable test's clean-up, now and then in `.ci/run`). Here
- * it ends as ioredis ends a connection closed on purpose: status 'end', its waiting commands
- * rejected with "Connection is closed.". Its duplicates (BullMQ's blocking connections) too.
+ * says 'end' and the commands waiting for it never settle (ioredis PR #2169, not released);
+ * a Cluster that lost every node likewise waited for an empty pool and stayed
+ * 'disconnecting'. BullMQ's `Worker.close()` waits for its blocking connection's 'end': a
+ * worker closed in the second or two after Redis came back, before that connection's next
+ * attempt, hung for its whole shutdown time-out (the cli-durable test's clean-up, now and
+ * then in `.ci/run`). Here it ends as ioredis ends a connection closed on purpose: status
+ * 'end', its waiting commands refused. Its duplicates (BullMQ's blocking connections) too.
  */
-function endsWhenDisconnected(redis: Redis): Redis {
-  const internals = redis as unknown as { setStatus(status: string): void; flushQueue(error: Error): void };
-  const disconnect = redis.disconnect.bind(redis);
-  redis.disconnect = (reconnect = false) => {
-    const betweenAttempts = !reconnect && redis.status === 'reconnecting';
+function endsWhenDisconnected<T extends Redis | Cluster>(client: T): T {
+  const disconnect = client.disconnect.bind(client);
+  client.disconnect = (reconnect = false) => {
+    const betweenAttempts = !reconnect && client.status === 'reconnecting';
     disconnect(reconnect);
-    if (!betweenAttempts) return;
-    internals.setStatus('end');
-    internals.flushQueue(new Error('Connection is closed.'));
+    if (betweenAttempts) endNow(client);
   };
-  const duplicate = redis.duplicate.bind(redis);
-  redis.duplicate = (...args: Parameters<Redis['duplicate']>) => endsWhenDisconnected(duplicate(...args));
-  return redis;
+  const duplicate = client.duplicate.bind(client) as (...args: unknown[]) => T;
+  (client as unknown as { duplicate: (...args: unknown[]) => T }).duplicate = (...args) =>
+    endsWhenDisconnected(duplicate(...args));
+  return client;
 }
 
-/**
- * {@link endsWhenDisconnected} for an ioredis Cluster: one that lost every node waits to
- * reconnect with an empty pool, and its `disconnect()` then waited for a pool that had
- * nothing left to close. It is ended as its own close handling ends a Cluster closed on
- * purpose (`handleCloseEvent`: status 'end', waiting commands refused).
- */
-function clusterEndsWhenDisconnected(cluster: Cluster): Cluster {
-  const internals = cluster as unknown as { setStatus(status: string): void; handleCloseEvent(): void };
-  const disconnect = cluster.disconnect.bind(cluster);
-  cluster.disconnect = (reconnect = false) => {
-    const betweenAttempts = !reconnect && cluster.status === 'reconnecting';
-    disconnect(reconnect);
-    if (!betweenAttempts) return;
-    internals.setStatus('close');
-    internals.handleCloseEvent();
-  };
-  const duplicate = cluster.duplicate.bind(cluster);
-  cluster.duplicate = (...args: Parameters<Cluster['duplicate']>) =>
-    clusterEndsWhenDisconnected(duplicate(...args));
-  return cluster;
+/** What ioredis does when a connection closed on purpose has closed (its close handlers). */
+function endNow(client: Redis | Cluster): void {
+  if (client instanceof Cluster) {
+    const cluster = client as unknown as { setStatus(status: string): void; handleCloseEvent(): void };
+    cluster.setStatus('close');
+    cluster.handleCloseEvent();
+    return;
+  }
+  const redis = client as unknown as { setStatus(status: string): void; flushQueue(error: Error): void };
+  redis.setStatus('end');
+  redis.flushQueue(new Error('Connection is closed.'));
 }
 
 /** Whether `redis` is an ioredis Cluster (made by {@link newRedis} for a Cluster target). */
