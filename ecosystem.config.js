@@ -28,8 +28,9 @@ export const apps = [
     script: path.join(root, 'dist', 'cli', 'bin.js'),
     args: 'worker',
     // A smaller young generation keeps a busy worker's RSS lower at about the same throughput
-    // (docs/ARCHITECTURE.md: 4 MB took ~20% off Node 24's default; 2 MB a few MB more in bench:crowd).
-    node_args: '--max-semi-space-size=2',
+    // (docs/ARCHITECTURE.md: 4 MB took ~20% off Node 24's default; 2 MB a few MB more, 1 MB another
+    // ~8 MB in bench:crowd, at up to ~1 ms more CPU a turn in a burst of 100 turns).
+    node_args: '--max-semi-space-size=1',
     cwd: root,
     exec_mode: 'fork',
     instances: Number.isInteger(workers) && workers > 0 ? workers : 2,

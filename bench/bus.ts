@@ -17,11 +17,11 @@
  * /proc/<pid>/stat): unlike wall times, they hardly move with the machine's load.
  *
  * The workers run with the heap flags a deployment gives them (ecosystem.config.js's
- * `--max-semi-space-size=2`) beside the old-space cap. The cap alone let V8 grow the young
+ * `--max-semi-space-size=1`) beside the old-space cap. The cap alone let V8 grow the young
  * generation until the committed heap met the 96 MB limit, and from then on it ran a full
  * mark-compact every ~200 ms with 35 MB live: 79 in 100 turns, three times the worker's CPU.
  *
- *   npx tsx bench/bus.ts [--samples 200] [--turns 10000] [--worker-node-options="--max-old-space-size=96 --max-semi-space-size=2"]
+ *   npx tsx bench/bus.ts [--samples 200] [--turns 10000] [--worker-node-options="--max-old-space-size=96 --max-semi-space-size=1"]
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -52,7 +52,7 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '10000' },
     // A modest heap limit keeps V8 from growing the heap lazily (RSS) long before it must collect;
     // a small young generation keeps it from thrashing against that limit (see above).
-    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=2' },
+    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=1' },
   },
 });
 const workerNodeOptions = values['worker-node-options'];

@@ -49,7 +49,7 @@ const { values } = parseArgs({
     // 10,000 chats, it shares a loop with every waiting client and its recorded bodies, and calls time out. Here,
     // with this flag, it counts the model calls.
     'fake-in-process': { type: 'boolean', default: false },
-    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=2' },
+    'worker-node-options': { type: 'string', default: '--max-old-space-size=96 --max-semi-space-size=1' },
     // As ecosystem.config.js gives workers: glibc keeps one malloc arena per thread that allocated
     // (V8's compiler and GC threads), each holding its peak, and raises its mmap threshold as large
     // blocks are freed (so later ones stay in the heap); '' for glibc's defaults.

@@ -43,7 +43,7 @@ const { values } = parseArgs({
   },
 });
 const TZ = 'Europe/Lisbon';
-const WORKER_NODE_ARGS = ['--max-semi-space-size=2'];
+const WORKER_NODE_ARGS = ['--max-semi-space-size=1'];
 const FIRST_DAY = Date.UTC(2023, 0, 1);
 /** The note that holds the planted fact (note 30, 2023-01-31). */
 const PLANTED_NOTE = 'memory/202301/20230131.md';
