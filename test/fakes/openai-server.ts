@@ -77,7 +77,7 @@ export type FakeResponder = (req: RecordedRequest, index: number) => FakeReply |
 export interface FakeOpenAI {
   /** e.g. http://127.0.0.1:PORT/v1 */
   readonly baseURL: string;
-  /** Chat-completion requests only, in arrival order (including those refused for a wrong key). */
+  /** Chat-completion requests only, in arrival order (including those refused for a wrong key); empty with `record: false`. */
   readonly requests: RecordedRequest[];
   /** FIFO replies; used before the responder. */
   enqueue(...replies: FakeReply[]): void;
@@ -93,7 +93,7 @@ export interface FakeOpenAI {
   readonly transcriptionRequests: Array<{ fileName: string; contentType: string; bytes: Buffer }>;
   /** The next `times` speech requests answer 500. */
   failSpeech(times?: number): void;
-  /** Resolves when` `requests.length >= n` (event-driven); rejects after `timeoutMs` (default 5000). */
+  /** Resolves once `n` chat requests have arrived (event-driven); rejects after `timeoutMs` (default 5000). */
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -111,6 +111,13 @@ export interface FakeOpenAIOptions {
    */
   speechAudio?: Buffer;
   responder?: FakeResponder;
+  /**
+   * Whether `requests` keeps every chat request. Off for runs of many thousand requests
+   * (bench:chaos): each body carries its chat's history, and a six-minute chaos run's
+   * bodies filled a 4 GB heap. `waitForRequests` and the responder's index count them either way.
+   * @defaultValue true
+   */
+  record?: boolean;
   /** Port to bind on 127.0.0.1. Default 0 (any free port). */
   port?: number;
 }
@@ -121,6 +128,9 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   const transcript = options.transcript ?? 'fake transcript';
   const queue: FakeReply[] = [];
   const requests: RecordedRequest[] = [];
+  const record = options.record ?? true;
+  /** Chat requests received (recorded or not). */
+  let received = 0;
   /** Bodies of the latest chat requests: the fake's "prompt cache". */
   const recent: string[] = [];
   const waiters = new Set<() => void>();
@@ -158,7 +168,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       const cachedChars = Math.max(0, ...recent.map((earlier) => commonPrefix(earlier, raw)));
       recent.push(raw);
       if (recent.length > RECENT_BODIES) recent.shift();
-      const index = requests.push(recorded) - 1;
+      const index = received++;
+      if (record) requests.push(recorded);
       notify();
       if (!authorized) return sendAuthError(res);
       if (typeof recorded.body !== 'object' || recorded.body === null) {
@@ -253,13 +264,13 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     },
     waitForRequests: (n, timeoutMs = 5000) =>
       new Promise<void>((resolve, reject) => {
-        if (requests.length >= n) return resolve();
+        if (received >= n) return resolve();
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`fake OpenAI: waited ${timeoutMs} ms for ${n} requests, got ${requests.length}`));
+          reject(new Error(`fake OpenAI: waited ${timeoutMs} ms for ${n} requests, got ${received}`));
         }, timeoutMs);
         const check = () => {
-          if (requests.length < n) return;
+          if (received < n) return;
           clearTimeout(timer);
           waiters.delete(check);
           resolve();

@@ -55,6 +55,18 @@ describe('fake OpenAI server', () => {
     expect(fake.requests.map((r) => r.path)).toEqual(Array(3).fill('/v1/chat/completions'));
   });
 
+  it('with record: false keeps no request, yet counts them for the responder and waitForRequests', async () => {
+    fake = await startFakeOpenAI({
+      record: false,
+      responder: (_req, index) => ({ content: `answer ${index}` }),
+    });
+    const waiting = fake.waitForRequests(2, 5_000);
+    expect(await chat(fake.baseURL)).toBe('answer 0');
+    expect(await chat(fake.baseURL)).toBe('answer 1');
+    await waiting;
+    expect(fake.requests).toEqual([]);
+  });
+
   it('streams tool calls: id and name first, arguments in pieces, indexes interleaved, usage last', async () => {
     fake = await startFakeOpenAI();
     const reply: FakeReply = {
