@@ -112,6 +112,15 @@ function followMaster(redis: Redis): Redis {
 async function masterNamedBySentinels(
   options: RedisOptions,
 ): Promise<{ host: string; port: number } | undefined> {
+  const addr = (await askSentinels(options, 'GET-MASTER-ADDR-BY-NAME', options.name ?? '')) as
+    | [string, string]
+    | null
+    | undefined;
+  return addr ? { host: addr[0], port: Number(addr[1]) } : undefined;
+}
+
+/** The first answer of `SENTINEL <args>` from the Sentinels of `options`, tried in order; undefined when none answers. */
+async function askSentinels(options: RedisOptions, ...args: string[]): Promise<unknown> {
   for (const sentinel of options.sentinels ?? []) {
     const asked = new Redis({
       host: sentinel.host,
@@ -126,10 +135,8 @@ async function masterNamedBySentinels(
     asked.on('error', () => undefined);
     try {
       await asked.connect();
-      const addr = (await asked.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', options.name ?? '')) as
-        | [string, string]
-        | null;
-      if (addr) return { host: addr[0], port: Number(addr[1]) };
+      const answer = await asked.call('SENTINEL', ...args);
+      if (answer !== null) return answer;
     } catch {
       // This Sentinel is away: the next one is asked.
     } finally {
@@ -137,6 +144,33 @@ async function masterNamedBySentinels(
     }
   }
   return undefined;
+}
+
+/** How the Sentinels watch the master (`SENTINEL MASTER <name>`). */
+export interface SentinelWatch {
+  /** `down-after-milliseconds`: how long the master may not answer before a failover. */
+  downAfterMs: number;
+  quorum: number;
+  /** Replicas the Sentinels know of. */
+  replicas: number;
+}
+
+/**
+ * How the Sentinels behind the Sentinel connection `redis` watch its master, as the first
+ * one that answers says; undefined for a connection not made through Sentinels, or none answering.
+ */
+export async function sentinelWatch(redis: Redis): Promise<SentinelWatch | undefined> {
+  const options = redis.options;
+  if (!options.sentinels?.length) return undefined;
+  const fields = await askSentinels(options, 'MASTER', options.name ?? '');
+  if (!Array.isArray(fields)) return undefined;
+  const field = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) field.set(String(fields[i]), String(fields[i + 1]));
+  return {
+    downAfterMs: Number(field.get('down-after-milliseconds')),
+    quorum: Number(field.get('quorum')),
+    replicas: Number(field.get('num-slaves')),
+  };
 }
 
 /** Stops and forgets the ioredis failover detector of `redis`'s last connection, if any. */

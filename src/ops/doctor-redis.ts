@@ -10,6 +10,8 @@ import {
   type RedisConnection,
   type RedisTarget,
   redisServerInfo,
+  type SentinelWatch,
+  sentinelWatch,
   serverTarget,
 } from '../bus/redis.js';
 import { listWorkers } from '../bus/worker-beats.js';
@@ -17,7 +19,15 @@ import { recordedWorkspace } from '../bus/workspace-record.js';
 import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { readWorkspaceId } from '../workspace/identity.js';
-import { type Check, type CheckResult, failed, pass, skipped } from './doctor.js';
+import { type Check, type CheckResult, failed, pass, skipped, warned } from './doctor.js';
+
+/**
+ * Sentinels quicker than this fail over masters they have just switched to: they ping at most
+ * once a second, and a new master that misses its first ping's deadline is taken for down. A
+ * second failover on the heels of the first can promote a replica without the latest messages
+ * (docs/DEPLOYMENT.md, "Redis Sentinel").
+ */
+const SAFE_DOWN_AFTER_MS = 2_000;
 
 /** The connection the Redis checks share: set by {@link redisCheck}, ended by `close()`. */
 export class DoctorRedis {
@@ -76,6 +86,7 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
               ),
         );
       }
+      if (sentinel) results.push(watchResult(await sentinelWatch(redis), sentinel.name));
       const policy = server.maxmemoryPolicy;
       results.push(
         policy === 'noeviction'
@@ -97,6 +108,17 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
       return results;
     },
   };
+}
+
+/** How the Sentinels watch the master: a down-after below {@link SAFE_DOWN_AFTER_MS} is warned of. */
+function watchResult(watch: SentinelWatch | undefined, name: string): CheckResult {
+  if (!watch) return skipped(`no Sentinel answered SENTINEL MASTER ${name}`);
+  const line = `Sentinels: master down after ${watch.downAfterMs} ms, quorum ${watch.quorum}, ${watch.replicas} replica(s)`;
+  if (watch.downAfterMs >= SAFE_DOWN_AFTER_MS) return pass(line);
+  return warned(
+    `${line}: under 2 s, near their 1 s ping period, they fail over masters they have just switched to, which can lose acknowledged messages`,
+    `on each Sentinel: redis-cli -p <port> SENTINEL SET ${name} down-after-milliseconds 5000 (it is saved in sentinel.conf)`,
+  );
 }
 
 /** This workspace's id (.magpie-id) is the one the bus serves, so a worker here would start. */
