@@ -8,7 +8,7 @@
  *
  * With `sentinel`, Redis is a Sentinel-watched master with two replicas and three
  * Sentinels (test/fakes/redis-sentinel.ts) and the daemons run with
- * `MAGPIE_REDIS_MIN_REPLICAS=1`; a Redis blow then SIGKILLs the master, waits for
+ * `MAGPIE_REDIS_MIN_REPLICAS=1` (or `minReplicas`); a Redis blow then SIGKILLs the master, waits for
  * the Sentinels to promote a replica (a failover), and starts the killed server
  * again on its port and folder as a replica of the new master.
  */
@@ -39,6 +39,8 @@ export interface CastOptions {
   redisDir: string;
   /** A Sentinel-watched master with two replicas instead of one server. @defaultValue false */
   sentinel?: boolean;
+  /** Sentinel mode: MAGPIE_REDIS_MIN_REPLICAS (of the two replicas). @defaultValue 1 */
+  minReplicas?: number;
   /** 2 s locks instead of the deployed 30 s (see SHORT_LOCKS). @defaultValue false */
   shortLocks?: boolean;
 }
@@ -96,7 +98,7 @@ export class ChaosCast {
       REDIS_URL: undefined,
       REDIS_SENTINELS: group.addresses,
       REDIS_SENTINEL_NAME: group.name,
-      MAGPIE_REDIS_MIN_REPLICAS: '1',
+      MAGPIE_REDIS_MIN_REPLICAS: String(this.#o.minReplicas ?? 1),
     };
   }
 

@@ -60,6 +60,8 @@ export interface ChaosOptions {
   logsDir?: string;
   /** Redis behind Sentinel (a master, two replicas, three Sentinels): Redis blows are master kills. @defaultValue false */
   sentinel?: boolean;
+  /** Sentinel mode: MAGPIE_REDIS_MIN_REPLICAS, of two replicas (2: every replica confirms). @defaultValue 1 */
+  minReplicas?: number;
   /** Workers and gateways with 2 s locks, not the deployed 30 s (chaos-cast.ts). @defaultValue false */
   shortLocks?: boolean;
 }
@@ -119,6 +121,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     env,
     redisDir: mkdtempSync(path.join(os.tmpdir(), 'magpie-chaos-redis-')),
     sentinel: options.sentinel ?? false,
+    minReplicas: options.minReplicas ?? 1,
     shortLocks: options.shortLocks ?? false,
   });
   let bus: Bus | undefined;

@@ -7,11 +7,14 @@
  * reply reached its chat after a later one, or a session file is broken or out
  * of order (`chaosFailures`).
  *
- *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel] [--short-locks]
+ *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel [--min-replicas 1|2]] [--short-locks]
  *
  * `--sentinel`: Redis is a Sentinel-watched master with two replicas and three
- * Sentinels, magpie runs with MAGPIE_REDIS_MIN_REPLICAS=1, and each Redis blow
+ * Sentinels, magpie runs with MAGPIE_REDIS_MIN_REPLICAS=1 (see --min-replicas), and each Redis blow
  * kills the master (a replica takes over; the killed one comes back as a replica).
+ * `--min-replicas 2`: every replica must confirm (MAGPIE_REDIS_MIN_REPLICAS=2), the setting that
+ * also survives a failover promoting a replica which did not confirm; publishes are refused while
+ * one replica is away (counted in `publishRetries`).
  * `--short-locks`: workers and gateways get 2 s locks (checked every second) instead of the
  * deployed 30 s; they lapse in every Redis restart, so live turns are taken over while they run.
  */
@@ -32,10 +35,18 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '3' },
     logs: { type: 'string' },
     sentinel: { type: 'boolean', default: false },
+    'min-replicas': { type: 'string', default: '1' },
     'short-locks': { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
+const minReplicas = Number(values['min-replicas']);
+if (!(minReplicas === 1 || minReplicas === 2)) {
+  console.error(
+    `--min-replicas must be 1 or 2 (the Sentinel group has two replicas), not ${JSON.stringify(values['min-replicas'])}`,
+  );
+  process.exit(2);
+}
 if (!(minutes > 0)) {
   console.error(`--minutes must be a positive number, not ${JSON.stringify(values.minutes)}`);
   process.exit(2);
@@ -51,6 +62,7 @@ const report = await runChaos({
   progress: (line) => console.error(`[chaos] ${line}`),
   ...(values.logs ? { logsDir: values.logs } : {}),
   sentinel: values.sentinel,
+  minReplicas,
   shortLocks: values['short-locks'],
 });
 console.log(JSON.stringify(report, null, 2));
