@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { connectProducer, type RedisConnection, scanKeys } from '../../../src/bus/redis.js';
 import type { Config } from '../../../src/config/index.js';
-import type { CheckResult } from '../../../src/ops/doctor.js';
-import { DoctorRedis, redisCheck } from '../../../src/ops/doctor-redis.js';
+import { redisCheckResults } from '../../fakes/doctor.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { freePort } from '../../fakes/redis-server.js';
 
@@ -27,15 +26,7 @@ afterAll(async () => {
 const configFor = (env: Record<string, string>): Config =>
   parseConfig({ MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`, MAGPIE_WORKSPACE: os.tmpdir(), ...env });
 
-async function doctor(config: Config): Promise<CheckResult[]> {
-  const shared = new DoctorRedis();
-  try {
-    const results = await redisCheck(config, shared).run(new AbortController().signal);
-    return Array.isArray(results) ? results : [results];
-  } finally {
-    shared.close();
-  }
-}
+const doctor = redisCheckResults;
 
 describe('Redis Cluster', () => {
   it("doctor: reachable, the cluster's masters named, noeviction and persistence read, no password shown", async () => {

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import type { CheckResult } from '../../../src/ops/doctor.js';
-import { DoctorRedis, redisCheck } from '../../../src/ops/doctor-redis.js';
+import { redisCheckResults } from '../../fakes/doctor.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 
 let group: SentinelGroup;
@@ -21,21 +21,15 @@ afterAll(async () => {
   await group?.stop();
 }, 30_000);
 
-async function doctor(): Promise<CheckResult[]> {
-  const config = parseConfig({
-    REDIS_SENTINELS: group.addresses,
-    REDIS_SENTINEL_NAME: group.name,
-    MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
-    MAGPIE_WORKSPACE: os.tmpdir(),
-  });
-  const shared = new DoctorRedis();
-  try {
-    const results = await redisCheck(config, shared).run(new AbortController().signal);
-    return Array.isArray(results) ? results : [results];
-  } finally {
-    shared.close();
-  }
-}
+const doctor = () =>
+  redisCheckResults(
+    parseConfig({
+      REDIS_SENTINELS: group.addresses,
+      REDIS_SENTINEL_NAME: group.name,
+      MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+      MAGPIE_WORKSPACE: os.tmpdir(),
+    }),
+  );
 
 const sentinelLine = (results: CheckResult[]) => results.find((r) => r.detail.startsWith('Sentinels:'));
 
