@@ -45,6 +45,9 @@ export class BackupQueue {
 
   constructor(private readonly options: BackupQueueOptions) {
     this.queue = new Queue(BACKUP_QUEUE, { connection: options.redis, prefix: options.prefix });
+    // Its connection's errors (Redis away) are the bus's, logged there; without a listener BullMQ
+    // printed each one's stack on stderr.
+    this.queue.on('error', () => undefined);
   }
 
   /** Upserts (or removes) the job scheduler and starts taking jobs when one is set. */

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { describeError } from '../errors/index.js';
 import type { Logger } from '../log/index.js';
+import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
 import { opsKeys } from './keys.js';
 import { scanKeys } from './redis.js';
 import { parseJson } from './turn-records.js';
@@ -61,13 +62,21 @@ export class WorkerHeartbeat {
     this.timer.unref();
   }
 
-  /** Stops refreshing and deletes the key. Idempotent. */
+  /**
+   * Stops refreshing and deletes the key. Idempotent. With Redis away the key is left to expire
+   * by its TTL: the bus's connection waits out a restart, so a DEL sent then would hold the
+   * stop until Redis came back (a `magpie start` whose Redis had died never stopped).
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.timer);
-      await this.options.redis.del(opsKeys.worker(this.options.prefix, this.options.id)).catch((err) => {
-        this.options.logger.debug({ err: describeError(err) }, 'worker heartbeat key not deleted');
+      const { redis, prefix, id, logger } = this.options;
+      if (redis.status !== 'ready') return;
+      const deleting = redis.del(opsKeys.worker(prefix, id)).catch((err) => {
+        logger.debug({ err: describeError(err) }, 'worker heartbeat key not deleted');
       });
+      if (!(await closedWithin(deleting, CLOSE_TIMEOUT_MS)))
+        logger.debug('worker heartbeat key not deleted in time; it expires by its TTL');
     })();
     return this.closing;
   }

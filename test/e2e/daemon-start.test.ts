@@ -116,6 +116,26 @@ describe('magpie start with a private redis-server', () => {
     expect(existsSync(path.join(defaultStateDir(workspace, env), 'redis', 'appendonlydir'))).toBe(true);
   });
 
+  it('when its redis-server dies: the log stays JSON lines, and SIGTERM still stops it', async () => {
+    const workspace = tempWorkspace();
+    const env = daemonEnv({ OPENAI_BASE_URL: fake.baseURL, MAGPIE_WORKSPACE: workspace });
+    const redisDir = path.join(defaultStateDir(workspace, env), 'redis');
+    start = magpie(['start'], env);
+    await start.waitFor(/magpie is running/, 20_000);
+    const { pid } = JSON.parse(readFileSync(path.join(redisDir, 'magpie.json'), 'utf8')) as { pid: number };
+    process.kill(pid, 'SIGKILL');
+    // The bus's connection has failed to reconnect twice, as every queue on it heard (the backup
+    // queue's errors once went to stderr as bare stacks, beside the helper queue's logged ones).
+    await start.waitFor(/"helpers queue error"[\s\S]*"helpers queue error"/, 20_000);
+
+    // A worker heartbeat used to wait for Redis to delete its key: the stop never ended.
+    await stop(start);
+
+    expect(start.child.exitCode).toBe(0);
+    const lines = (start.stdout() + start.stderr()).split('\n').filter((line) => line.trim() !== '');
+    expect(lines.filter((line) => !line.startsWith('{'))).toEqual([]);
+  }, 60_000);
+
   it('no redis-server and no REDIS_URL: one line saying how to get Redis, exit 2', async () => {
     const env = daemonEnv({
       OPENAI_BASE_URL: fake.baseURL,
