@@ -35,12 +35,18 @@ describe('magpie start with a private redis-server', () => {
     await fake?.close();
   });
 
-  it('keeps Redis in the state folder with a password, answers send and status, and stops it on SIGINT', async () => {
+  /** `magpie start` on a fresh workspace without REDIS_URL, running; its private Redis's folder. */
+  async function startWithPrivateRedis() {
     const workspace = tempWorkspace();
     const env = daemonEnv({ OPENAI_BASE_URL: fake.baseURL, MAGPIE_WORKSPACE: workspace });
-    const redisDir = path.join(defaultStateDir(workspace, env), 'redis');
-    start = magpie(['start'], env);
-    await start.waitFor(/magpie is running/, 20_000);
+    const daemon = magpie(['start'], env);
+    start = daemon;
+    await daemon.waitFor(/magpie is running/, 20_000);
+    return { daemon, workspace, env, redisDir: path.join(defaultStateDir(workspace, env), 'redis') };
+  }
+
+  it('keeps Redis in the state folder with a password, answers send and status, and stops it on SIGINT', async () => {
+    const { daemon, workspace, env, redisDir } = await startWithPrivateRedis();
     const infoFile = path.join(redisDir, 'magpie.json');
     const info = JSON.parse(readFileSync(infoFile, 'utf8')) as { url: string; pid: number };
     const password = readFileSync(path.join(redisDir, 'password'), 'utf8').trim();
@@ -51,7 +57,7 @@ describe('magpie start with a private redis-server', () => {
     expect(statSync(redisDir).mode & 0o777).toBe(0o700);
     expect(alive(info.pid)).toBe(true);
     expect(readFileSync(`/proc/${info.pid}/cmdline`, 'utf8')).not.toContain(password);
-    expect(start.stdout() + start.stderr()).not.toContain(password);
+    expect(daemon.stdout() + daemon.stderr()).not.toContain(password);
 
     const stranger = new Redis({
       port: Number(new URL(info.url).port),
@@ -78,8 +84,8 @@ describe('magpie start with a private redis-server', () => {
     expect(doctor.stdout()).toMatch(/^✓ redis +persistence on \(appendonly\)/m);
     expect(doctor.stdout() + doctor.stderr()).not.toContain(password);
 
-    start.child.kill('SIGINT');
-    expect(await start.exited).toBe(0);
+    daemon.child.kill('SIGINT');
+    expect(await daemon.exited).toBe(0);
     expect(existsSync(infoFile)).toBe(false);
     expect(alive(info.pid)).toBe(false);
     expect(existsSync(path.join(redisDir, 'appendonlydir'))).toBe(true);
@@ -117,22 +123,18 @@ describe('magpie start with a private redis-server', () => {
   });
 
   it('when its redis-server dies: the log stays JSON lines, and SIGTERM still stops it', async () => {
-    const workspace = tempWorkspace();
-    const env = daemonEnv({ OPENAI_BASE_URL: fake.baseURL, MAGPIE_WORKSPACE: workspace });
-    const redisDir = path.join(defaultStateDir(workspace, env), 'redis');
-    start = magpie(['start'], env);
-    await start.waitFor(/magpie is running/, 20_000);
+    const { daemon, redisDir } = await startWithPrivateRedis();
     const { pid } = JSON.parse(readFileSync(path.join(redisDir, 'magpie.json'), 'utf8')) as { pid: number };
     process.kill(pid, 'SIGKILL');
     // The bus's connection has failed to reconnect twice, as every queue on it heard (the backup
     // queue's errors once went to stderr as bare stacks, beside the helper queue's logged ones).
-    await start.waitFor(/"helpers queue error"[\s\S]*"helpers queue error"/, 20_000);
+    await daemon.waitFor(/"helpers queue error"[\s\S]*"helpers queue error"/, 20_000);
 
     // A worker heartbeat used to wait for Redis to delete its key: the stop never ended.
-    await stop(start);
+    await stop(daemon);
 
-    expect(start.child.exitCode).toBe(0);
-    const lines = (start.stdout() + start.stderr()).split('\n').filter((line) => line.trim() !== '');
+    expect(daemon.child.exitCode).toBe(0);
+    const lines = (daemon.stdout() + daemon.stderr()).split('\n').filter((line) => line.trim() !== '');
     expect(lines.filter((line) => !line.startsWith('{'))).toEqual([]);
   }, 60_000);
 
