@@ -148,6 +148,7 @@ export class Bus implements WebEventBus {
     this.replicas = {
       min: options.config.redis.minReplicas,
       timeoutMs: options.config.redis.waitTimeoutMs,
+      slotKey: options.config.redis.prefix,
     };
     this.prefix = options.config.redis.prefix;
     this.markers = new Markers(redis);

@@ -211,8 +211,15 @@ export function clusterOptions(target: ClusterSettings, options: RedisOptions): 
     retryDelayOnFailover: 200,
     retryDelayOnClusterDown: 300,
     retryDelayOnTryAgain: 200,
+    // Each of those retries spends one redirection. ioredis's 16 (about 3 s) end before a failover
+    // does (cluster-node-timeout, 15 s by default, then the election), so a patient connection
+    // (workers, subscribers: maxRetriesPerRequest null) waits one out as it waits out a restart.
+    maxRedirections: perNode.maxRetriesPerRequest === null ? PATIENT_REDIRECTIONS : 16,
   };
 }
+
+/** Redirections a patient Cluster connection's command may take: at 200–300 ms each, about 5 minutes. */
+const PATIENT_REDIRECTIONS = 1_200;
 
 /**
  * A new (unconnected unless `options` say otherwise) ioredis client for `target`.
@@ -342,7 +349,7 @@ export interface RedisServerInfo {
   aof: boolean;
   /** The `save` setting; undefined when CONFIG is forbidden (managed Redis often forbids it). */
   save: string | undefined;
-  /** Replicas connected to it (INFO replication's connected_slaves). */
+  /** Replicas connected to it (INFO replication's connected_slaves); on a Cluster, the fewest any master has. */
   replicas: number;
 }
 
@@ -357,7 +364,8 @@ export async function redisServerInfo(redis: Redis): Promise<RedisServerInfo> {
   const weak = masters.find((m) => m.maxmemoryPolicy !== 'noeviction' || (!m.aof && !m.save));
   const first = masters[0];
   if (!first) throw new TypeError('the Cluster named no masters');
-  return weak ?? first;
+  // MAGPIE_REDIS_MIN_REPLICAS counts the replicas of the master serving magpie's slot, which may be any.
+  return { ...(weak ?? first), replicas: Math.min(...masters.map((m) => m.replicas)) };
 }
 
 async function nodeServerInfo(redis: Redis): Promise<RedisServerInfo> {

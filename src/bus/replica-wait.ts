@@ -5,14 +5,22 @@
  * refuse the publish, so the channel does not acknowledge and the platform
  * delivers again; the inbound id's once-only mark makes that harmless.
  */
-import type { Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import type { Cluster, Redis } from 'ioredis';
 import { AppError, ExitCode } from '../errors/index.js';
+import { isCluster } from './redis.js';
 
 /** MAGPIE_REDIS_MIN_REPLICAS and MAGPIE_REDIS_WAIT_TIMEOUT. */
 export interface ReplicaWait {
   /** Replicas that must confirm; 0 = no WAIT at all. */
   min: number;
   timeoutMs: number;
+  /**
+   * On a Redis Cluster, a key of the slot the writes go to: the WAIT goes to the node
+   * connection of the master serving it. One magpie's keys all share their prefix's
+   * hash tag, so the prefix itself will do. Unused elsewhere.
+   */
+  slotKey?: string;
 }
 
 /**
@@ -25,6 +33,12 @@ export interface ReplicaWait {
  * (ioredis resends unanswered commands) confirms nothing of them. That is
  * refused too.
  *
+ * On a Cluster, WAIT names no key, so the Cluster client cannot route it: it goes
+ * straight to the node connection the writes went out on, that of the master
+ * serving `wait.slotKey`'s slot. When another master serves that slot once the
+ * writes are answered (a failover moved it: some writes may have gone to the old
+ * one), the publish is refused as well.
+ *
  * @example await replicated(redis, wait, 'the inbound message', () => push(message));
  * @throws AppError REDIS_UNAVAILABLE (transient, exit 3) when fewer confirm within the timeout,
  *   or when the connection was made again between the writes and the WAIT's answer.
@@ -36,10 +50,20 @@ export async function replicated<T>(
   writes: () => Promise<T>,
 ): Promise<T> {
   if (wait.min <= 0) return writes();
-  const socket = redis.stream;
+  const writer = writerOf(redis, wait.slotKey);
+  const socket = writer?.stream;
+  const made = writer ? socketsMade(writer) : 0;
   const result = await writes();
-  const confirmed = Number(await redis.call('WAIT', wait.min, wait.timeoutMs));
-  if (redis.stream !== socket) {
+  const node = writerOf(redis, wait.slotKey);
+  if (!node || node !== writer) {
+    throw notReplicated(
+      `${what} was written while the Redis Cluster moved its slot to another master (a failover)`,
+    );
+  }
+  const confirmed = Number(await node.call('WAIT', wait.min, wait.timeoutMs));
+  // A Cluster's node connection is made by its first command: then the writes' socket is its first one.
+  const oneSocket = socket ? node.stream === socket : socketsMade(node) === made + 1;
+  if (!oneSocket) {
     throw notReplicated(
       `${what} was written on a Redis connection that was made again before its WAIT was answered (a reconnect or a failover)`,
     );
@@ -50,6 +74,37 @@ export async function replicated<T>(
     );
   }
   return result;
+}
+
+/**
+ * The connection writes to `slotKey` go out on: `redis` itself, or on a Cluster the
+ * node connection of the master its slot map names for that key's slot (undefined
+ * while the map names none, e.g. mid-failover).
+ */
+function writerOf(redis: Redis, slotKey: string | undefined): Redis | undefined {
+  if (!isCluster(redis)) return redis;
+  if (slotKey === undefined)
+    throw new TypeError('replicated() on a Cluster needs the slot key of the writes');
+  const cluster = redis as unknown as Cluster;
+  const master = cluster.slots[calculateSlot(slotKey)]?.[0];
+  if (master === undefined) return undefined;
+  return cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
+}
+
+/** Sockets each connection has connected, counted from when {@link socketsMade} first saw it. */
+const socketCounts = new WeakMap<Redis, { made: number }>();
+
+function socketsMade(connection: Redis): number {
+  let count = socketCounts.get(connection);
+  if (!count) {
+    const counted = { made: 0 };
+    connection.on('connect', () => {
+      counted.made += 1;
+    });
+    socketCounts.set(connection, counted);
+    count = counted;
+  }
+  return count.made;
 }
 
 function notReplicated(why: string): AppError {

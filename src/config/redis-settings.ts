@@ -195,11 +195,6 @@ function checkClusterFits(e: RedisEnv, url: URL | undefined): void {
   if (databaseOf(url) !== 0) {
     throw new ConfigError('REDIS_URL names a database other than 0, and a Redis Cluster has only database 0');
   }
-  if (e.MAGPIE_REDIS_MIN_REPLICAS > 0) {
-    throw new ConfigError(
-      'MAGPIE_REDIS_MIN_REPLICAS is set with REDIS_CLUSTER_NODES: WAIT is not supported on a Cluster yet, set it to 0',
-    );
-  }
 }
 
 /** The database number of `redis://host/3`; 0 when none. */

@@ -1,8 +1,10 @@
 /**
  * Starts a real three-master Redis Cluster on free loopback ports for tests:
  * three `redis-server --cluster-enabled yes` (each with its own folder and
- * cluster config file), joined by `redis-cli --cluster create … --cluster-replicas 0`.
- * Resolves once every node reports `cluster_state:ok` and all 16384 slots are served.
+ * cluster config file), joined by `redis-cli --cluster create … --cluster-replicas N`,
+ * with N replicas per master when asked (for failover tests). Resolves once every
+ * node reports `cluster_state:ok`, knows every other node, and each master has its
+ * replicas in sync.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -18,13 +20,31 @@ const run = promisify(execFile);
 export interface RedisClusterHandle {
   /** The masters, as `REDIS_CLUSTER_NODES` takes them: `127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`. */
   nodes: string;
+  /** Every node: the three masters first (in `nodes`' order), then the replicas. */
   servers: RedisHandle[];
+  /** The port of the node that serves `key`'s slot now, as a live node other than `except` says. */
+  ownerPort(key: string, except?: number): Promise<number>;
   stop(): Promise<void>;
 }
 
-/** Three masters, every slot assigned, no replicas; each node with `password` (requirepass) when given. */
-export async function startRedisCluster(options: { password?: string } = {}): Promise<RedisClusterHandle> {
+export interface RedisClusterOptions {
+  /** requirepass (and masterauth) on every node. */
+  password?: string;
+  /** Replicas per master. @defaultValue 0 */
+  replicas?: number;
+  /**
+   * `cluster-node-timeout`: how long a master may not answer before the others take it
+   * for failed and its replica takes over. @defaultValue 2000 with replicas (Redis's own 15000 without)
+   */
+  nodeTimeoutMs?: number;
+}
+
+/** Three masters, every slot assigned, `replicas` replicas each; each node with `password` (requirepass) when given. */
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterHandle> {
   const masters = 3;
+  const replicas = options.replicas ?? 0;
+  const total = masters * (1 + replicas);
+  const nodeTimeout = options.nodeTimeoutMs ?? (replicas > 0 ? 2_000 : undefined);
   const auth = options.password ? ['--requirepass', options.password, '--masterauth', options.password] : [];
   const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-redis-cluster-'));
   const servers: RedisHandle[] = [];
@@ -33,7 +53,7 @@ export async function startRedisCluster(options: { password?: string } = {}): Pr
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < total; i++) {
       const nodeDir = path.join(dir, `node-${i}`);
       mkdirSync(nodeDir);
       const clusterArgs = [
@@ -41,13 +61,22 @@ export async function startRedisCluster(options: { password?: string } = {}): Pr
         'yes',
         '--cluster-config-file',
         path.join(nodeDir, 'nodes.conf'),
+        ...(nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(nodeTimeout)]),
       ];
       servers.push(await startRedis({ dir: nodeDir, args: [...clusterArgs, ...auth] }));
     }
     const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
     // The password goes by REDISCLI_AUTH, not on redis-cli's command line.
     const env = { ...process.env, ...(options.password ? { REDISCLI_AUTH: options.password } : {}) };
-    const create = ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'];
+    // redis-cli makes the first three the masters and gives each of them replicas from the rest.
+    const create = [
+      '--cluster',
+      'create',
+      ...addresses,
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ];
     await run('redis-cli', create, { timeout: 20_000, env });
     // `--cluster create` returns once the slots are assigned; each node learns the others' over the bus.
     for (const server of servers) {
@@ -61,7 +90,10 @@ export async function startRedisCluster(options: { password?: string } = {}): Pr
         await waitFor(
           async () => {
             const info = await redis.cluster('INFO');
-            return info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${masters}`);
+            if (!(info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${total}`)))
+              return false;
+            const replication = await redis.info('replication');
+            return !replication.includes('role:master') || connectedReplicas(replication) === replicas;
           },
           15_000,
           `cluster_state:ok on 127.0.0.1:${server.port}`,
@@ -70,9 +102,41 @@ export async function startRedisCluster(options: { password?: string } = {}): Pr
         redis.disconnect();
       }
     }
-    return { nodes: addresses.join(','), servers, stop };
+    return {
+      nodes: addresses.slice(0, masters).join(','),
+      servers,
+      ownerPort: (key, except) => ownerPort(servers, key, options.password, except),
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** Replicas a master's `INFO replication` lists as online and caught up. */
+function connectedReplicas(replication: string): number {
+  return replication.split('\n').filter((line) => /^slave\d+:.*state=online/.test(line)).length;
+}
+
+/** Asks the first live node (not `except`) which node serves `key`'s slot. */
+async function ownerPort(
+  servers: RedisHandle[],
+  key: string,
+  password: string | undefined,
+  except: number | undefined,
+): Promise<number> {
+  const live = servers.find((s) => s.port !== except && s.process.exitCode === null && !s.process.signalCode);
+  if (!live) throw new Error('no live node in the Cluster');
+  const redis = new Redis(live.url, { lazyConnect: true, maxRetriesPerRequest: 1, password });
+  try {
+    await redis.connect();
+    const slot = Number(await redis.cluster('KEYSLOT', key));
+    const range = (await redis.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to);
+    const master = range?.[2];
+    if (!master) throw new Error(`no node serves slot ${slot}`);
+    return master[1];
+  } finally {
+    redis.disconnect();
   }
 }

@@ -98,6 +98,11 @@ describe('Redis Cluster settings', () => {
     expect(config.redis.sentinel).toBeUndefined();
   });
 
+  it('takes MAGPIE_REDIS_MIN_REPLICAS with a Cluster (WAIT goes to the master serving the slot)', () => {
+    const config = parseConfig({ ...base, REDIS_CLUSTER_NODES: 'a:6379', MAGPIE_REDIS_MIN_REPLICAS: '1' });
+    expect(config.redis.minReplicas).toBe(1);
+  });
+
   it('keeps the plain prefix without a Cluster (no migration of an existing bus)', () => {
     expect(parseConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' }).redis).toMatchObject({
       cluster: undefined,
@@ -132,10 +137,6 @@ describe('Redis Cluster settings', () => {
     [
       { REDIS_CLUSTER_NODES: 'a:6379', REDIS_URL: 'redis://:pw-one-x@ignored/3' },
       /^REDIS_URL names a database other than 0, and a Redis Cluster has only database 0$/,
-    ],
-    [
-      { REDIS_CLUSTER_NODES: 'a:6379', MAGPIE_REDIS_MIN_REPLICAS: '1' },
-      /^MAGPIE_REDIS_MIN_REPLICAS is set with REDIS_CLUSTER_NODES/,
     ],
   ])('refuses %j in one line (exit 2), without echoing a password', (env, message) => {
     const err = configRefusal({ ...base, ...env });
