@@ -11,10 +11,17 @@
  * `MAGPIE_REDIS_MIN_REPLICAS=1` (or `minReplicas`); a Redis blow then SIGKILLs the master, waits for
  * the Sentinels to promote a replica (a failover), and starts the killed server
  * again on its port and folder as a replica of the new master.
+ *
+ * With `cluster`, Redis is a three-master Redis Cluster with two replicas per master
+ * (test/fakes/redis-cluster.ts, cluster-node-timeout 2 s) and the daemons run on
+ * REDIS_CLUSTER_NODES with `MAGPIE_REDIS_MIN_REPLICAS=1` (or `minReplicas`); a Redis
+ * blow SIGKILLs the master serving magpie's slot, waits for one of its replicas to
+ * take the slot over, and starts the killed node again, which rejoins as a replica.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { magpie, type Proc } from '../test/e2e/daemon-helpers.js';
+import { type RedisClusterHandle, startRedisCluster } from '../test/fakes/redis-cluster.js';
 import { type SentinelGroup, startSentinelGroup } from '../test/fakes/redis-sentinel.js';
 import { type RedisHandle, startRedis } from '../test/fakes/redis-server.js';
 import { waitFor } from '../test/fakes/wait-for.js';
@@ -39,7 +46,9 @@ export interface CastOptions {
   redisDir: string;
   /** A Sentinel-watched master with two replicas instead of one server. @defaultValue false */
   sentinel?: boolean;
-  /** Sentinel mode: MAGPIE_REDIS_MIN_REPLICAS (of the two replicas). @defaultValue 1 */
+  /** A Redis Cluster, two replicas per master, instead of one server. @defaultValue false */
+  cluster?: boolean;
+  /** Sentinel and Cluster modes: MAGPIE_REDIS_MIN_REPLICAS (of the two replicas). @defaultValue 1 */
   minReplicas?: number;
   /** 2 s locks instead of the deployed 30 s (see SHORT_LOCKS). @defaultValue false */
   shortLocks?: boolean;
@@ -53,11 +62,12 @@ export class ChaosCast {
   /** Every magpie process started, dead or alive. */
   readonly all: Array<Proc & { role: string }> = [];
   readonly blows: Record<ChaosKind, number> = { worker: 0, gateway: 0, redis: 0 };
-  /** Masters the Sentinels replaced (sentinel mode). */
+  /** Masters replaced (Sentinel and Cluster modes). */
   failovers = 0;
-  /** Milliseconds from each master kill to the Sentinels naming a new master. */
+  /** Milliseconds from each master kill to a new master named (by the Sentinels, or the Cluster's slot map). */
   readonly failoverMs: number[] = [];
   #group: SentinelGroup | undefined;
+  #cluster: RedisClusterHandle | undefined;
   /** Sentinel mode: the data servers now running, by port (the killed ones restarted in place). */
   readonly #nodes = new Map<number, RedisHandle>();
   /** Sentinel mode: each Redis server's and Sentinel's own log, by a name with its port (for --logs). */
@@ -78,6 +88,10 @@ export class ChaosCast {
       }
       for (const sentinel of this.#group.sentinels) this.#keepLog(`sentinel-${sentinel.port}`, sentinel);
       this.redis = this.#group.master;
+    } else if (this.#o.cluster) {
+      this.#cluster = await startRedisCluster({ replicas: 2 });
+      for (const node of this.#cluster.servers) this.#keepLog(`redis-${node.port}`, node);
+      this.redis = this.#cluster.servers[0]!;
     } else {
       this.redis = await startRedis({ dir: this.#o.redisDir });
     }
@@ -92,6 +106,13 @@ export class ChaosCast {
 
   /** The Redis variables of every magpie process (and the platform's bus). */
   redisEnv(): Record<string, string | undefined> {
+    if (this.#cluster) {
+      return {
+        REDIS_URL: undefined,
+        REDIS_CLUSTER_NODES: this.#cluster.nodes,
+        MAGPIE_REDIS_MIN_REPLICAS: String(this.#o.minReplicas ?? 1),
+      };
+    }
     const group = this.#group;
     if (!group) return { REDIS_URL: this.redis.url };
     return {
@@ -107,6 +128,10 @@ export class ChaosCast {
     this.blows[kind] += 1;
     if (kind === 'redis' && this.#group) {
       await this.#failover(this.#group);
+      return;
+    }
+    if (kind === 'redis' && this.#cluster) {
+      await this.#clusterFailover(this.#cluster);
       return;
     }
     if (kind === 'redis') {
@@ -161,6 +186,28 @@ export class ChaosCast {
     this.redis = this.#nodes.get(newPort) ?? back;
   }
 
+  /** SIGKILLs the master serving magpie's slot, waits for a replica to take it over, restarts the killed node. */
+  async #clusterFailover(cluster: RedisClusterHandle): Promise<void> {
+    // Every key of one magpie shares its prefix's hash tag, hence one slot.
+    const slotKey = `{${this.#o.env.MAGPIE_QUEUE_PREFIX}}`;
+    const oldPort = await cluster.ownerPort(slotKey);
+    const victim = cluster.servers.find((s) => s.port === oldPort);
+    if (!victim) throw new Error(`the Cluster names a master on port ${oldPort} that this run did not start`);
+    const exited = new Promise((resolve) => victim.process.once('exit', resolve));
+    const killedAt = Date.now();
+    victim.process.kill('SIGKILL');
+    await exited;
+    await waitFor(
+      async () => (await cluster.ownerPort(slotKey, oldPort).catch(() => oldPort)) !== oldPort,
+      30_000,
+      "a replica taking over magpie's slot",
+      50,
+    );
+    this.failovers += 1;
+    this.failoverMs.push(Date.now() - killedAt);
+    this.#keepLog(`redis-${oldPort}`, await cluster.restart(oldPort));
+  }
+
   /** Stops every magpie process (SIGTERM, awaited), then Redis. */
   async stop(): Promise<void> {
     await Promise.all(
@@ -176,6 +223,11 @@ export class ChaosCast {
       for (const node of this.#nodes.values()) if (!first.has(node)) await node.stop();
       await this.#group.stop();
       this.#group = undefined;
+      return;
+    }
+    if (this.#cluster) {
+      await this.#cluster.stop();
+      this.#cluster = undefined;
       return;
     }
     await this.redis?.stop();
@@ -209,7 +261,7 @@ export class ChaosCast {
     return [...out];
   }
 
-  /** Writes each magpie process's log to `dir` (`<n>-<role>.log`), and in Sentinel mode each server's and Sentinel's. */
+  /** Writes each magpie process's log to `dir` (`<n>-<role>.log`), and in Sentinel and Cluster modes each server's (and Sentinel's). */
   writeLogs(dir: string): void {
     mkdirSync(dir, { recursive: true });
     this.all.forEach((p, i) => {

@@ -60,7 +60,9 @@ export interface ChaosOptions {
   logsDir?: string;
   /** Redis behind Sentinel (a master, two replicas, three Sentinels): Redis blows are master kills. @defaultValue false */
   sentinel?: boolean;
-  /** Sentinel mode: MAGPIE_REDIS_MIN_REPLICAS, of two replicas (2: every replica confirms). @defaultValue 1 */
+  /** A Redis Cluster (three masters, two replicas each): Redis blows kill the master serving magpie's slot. @defaultValue false */
+  cluster?: boolean;
+  /** Sentinel and Cluster modes: MAGPIE_REDIS_MIN_REPLICAS, of two replicas (2: every replica confirms). @defaultValue 1 */
   minReplicas?: number;
   /** Workers and gateways with 2 s locks, not the deployed 30 s (chaos-cast.ts). @defaultValue false */
   shortLocks?: boolean;
@@ -72,7 +74,7 @@ export interface ChaosReport extends ChaosVerdict {
   workers: number;
   kills: { worker: number; gateway: number };
   redisRestarts: number;
-  /** Sentinel mode: masters replaced, and how long each took the Sentinels (kill → new master named). */
+  /** Sentinel and Cluster modes: masters replaced, and how long each took (kill → new master named). */
   failovers?: { count: number; ms: number[] };
   /** Turns a worker found already stored in the session (the log line "redone turn"). */
   redoneTurns: number;
@@ -121,6 +123,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     env,
     redisDir: mkdtempSync(path.join(os.tmpdir(), 'magpie-chaos-redis-')),
     sentinel: options.sentinel ?? false,
+    cluster: options.cluster ?? false,
     minReplicas: options.minReplicas ?? 1,
     shortLocks: options.shortLocks ?? false,
   });
@@ -184,7 +187,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ...verdict,
       kills: { worker: cast.blows.worker, gateway: cast.blows.gateway },
       redisRestarts: cast.blows.redis,
-      ...(options.sentinel ? { failovers: { count: cast.failovers, ms: cast.failoverMs } } : {}),
+      ...(options.sentinel || options.cluster
+        ? { failovers: { count: cast.failovers, ms: cast.failoverMs } }
+        : {}),
       redoneTurns: cast.count('redone turn: messages already stored'),
       takenOver: cast.count(
         "another attempt of this turn took it over (this one's lock was lost); it answers",

@@ -7,7 +7,7 @@
  * reply reached its chat after a later one, or a session file is broken or out
  * of order (`chaosFailures`).
  *
- *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel [--min-replicas 1|2]] [--short-locks]
+ *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel | --cluster] [--min-replicas 1|2] [--short-locks]
  *
  * `--sentinel`: Redis is a Sentinel-watched master with two replicas and three
  * Sentinels, magpie runs with MAGPIE_REDIS_MIN_REPLICAS=1 (see --min-replicas), and each Redis blow
@@ -15,6 +15,10 @@
  * `--min-replicas 2`: every replica must confirm (MAGPIE_REDIS_MIN_REPLICAS=2), the setting that
  * also survives a failover promoting a replica which did not confirm; publishes are refused while
  * one replica is away (counted in `publishRetries`).
+ * `--cluster`: Redis is a three-master Redis Cluster with two replicas per master, magpie runs on
+ * REDIS_CLUSTER_NODES with MAGPIE_REDIS_MIN_REPLICAS=1 (see --min-replicas), and each Redis blow
+ * kills the master serving magpie's slot (one of its replicas takes over; the killed one rejoins
+ * as a replica).
  * `--short-locks`: workers and gateways get 2 s locks (checked every second) instead of the
  * deployed 30 s; they lapse in every Redis restart, so live turns are taken over while they run.
  */
@@ -35,6 +39,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '3' },
     logs: { type: 'string' },
     sentinel: { type: 'boolean', default: false },
+    cluster: { type: 'boolean', default: false },
     'min-replicas': { type: 'string', default: '1' },
     'short-locks': { type: 'boolean', default: false },
   },
@@ -45,6 +50,10 @@ if (!(minReplicas === 1 || minReplicas === 2)) {
   console.error(
     `--min-replicas must be 1 or 2 (the Sentinel group has two replicas), not ${JSON.stringify(values['min-replicas'])}`,
   );
+  process.exit(2);
+}
+if (values.sentinel && values.cluster) {
+  console.error('--sentinel and --cluster are two ways to run Redis: pick one');
   process.exit(2);
 }
 if (!(minutes > 0)) {
@@ -62,6 +71,7 @@ const report = await runChaos({
   progress: (line) => console.error(`[chaos] ${line}`),
   ...(values.logs ? { logsDir: values.logs } : {}),
   sentinel: values.sentinel,
+  cluster: values.cluster,
   minReplicas,
   shortLocks: values['short-locks'],
 });

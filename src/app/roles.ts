@@ -591,6 +591,7 @@ function definedOnly<T extends object>(value: T): Partial<T> {
 async function closeAll(parts: Part[], logger: Logger): Promise<void> {
   for (const part of [...parts].reverse()) {
     try {
+      logger.debug({ part: part.name }, 'closing');
       await part.close();
     } catch (err) {
       logger.warn({ part: part.name, err: describeError(err) }, 'closing failed');

@@ -516,7 +516,12 @@ export class Bus implements WebEventBus {
    * list and published, in one script call (reply-lists.ts). Resolves to the receivers.
    */
   async pushCliReply(address: string, payload: string): Promise<number> {
-    return this.guard(() => pushReply(this.redis, this.prefix, address, payload));
+    // Its delivery is this write: lost in a failover after its job completed, it would never come.
+    return this.guard(() =>
+      replicated(this.redis, this.replicas, 'the CLI reply', () =>
+        pushReply(this.redis, this.prefix, address, payload),
+      ),
+    );
   }
 
   /**
@@ -541,7 +546,12 @@ export class Bus implements WebEventBus {
 
   /** Keeps a web chat message for pages that reconnect and publishes it (web-events.ts); resolves to its id. */
   async pushWebEvent(chat: string, event: WebMessageEvent): Promise<string> {
-    return this.guard(() => pushWebEvent(this.redis, this.prefix, chat, event));
+    // Kept for pages that reconnect: as with a CLI reply, lost after its job completed it never comes.
+    return this.guard(() =>
+      replicated(this.redis, this.replicas, 'the web chat message', () =>
+        pushWebEvent(this.redis, this.prefix, chat, event),
+      ),
+    );
   }
 
   /** Publishes a live snapshot or typing to a web chat's open pages (not kept). */

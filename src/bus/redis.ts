@@ -196,7 +196,11 @@ async function leaveReplacedMaster(redis: Redis): Promise<void> {
  * offline queue apply to the Cluster as a whole, everything else to each node's
  * connection (`redisOptions`, where BullMQ looks for `maxRetriesPerRequest: null`).
  */
-export function clusterOptions(target: ClusterSettings, options: RedisOptions): ClusterOptions {
+export function clusterOptions(
+  target: ClusterSettings,
+  options: RedisOptions,
+  waitsOutFailover = false,
+): ClusterOptions {
   const { lazyConnect, enableOfflineQueue, ...perNode } = options;
   return {
     lazyConnect: lazyConnect ?? false,
@@ -212,13 +216,19 @@ export function clusterOptions(target: ClusterSettings, options: RedisOptions): 
     retryDelayOnClusterDown: 300,
     retryDelayOnTryAgain: 200,
     // Each of those retries spends one redirection. ioredis's 16 (about 3 s) end before a failover
-    // does (cluster-node-timeout, 15 s by default, then the election), so a patient connection
-    // (workers, subscribers: maxRetriesPerRequest null) waits one out as it waits out a restart.
-    maxRedirections: perNode.maxRetriesPerRequest === null ? PATIENT_REDIRECTIONS : 16,
+    // does (cluster-node-timeout, 15 s by default, then the election): see PATIENT_REDIRECTIONS.
+    maxRedirections: waitsOutFailover ? PATIENT_REDIRECTIONS : 16,
   };
 }
 
-/** Redirections a patient Cluster connection's command may take: at 200–300 ms each, about 5 minutes. */
+/**
+ * Redirections a command of a worker's bus connection may take on a Cluster: at 200–300 ms each,
+ * about 5 minutes, so a turn's own commands wait out a failover as they wait out a restart of one
+ * server, instead of failing the turn. Only that connection: BullMQ's workers' connections keep
+ * ioredis's 16. A BullMQ command that fails in a failover costs a redo at most, while a patient
+ * one held the worker's fetch loop, and with it `Worker.close()`, for minutes: after a few
+ * failovers a stopping worker or gateway waited out every consumer's 60 s shutdown time-out.
+ */
 const PATIENT_REDIRECTIONS = 1_200;
 
 /**
@@ -228,13 +238,16 @@ const PATIENT_REDIRECTIONS = 1_200;
  * both share ioredis's command interface, BullMQ takes either (it duplicates a Cluster
  * for its blocking connections), and the calls that differ — SCAN ({@link scanKeys}),
  * which node a connection reached ({@link describeTarget}) — check {@link isCluster}.
+ * `waitsOutFailover`: on a Cluster, commands wait out a failover ({@link PATIENT_REDIRECTIONS}).
  */
-export function newRedis(target: RedisTarget, options: RedisOptions): Redis {
+export function newRedis(target: RedisTarget, options: RedisOptions, waitsOutFailover = false): Redis {
   if (target.kind === 'server') return endsWhenDisconnected(new Redis(target.url, options));
   if (target.kind === 'sentinel')
     return endsWhenDisconnected(followMaster(new Redis({ ...options, ...sentinelOptions(target) })));
   const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
-  return endsWhenDisconnected(new Cluster(nodes, clusterOptions(target, options))) as unknown as Redis;
+  return endsWhenDisconnected(
+    new Cluster(nodes, clusterOptions(target, options, waitsOutFailover)),
+  ) as unknown as Redis;
 }
 
 /**
@@ -430,14 +443,14 @@ export function redisUnavailable(target: RedisTarget | string, cause?: unknown):
  * Opens the bus's main connection and waits until it is ready. Rejects with
  * REDIS_UNAVAILABLE when Redis does not answer within the connect timeout.
  * A `patient` connection (workers) later waits for Redis to come back instead
- * of failing commands, so a Redis restart does not use up turn attempts.
+ * of failing commands, so a Redis restart (or a Cluster's failover) does not use up turn attempts.
  */
 export async function connectProducer(target: RedisTarget | string, patient = false): Promise<Redis> {
   const options = patient
     ? { ...workerOptions(), lazyConnect: true, connectTimeout: PRODUCER_CONNECT_TIMEOUT_MS }
     : producerOptions();
   const where = typeof target === 'string' ? serverTarget(target) : target;
-  const redis = newRedis(where, options);
+  const redis = newRedis(where, options, patient);
   // Errors are surfaced through command rejections; keep ioredis from printing them.
   redis.on('error', () => undefined);
   try {

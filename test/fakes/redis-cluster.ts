@@ -24,6 +24,12 @@ export interface RedisClusterHandle {
   servers: RedisHandle[];
   /** The port of the node that serves `key`'s slot now, as a live node other than `except` says. */
   ownerPort(key: string, except?: number): Promise<number>;
+  /**
+   * Starts the node on `port` again (after a kill) with its folder and settings: it rejoins
+   * from its nodes.conf, a killed master as a replica of the one that replaced it. Resolves
+   * once it is a replica in sync with its master.
+   */
+  restart(port: number): Promise<RedisHandle>;
   stop(): Promise<void>;
 }
 
@@ -48,6 +54,31 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const auth = options.password ? ['--requirepass', options.password, '--masterauth', options.password] : [];
   const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-redis-cluster-'));
   const servers: RedisHandle[] = [];
+  const restarts = new Map<number, () => Promise<RedisHandle>>();
+  const restart = async (port: number) => {
+    const start = restarts.get(port);
+    const i = servers.findIndex((s) => s.port === port);
+    if (!start || i < 0) throw new Error(`no node of this Cluster on port ${port}`);
+    const server = await start();
+    servers[i] = server;
+    // Back as a replica only once it has copied its master: until then it could not take over.
+    const redis = new Redis(server.url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      password: options.password,
+    });
+    try {
+      await redis.connect();
+      await waitFor(
+        async () => /master_link_status:up/.test(await redis.info('replication')),
+        30_000,
+        `the node on port ${port} in sync with its master`,
+      );
+    } finally {
+      redis.disconnect();
+    }
+    return server;
+  };
   const stop = async () => {
     await Promise.all(servers.map((s) => s.stop()));
     rmSync(dir, { recursive: true, force: true });
@@ -63,7 +94,10 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         path.join(nodeDir, 'nodes.conf'),
         ...(nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(nodeTimeout)]),
       ];
-      servers.push(await startRedis({ dir: nodeDir, args: [...clusterArgs, ...auth] }));
+      const args = [...clusterArgs, ...auth];
+      const server = await startRedis({ dir: nodeDir, args });
+      servers.push(server);
+      restarts.set(server.port, () => startRedis({ dir: nodeDir, port: server.port, args }));
     }
     const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
     // The password goes by REDISCLI_AUTH, not on redis-cli's command line.
@@ -106,6 +140,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       nodes: addresses.slice(0, masters).join(','),
       servers,
       ownerPort: (key, except) => ownerPort(servers, key, options.password, except),
+      restart,
       stop,
     };
   } catch (err) {

@@ -164,7 +164,9 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       true,
     );
     const all = acknowledged();
-    await waitFor(() => all.every(answered), 20_000, 'every acknowledged message answered').catch((err) => {
+    // A reply whose job's BullMQ move failed mid-failover waits for its lock (30 s) to lapse and
+    // the stalled check (15 s) to hand it back: its chat is answered within about 45 s.
+    await waitFor(() => all.every(answered), 60_000, 'every acknowledged message answered').catch((err) => {
       const lost = all.filter((s) => !answered(s));
       throw new Error(`${err}; unanswered: ${lost.map((s) => s.token)}`);
     });
@@ -179,7 +181,7 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         1,
       );
     }
-    expect(firstAnswerAfter - killedAt).toBeLessThan(15_000);
+    expect(firstAnswerAfter - killedAt).toBeLessThan(20_000);
     console.info(
       JSON.stringify({
         sent: sent.length,
@@ -190,5 +192,5 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
         backMs: firstAnswerAfter - killedAt,
       }),
     );
-  }, 90_000);
+  }, 150_000);
 });

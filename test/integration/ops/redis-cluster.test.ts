@@ -45,6 +45,20 @@ describe('Redis Cluster', () => {
     expect(JSON.stringify(results)).not.toContain(PASSWORD);
   });
 
+  it('doctor: MAGPIE_REDIS_MIN_REPLICAS on masters without replicas fails, saying every publish is refused', async () => {
+    const results = await doctor(
+      configFor({
+        REDIS_CLUSTER_NODES: cluster.nodes,
+        REDIS_PASSWORD: PASSWORD,
+        MAGPIE_REDIS_MIN_REPLICAS: '1',
+      }),
+    );
+    expect(results[1]).toMatchObject({
+      status: 'fail',
+      detail: '0 replica(s) connected, MAGPIE_REDIS_MIN_REPLICAS=1: every publish is refused',
+    });
+  });
+
   it('doctor: one master that may evict fails the check, whichever master ioredis asks first', async () => {
     const config = configFor({ REDIS_CLUSTER_NODES: cluster.nodes, REDIS_PASSWORD: PASSWORD });
     const last = cluster.servers.at(-1);
