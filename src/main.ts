@@ -29,7 +29,16 @@ async function runRole(options: RoleOptions): Promise<number> {
   process.once('SIGINT', force);
   process.once('SIGTERM', force);
   await running.stop();
+  // Everything is closed; a handle a library still holds (seen after failovers of a Redis
+  // Cluster: "magpie stopped", then no exit) must not keep the stopped process alive.
+  setTimeout(() => {
+    options.logger.warn('stopped, but something kept the process alive: exiting');
+    process.exit(0);
+  }, EXIT_GRACE_MS).unref();
   return 0;
 }
+
+/** How long a stopped daemon may take to exit by itself. */
+const EXIT_GRACE_MS = 2_000;
 
 runCli(process.argv.slice(2), { runRole });

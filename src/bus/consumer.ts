@@ -12,6 +12,13 @@ import type { Logger } from '../log/index.js';
 import { CLOSE_TIMEOUT_MS, closedWithin } from './bounded-close.js';
 import { LeanWorker } from './lean-worker.js';
 
+/**
+ * How long BullMQ's close may take once no job of this consumer runs. On a healthy Redis it
+ * takes milliseconds; after failovers of a Redis Cluster its fetch loop could sit on a command
+ * for minutes, and every idle consumer of a stopping worker waited out its whole shutdown time-out.
+ */
+const IDLE_CLOSE_GRACE_MS = 2_000;
+
 /** The job a processor receives. */
 export interface ConsumedJob {
   id: string;
@@ -65,6 +72,9 @@ export class Consumer {
   private readonly logger: Logger;
   private readonly shutdownTimeoutMs: number;
   private closing: Promise<void> | undefined;
+  /** Processor calls running now, and who waits for there to be none. */
+  #running = 0;
+  #idleWaiters: Array<() => void> = [];
 
   constructor(options: ConsumerOptions) {
     const concurrency = positiveWholeNumber('consumer concurrency', options.concurrency ?? 1);
@@ -77,6 +87,7 @@ export class Consumer {
       options.queue,
       async (job: Job, token?: string) => {
         let postponed = false;
+        this.#running += 1;
         try {
           await processor({
             id: job.id ?? '',
@@ -97,6 +108,9 @@ export class Consumer {
             { job: job.id, err: describeError(err) },
             'postponed job: its processor failed after',
           );
+        } finally {
+          this.#running -= 1;
+          if (this.#running === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
         }
         // BullMQ's word for a job its processor moved: neither completed nor failed.
         if (postponed) throw new DelayedError();
@@ -151,21 +165,40 @@ export class Consumer {
     return this.closing;
   }
 
+  /** Resolves once no processor call is running. */
+  #idle(): Promise<void> {
+    if (this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
   private async doClose(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(true), this.shutdownTimeoutMs);
     });
     try {
-      const late = await Promise.race([this.worker.close().then(() => false), timedOut]);
-      if (late) {
+      let closed = false;
+      const closing = this.worker.close().then(() => {
+        closed = true;
+      });
+      const outcome = await Promise.race([
+        closing.then(() => 'closed' as const),
+        timedOut.then(() => 'late' as const),
+        this.#idle().then(() => closedWithin(closing, IDLE_CLOSE_GRACE_MS).then(() => 'idle' as const)),
+      ]);
+      if (outcome === 'late') {
         this.logger.warn(
           { waitedMs: this.shutdownTimeoutMs },
           'running jobs did not finish in time; they will be redone',
         );
-        // BullMQ's close is still waiting (for the jobs, or QUIT for an absent Redis): drop its connections too.
-        await closedWithin(this.worker.disconnect(), CLOSE_TIMEOUT_MS);
+      } else if (outcome === 'idle' && !closed) {
+        this.logger.info(
+          { waitedMs: IDLE_CLOSE_GRACE_MS },
+          "the queue worker's close waited with no job running; its connections are dropped",
+        );
       }
+      // BullMQ's close is still waiting (for the jobs, its fetch loop, or QUIT for an absent Redis): drop its connections too.
+      if (!closed) await closedWithin(this.worker.disconnect(), CLOSE_TIMEOUT_MS);
     } catch (err) {
       this.logger.warn({ err: describeError(err) }, 'closing the queue worker failed');
     } finally {
