@@ -61,6 +61,7 @@ import {
   type RedisTarget,
   redisUnavailable,
   serverTarget,
+  slotConnection,
 } from './redis.js';
 import { type ReplicaWait, replicated } from './replica-wait.js';
 import { pushReply, ReplyWatcher, readReplies } from './reply-lists.js';
@@ -508,7 +509,10 @@ export class Bus implements WebEventBus {
 
   /** Publishes on `<prefix>:<name>`; resolves to the number of receivers. */
   async publish(name: string, payload: string): Promise<number> {
-    return this.guard(() => this.redis.publish(`${this.prefix}:${name}`, payload));
+    // On a Cluster through the master of magpie's slot, as the reply scripts' publishes go: one
+    // node, so a chat's publishes reach every subscriber in the order they were made.
+    const publisher = slotConnection(this.redis, this.prefix) ?? this.redis;
+    return this.guard(() => publisher.publish(`${this.prefix}:${name}`, payload));
   }
 
   /**

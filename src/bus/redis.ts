@@ -5,6 +5,7 @@
  * On a Redis Cluster every connection is an ioredis Cluster (see {@link newRedis}).
  */
 import { isIP } from 'node:net';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { ClusterSettings, SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
@@ -287,6 +288,55 @@ function endNow(client: Redis | Cluster): void {
   const redis = client as unknown as { setStatus(status: string): void; flushQueue(error: Error): void };
   redis.setStatus('end');
   redis.flushQueue(new Error('Connection is closed.'));
+}
+
+/**
+ * The connection a command for `slotKey` goes out on: `redis` itself, or on a Cluster the node
+ * connection of the master its slot map names for that key's slot (undefined while the map names
+ * none, e.g. mid-failover). For what the Cluster client cannot route by a key: WAIT
+ * (replica-wait.ts), and PUBLISH, which it sends to any node, from where it reaches the others
+ * over the Cluster's own links: two publishes sent to two nodes may arrive in either order.
+ */
+export function slotConnection(redis: Redis, slotKey: string): Redis | undefined {
+  if (!isCluster(redis)) return redis;
+  const cluster = redis as unknown as Cluster;
+  const master = cluster.slots[calculateSlot(slotKey)]?.[0];
+  if (master === undefined) return undefined;
+  return cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
+}
+
+/**
+ * Calls `listener` each time a subscriber connection is subscribed again after a break: its
+ * 'ready' on one server or Sentinel. An ioredis Cluster does not reliably emit that for pub/sub:
+ * it moves its subscriptions to a new connection to a random node (when that connection ends,
+ * or the node map changes, as in a failover) and stays 'ready' itself, so what was published
+ * meanwhile was missed unnoticed. There the listener runs when the new connection is ready
+ * (ioredis's private `ClusterSubscriber.selectSubscriber`; a Cluster without it is refused here,
+ * and test/integration/cluster/reply-watcher.test.ts covers the catch-up).
+ *
+ * @example onResubscribed(subscriber, () => void catchUp());
+ */
+export function onResubscribed(subscriber: Redis, listener: () => void): void {
+  if (!isCluster(subscriber)) {
+    subscriber.on('ready', listener);
+    return;
+  }
+  const pubsub = (subscriber as unknown as { subscriber?: ClusterPubSub }).subscriber;
+  if (typeof pubsub?.selectSubscriber !== 'function')
+    throw new TypeError(
+      'an ioredis Cluster without the ClusterSubscriber magpie follows (an ioredis upgrade?)',
+    );
+  const select = pubsub.selectSubscriber.bind(pubsub);
+  pubsub.selectSubscriber = () => {
+    select();
+    pubsub.subscriber?.once('ready', listener);
+  };
+}
+
+/** The part of ioredis's private ClusterSubscriber that {@link onResubscribed} follows. */
+interface ClusterPubSub {
+  selectSubscriber(): void;
+  subscriber: Redis | null;
 }
 
 /** Whether `redis` is an ioredis Cluster (made by {@link newRedis} for a Cluster target). */

@@ -5,10 +5,9 @@
  * refuse the publish, so the channel does not acknowledge and the platform
  * delivers again; the inbound id's once-only mark makes that harmless.
  */
-import calculateSlot from 'cluster-key-slot';
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { AppError, ExitCode } from '../errors/index.js';
-import { isCluster } from './redis.js';
+import { isCluster, slotConnection } from './redis.js';
 
 /** MAGPIE_REDIS_MIN_REPLICAS and MAGPIE_REDIS_WAIT_TIMEOUT. */
 export interface ReplicaWait {
@@ -50,11 +49,14 @@ export async function replicated<T>(
   writes: () => Promise<T>,
 ): Promise<T> {
   if (wait.min <= 0) return writes();
-  const writer = writerOf(redis, wait.slotKey);
+  if (isCluster(redis) && wait.slotKey === undefined)
+    throw new TypeError('replicated() on a Cluster needs the slot key of the writes');
+  const slotKey = wait.slotKey ?? ''; // used on a Cluster only
+  const writer = slotConnection(redis, slotKey);
   const socket = writer?.stream;
   const made = writer ? socketsMade(writer) : 0;
   const result = await writes();
-  const node = writerOf(redis, wait.slotKey);
+  const node = slotConnection(redis, slotKey);
   if (!node || node !== writer) {
     throw notReplicated(
       `${what} was written while the Redis Cluster moved its slot to another master (a failover)`,
@@ -74,21 +76,6 @@ export async function replicated<T>(
     );
   }
   return result;
-}
-
-/**
- * The connection writes to `slotKey` go out on: `redis` itself, or on a Cluster the
- * node connection of the master its slot map names for that key's slot (undefined
- * while the map names none, e.g. mid-failover).
- */
-function writerOf(redis: Redis, slotKey: string | undefined): Redis | undefined {
-  if (!isCluster(redis)) return redis;
-  if (slotKey === undefined)
-    throw new TypeError('replicated() on a Cluster needs the slot key of the writes');
-  const cluster = redis as unknown as Cluster;
-  const master = cluster.slots[calculateSlot(slotKey)]?.[0];
-  if (master === undefined) return undefined;
-  return cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === master);
 }
 
 /** Sockets each connection has connected, counted from when {@link socketsMade} first saw it. */

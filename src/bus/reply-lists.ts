@@ -24,6 +24,7 @@ import { once, runAll } from '../lifecycle/run-all.js';
 import type { Logger } from '../log/index.js';
 import { keys } from './keys.js';
 import { type LuaScript, runScript } from './lua.js';
+import { onResubscribed } from './redis.js';
 
 /** How long a reply list lives after its last message (seconds): well past any client's wait. */
 export const REPLY_LIST_TTL_S = 600;
@@ -102,8 +103,8 @@ export class ReplyWatcher {
   constructor(options: ReplyWatcherOptions) {
     this.#o = options;
     options.subscriber.on('message', (channel: string, payload: string) => this.#deliver(channel, payload));
-    // 'ready' follows every (re)connect; the first one finds nothing to catch up on.
-    options.subscriber.on('ready', () => {
+    // After every (re)connect, and on a Cluster every move of its pub/sub connection; the first finds nothing to catch up on.
+    onResubscribed(options.subscriber, () => {
       void this.#catchUp();
     });
   }

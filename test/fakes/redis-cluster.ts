@@ -62,21 +62,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     const server = await start();
     servers[i] = server;
     // Back as a replica only once it has copied its master: until then it could not take over.
-    const redis = new Redis(server.url, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      password: options.password,
-    });
-    try {
-      await redis.connect();
-      await waitFor(
-        async () => /master_link_status:up/.test(await redis.info('replication')),
-        30_000,
-        `the node on port ${port} in sync with its master`,
-      );
-    } finally {
-      redis.disconnect();
-    }
+    await untilNode(
+      server,
+      options.password,
+      async (redis) => /master_link_status:up/.test(await redis.info('replication')),
+      30_000,
+      `the node on port ${port} in sync with its master`,
+    );
     return server;
   };
   const stop = async () => {
@@ -114,27 +106,19 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     await run('redis-cli', create, { timeout: 20_000, env });
     // `--cluster create` returns once the slots are assigned; each node learns the others' over the bus.
     for (const server of servers) {
-      const redis = new Redis(server.url, {
-        lazyConnect: true,
-        maxRetriesPerRequest: 1,
-        password: options.password,
-      });
-      try {
-        await redis.connect();
-        await waitFor(
-          async () => {
-            const info = await redis.cluster('INFO');
-            if (!(info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${total}`)))
-              return false;
-            const replication = await redis.info('replication');
-            return !replication.includes('role:master') || connectedReplicas(replication) === replicas;
-          },
-          15_000,
-          `cluster_state:ok on 127.0.0.1:${server.port}`,
-        );
-      } finally {
-        redis.disconnect();
-      }
+      await untilNode(
+        server,
+        options.password,
+        async (redis) => {
+          const info = await redis.cluster('INFO');
+          if (!(info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${total}`)))
+            return false;
+          const replication = await redis.info('replication');
+          return !replication.includes('role:master') || connectedReplicas(replication) === replicas;
+        },
+        15_000,
+        `cluster_state:ok on 127.0.0.1:${server.port}`,
+      );
     }
     return {
       nodes: addresses.slice(0, masters).join(','),
@@ -171,6 +155,23 @@ async function ownerPort(
     const master = range?.[2];
     if (!master) throw new Error(`no node serves slot ${slot}`);
     return master[1];
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Waits until `check` holds on a connection of its own to `server`. */
+async function untilNode(
+  server: RedisHandle,
+  password: string | undefined,
+  check: (redis: Redis) => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1, password });
+  try {
+    await redis.connect();
+    await waitFor(() => check(redis), timeoutMs, what);
   } finally {
     redis.disconnect();
   }

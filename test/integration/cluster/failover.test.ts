@@ -9,32 +9,22 @@
  * one user entry in its session), and the service answers again within seconds.
  * Two replicas, so that the new master still has one to confirm its writes.
  */
-import { randomUUID } from 'node:crypto';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
-import { describeError } from '../../../src/errors/index.js';
 import { createLogger, silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
+import { answered, FailoverTraffic } from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { initedFolder, removeFolder } from '../../fakes/workspace.js';
 
 const CHATS = 4;
-
-/** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
-interface Sent {
-  token: string;
-  chatId: string;
-  acknowledgedAt?: number;
-  /** Outbound id → time heard (the reply list and pub/sub may both bring one: taken once by id). */
-  replies: Map<string, number>;
-}
 
 describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
   let cluster: RedisClusterHandle;
@@ -97,49 +87,17 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     platform = await Bus.connect({ config, logger });
     const bus = platform;
 
-    const sent: Sent[] = [];
-    const refusals: string[] = [];
-    let sending = true;
-
-    async function deliver(s: Sent): Promise<void> {
-      const address = randomUUID();
-      await bus.watchCliReplies(address, (payload) => {
-        const out = JSON.parse(payload) as { id: string; kind?: string };
-        if (out.kind === 'reply' && !s.replies.has(out.id)) s.replies.set(out.id, Date.now());
-      });
-      const message = {
-        id: `cli:${address}`,
-        channel: 'cli',
-        chatId: s.chatId,
-        senderId: 'cli',
-        content: s.token,
-        metadata: { replyAddress: address },
-      };
-      for (;;) {
-        try {
-          await bus.publishInbound(message);
-          s.acknowledgedAt = Date.now();
-          return;
-        } catch (err) {
-          refusals.push(describeError(err));
-          logger.info({ test: 'refusal', tok: s.token, err: describeError(err) }, 'TEST publish refused');
-          // The platform's redelivery pause (no event says the Cluster has its new master).
-          await delay(200);
-        }
-      }
-    }
-
-    const chats = Array.from({ length: CHATS }, async (_, c) => {
-      for (let i = 0; sending; i++) {
-        const s: Sent = { token: `<c${c}-m${i}>`, chatId: `failover-${c}`, replies: new Map() };
-        sent.push(s);
-        await deliver(s);
-      }
+    const traffic = new FailoverTraffic(bus, {
+      chats: CHATS,
+      logger,
+      // The platform's redelivery pause (no event says the Cluster has its new master).
+      beforeRedelivery: () => delay(200),
     });
-    const acknowledged = () => sent.filter((s) => s.acknowledgedAt !== undefined);
-    const answered = (s: Sent) => s.replies.size > 0;
-
-    await waitFor(() => acknowledged().filter(answered).length >= 12, 15_000, 'traffic before the kill');
+    await waitFor(
+      () => traffic.acknowledged().filter(answered).length >= 12,
+      15_000,
+      'traffic before the kill',
+    );
     const oldPort = await cluster.ownerPort(bus.prefix);
     const victim = cluster.servers.find((s) => s.port === oldPort)!;
     const killedAt = Date.now();
@@ -151,43 +109,24 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       'the replica taking over',
     );
     const failedOverAt = Date.now();
-    const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
+    const sentAfter = () => traffic.acknowledgedAfter(failedOverAt);
     await waitFor(() => sentAfter().filter(answered).length >= 8, 20_000, 'answers after the failover').catch(
       (err) => {
-        const state = sent.map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`);
-        throw new Error(`${err}; ${state.join(' ')}`);
+        throw new Error(`${err}; ${traffic.state()}`);
       },
     );
     const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
-    sending = false;
-    expect(await closedWithin(Promise.all(chats), 15_000), "every chat's last delivery acknowledged").toBe(
-      true,
-    );
-    const all = acknowledged();
+    expect(await traffic.stop(), "every chat's last delivery acknowledged").toBe(true);
     // A reply whose job's BullMQ move failed mid-failover waits for its lock (30 s) to lapse and
     // the stalled check (15 s) to hand it back: its chat is answered within about 45 s.
-    await waitFor(() => all.every(answered), 60_000, 'every acknowledged message answered').catch((err) => {
-      const lost = all.filter((s) => !answered(s));
-      throw new Error(`${err}; unanswered: ${lost.map((s) => s.token)}`);
-    });
-    const sessions = path.join(config.workspace, 'sessions');
-    const userLines = readdirSync(sessions)
-      .filter((f) => f.endsWith('.jsonl'))
-      .flatMap((f) => readFileSync(path.join(sessions, f), 'utf8').split('\n'))
-      .filter((line) => line.includes('"role":"user"'));
-    for (const s of all) {
-      expect(s.replies.size, `answers to ${s.token}`).toBe(1);
-      expect(userLines.filter((line) => line.includes(s.token)).length, `session entries of ${s.token}`).toBe(
-        1,
-      );
-    }
+    const all = await traffic.expectEachAnsweredOnce(config.workspace, 60_000);
     expect(firstAnswerAfter - killedAt).toBeLessThan(20_000);
     console.info(
       JSON.stringify({
-        sent: sent.length,
+        sent: traffic.sent.length,
         acknowledged: all.length,
-        refusals: refusals.length,
-        reasons: [...new Set(refusals.map((r) => r.replace(/\d+/g, 'N')))],
+        refusals: traffic.refusals.length,
+        reasons: [...new Set(traffic.refusals.map((r) => r.replace(/\d+/g, 'N')))],
         failoverMs: failedOverAt - killedAt,
         backMs: firstAnswerAfter - killedAt,
       }),

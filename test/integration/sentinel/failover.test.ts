@@ -8,8 +8,7 @@
  * user entry in its session), and the service answers again within seconds
  * of the new master.
  */
-import { randomUUID } from 'node:crypto';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +19,7 @@ import { withQuickConnection } from '../../../src/bus/redis.js';
 import { describeError } from '../../../src/errors/index.js';
 import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
 import { roleConfig } from '../../fakes/config.js';
+import { answered, FailoverTraffic } from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -49,15 +49,6 @@ async function dumpRedis(port: number, logger: Logger): Promise<void> {
   } finally {
     redis.disconnect();
   }
-}
-
-/** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
-interface Sent {
-  token: string;
-  chatId: string;
-  acknowledgedAt?: number;
-  /** Outbound id → time heard (the reply list and pub/sub may both bring one: taken once by id). */
-  replies: Map<string, number>;
 }
 
 describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
@@ -137,64 +128,25 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       `sentinel mymaster at 127.0.0.1:${group.master.port} (sentinels ${group.addresses})`,
     );
 
-    const sent: Sent[] = [];
-
-    const refusals: string[] = [];
-    let sending = true;
-
-    /** The platform: publishes until acknowledged (a refused or failed publish is delivered again). */
-    async function deliver(s: Sent): Promise<void> {
-      const address = randomUUID();
-      await bus.watchCliReplies(address, (payload) => {
-        const out = JSON.parse(payload) as { id: string; kind?: string };
-        if (out.kind === 'reply' && !s.replies.has(out.id)) {
-          s.replies.set(out.id, Date.now());
-          logger.debug({ test: 'reply', tok: s.token, id: out.id }, 'TEST reply heard');
+    const traffic = new FailoverTraffic(bus, {
+      chats: CHATS,
+      logger,
+      // Redelivered as soon as the platform's connection is back (a refused WAIT already waited).
+      // A socket the dead master closed may still read 'ready' until its 'close' event is handled:
+      // wait for the next 'ready' then too (retrying at once would spin on microtasks and starve I/O).
+      // (Not events.once: it rejects on the 'error' events a reconnecting connection emits.)
+      beforeRedelivery: async () => {
+        if (bus.redis.status !== 'ready' || !bus.redis.stream?.writable) {
+          await new Promise((resolve) => bus.redis.once('ready', resolve));
         }
-      });
-      const message = {
-        id: `cli:${address}`,
-        channel: 'cli',
-        chatId: s.chatId,
-        senderId: 'cli',
-        content: s.token,
-        metadata: { replyAddress: address },
-      };
-      for (;;) {
-        try {
-          await bus.publishInbound(message);
-          s.acknowledgedAt = Date.now();
-          logger.debug({ test: 'ack', tok: s.token }, 'TEST acknowledged');
-          return;
-        } catch (err) {
-          refusals.push(describeError(err));
-          logger.info(
-            { test: 'refusal', tok: s.token, err: describeError(err), status: bus.redis.status },
-            'TEST publish refused',
-          );
-          // Redelivered as soon as the platform's connection is back (a refused WAIT already waited).
-          // A socket the dead master closed may still read 'ready' until its 'close' event is handled:
-          // wait for the next 'ready' then too (retrying at once would spin on microtasks and starve I/O).
-          // (Not events.once: it rejects on the 'error' events a reconnecting connection emits.)
-          if (bus.redis.status !== 'ready' || !bus.redis.stream?.writable) {
-            await new Promise((resolve) => bus.redis.once('ready', resolve));
-          }
-        }
-      }
-    }
-
-    const chats = Array.from({ length: CHATS }, async (_, c) => {
-      for (let i = 0; sending; i++) {
-        const s: Sent = { token: `<c${c}-m${i}>`, chatId: `failover-${c}`, replies: new Map() };
-        sent.push(s);
-        await deliver(s);
-      }
+      },
     });
 
-    const acknowledged = () => sent.filter((s) => s.acknowledgedAt !== undefined);
-    const answered = (s: Sent) => s.replies.size > 0;
-
-    await waitFor(() => acknowledged().filter(answered).length >= 12, 15_000, 'traffic before the kill');
+    await waitFor(
+      () => traffic.acknowledged().filter(answered).length >= 12,
+      15_000,
+      'traffic before the kill',
+    );
     // Every master switch the Sentinels announce (a second one right after the first is reported).
     const switches: number[] = [];
     watcher = new Redis(group.sentinels[0]!.port, '127.0.0.1');
@@ -214,11 +166,10 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     const failedOverAt = Date.now();
     logger.info({ test: 'failover', newPort: await group.masterPort() }, 'TEST new master elected');
     // The service answers messages sent after the kill again.
-    const sentAfter = () => sent.filter((s) => (s.acknowledgedAt ?? 0) > failedOverAt);
+    const sentAfter = () => traffic.acknowledgedAfter(failedOverAt);
     await waitFor(() => sentAfter().filter(answered).length >= 8, 15_000, 'answers after the failover').catch(
       async (err) => {
-        const state = sent.map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`);
-        logger.error({ test: 'stuck', state }, 'TEST no answers after the failover');
+        logger.error({ test: 'stuck', state: traffic.state() }, 'TEST no answers after the failover');
         if (logDir) {
           await dumpRedis(await group.masterPort(), logger);
           for (const r of [...group.replicas, group.master]) {
@@ -232,29 +183,9 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
       },
     );
     const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
-    sending = false;
-    expect(await closedWithin(Promise.all(chats), 15_000), "every chat's last delivery acknowledged").toBe(
-      true,
-    );
+    expect(await traffic.stop(), "every chat's last delivery acknowledged").toBe(true);
+    const all = await traffic.expectEachAnsweredOnce(config.workspace, 20_000);
 
-    const all = acknowledged();
-    await waitFor(() => all.every(answered), 20_000, 'every acknowledged message answered').catch((err) => {
-      const lost = all.filter((s) => !answered(s));
-      throw new Error(`${err}; unanswered: ${lost.map((s) => s.token)}`);
-    });
-
-    // Exactly once: one answer per message, and one user entry per message in its session.
-    const sessions = path.join(config.workspace, 'sessions');
-    const userLines = readdirSync(sessions)
-      .filter((f) => f.endsWith('.jsonl'))
-      .flatMap((f) => readFileSync(path.join(sessions, f), 'utf8').split('\n'))
-      .filter((line) => line.includes('"role":"user"'));
-    for (const s of all) {
-      expect(s.replies.size, `answers to ${s.token}`).toBe(1);
-      expect(userLines.filter((line) => line.includes(s.token)).length, `session entries of ${s.token}`).toBe(
-        1,
-      );
-    }
     // The service came back quickly, and the platform's connection moved to the new master (the kill
     // was felt). Refused publishes are counted, not required: all four chats may sit in their reply
     // subscription (which waits for Redis) through the outage and publish only once it is back.
@@ -262,9 +193,9 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     expect(bus.describe()).toContain(`at 127.0.0.1:${await group.masterPort()}`);
     console.info(
       JSON.stringify({
-        sent: sent.length,
+        sent: traffic.sent.length,
         acknowledged: all.length,
-        refusals: refusals.length,
+        refusals: traffic.refusals.length,
         failoverMs: failedOverAt - killedAt,
         switchesMs: switches.map((at) => at - killedAt),
         backMs: firstAnswerAfter - killedAt,

@@ -1,0 +1,145 @@
+/**
+ * The platform side of the failover tests (Sentinel and Cluster): chats that
+ * publish one message after another through a Bus, each redelivered until
+ * acknowledged as Telegram would, and every reply heard by its outbound id; then
+ * the exactly-once check (one answer, one user entry in its session, per
+ * acknowledged message).
+ */
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { closedWithin } from '../../src/bus/bounded-close.js';
+import type { Bus } from '../../src/bus/bus.js';
+import { describeError } from '../../src/errors/index.js';
+import type { Logger } from '../../src/log/index.js';
+import { waitFor } from './wait-for.js';
+
+/** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
+export interface Sent {
+  token: string;
+  chatId: string;
+  acknowledgedAt?: number;
+  /** Outbound id → time heard (the reply list and pub/sub may both bring one: taken once by id). */
+  replies: Map<string, number>;
+}
+
+export interface FailoverTrafficOptions {
+  chats: number;
+  logger: Logger;
+  /** What the platform does after a refused publish, before delivering it again. */
+  beforeRedelivery(): Promise<void>;
+}
+
+/** Chats sending through `bus` from now until {@link FailoverTraffic.stop}. */
+export class FailoverTraffic {
+  readonly sent: Sent[] = [];
+  /** Why each refused publish was refused. */
+  readonly refusals: string[] = [];
+  #sending = true;
+  readonly #chats: Promise<unknown>;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly options: FailoverTrafficOptions,
+  ) {
+    this.#chats = Promise.all(
+      Array.from({ length: options.chats }, async (_, c) => {
+        for (let i = 0; this.#sending; i++) {
+          const s: Sent = { token: `<c${c}-m${i}>`, chatId: `failover-${c}`, replies: new Map() };
+          this.sent.push(s);
+          await this.#deliver(s);
+        }
+      }),
+    );
+  }
+
+  acknowledged(): Sent[] {
+    return this.sent.filter((s) => s.acknowledgedAt !== undefined);
+  }
+
+  /** Messages acknowledged after `time`. */
+  acknowledgedAfter(time: number): Sent[] {
+    return this.sent.filter((s) => (s.acknowledgedAt ?? 0) > time);
+  }
+
+  /** Each message as token:ack|unack:answers, for a failure's message. */
+  state(): string {
+    return this.sent
+      .map((s) => `${s.token}:${s.acknowledgedAt ? 'ack' : 'unack'}:${s.replies.size}`)
+      .join(' ');
+  }
+
+  /** Stops sending; whether every chat's last delivery was acknowledged within 15 s. */
+  stop(): Promise<boolean> {
+    this.#sending = false;
+    return closedWithin(this.#chats, 15_000);
+  }
+
+  /**
+   * Waits up to `timeoutMs` for every acknowledged message to be answered, then checks each was
+   * answered once and stored once in its session (under `workspace`). Returns them.
+   */
+  async expectEachAnsweredOnce(workspace: string, timeoutMs: number): Promise<Sent[]> {
+    const all = this.acknowledged();
+    await waitFor(() => all.every(answered), timeoutMs, 'every acknowledged message answered').catch(
+      (err) => {
+        const lost = all.filter((s) => !answered(s));
+        throw new Error(`${err}; unanswered: ${lost.map((s) => s.token)}`);
+      },
+    );
+    const sessions = path.join(workspace, 'sessions');
+    const userLines = readdirSync(sessions)
+      .filter((f) => f.endsWith('.jsonl'))
+      .flatMap((f) => readFileSync(path.join(sessions, f), 'utf8').split('\n'))
+      .filter((line) => line.includes('"role":"user"'));
+    for (const s of all) {
+      expect(s.replies.size, `answers to ${s.token}`).toBe(1);
+      expect(userLines.filter((line) => line.includes(s.token)).length, `session entries of ${s.token}`).toBe(
+        1,
+      );
+    }
+    return all;
+  }
+
+  /** Publishes until acknowledged (a refused or failed publish is delivered again). */
+  async #deliver(s: Sent): Promise<void> {
+    const { logger } = this.options;
+    const address = randomUUID();
+    await this.bus.watchCliReplies(address, (payload) => {
+      const out = JSON.parse(payload) as { id: string; kind?: string };
+      if (out.kind === 'reply' && !s.replies.has(out.id)) {
+        s.replies.set(out.id, Date.now());
+        logger.debug({ test: 'reply', tok: s.token, id: out.id }, 'TEST reply heard');
+      }
+    });
+    const message = {
+      id: `cli:${address}`,
+      channel: 'cli',
+      chatId: s.chatId,
+      senderId: 'cli',
+      content: s.token,
+      metadata: { replyAddress: address },
+    };
+    for (;;) {
+      try {
+        await this.bus.publishInbound(message);
+        s.acknowledgedAt = Date.now();
+        logger.debug({ test: 'ack', tok: s.token }, 'TEST acknowledged');
+        return;
+      } catch (err) {
+        this.refusals.push(describeError(err));
+        logger.info(
+          { test: 'refusal', tok: s.token, err: describeError(err), status: this.bus.redis.status },
+          'TEST publish refused',
+        );
+        await this.options.beforeRedelivery();
+      }
+    }
+  }
+}
+
+/** Whether `s` has an answer. */
+export function answered(s: Sent): boolean {
+  return s.replies.size > 0;
+}
