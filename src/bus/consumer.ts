@@ -181,10 +181,18 @@ export class Consumer {
       const closing = this.worker.close().then(() => {
         closed = true;
       });
+      // No job running for the whole grace (one taken while BullMQ closed starts the wait again).
+      const idleThrough = async (): Promise<'idle'> => {
+        for (;;) {
+          await this.#idle();
+          await closedWithin(closing, IDLE_CLOSE_GRACE_MS);
+          if (closed || this.#running === 0) return 'idle';
+        }
+      };
       const outcome = await Promise.race([
         closing.then(() => 'closed' as const),
         timedOut.then(() => 'late' as const),
-        this.#idle().then(() => closedWithin(closing, IDLE_CLOSE_GRACE_MS).then(() => 'idle' as const)),
+        idleThrough(),
       ]);
       if (outcome === 'late') {
         this.logger.warn(
