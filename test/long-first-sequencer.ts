@@ -6,8 +6,13 @@
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** Paths (from the project root) of the files that take a minute or more. */
-const LONG = ['test/integration/chaos/chaos.test.ts', 'test/integration/sentinel/failover.test.ts'];
+/** Paths (from the project root) of the files that take a minute or more, or half of one with a Redis Cluster of nine servers. */
+const LONG = [
+  'test/integration/chaos/chaos.test.ts',
+  'test/integration/sentinel/failover.test.ts',
+  'test/integration/cluster/failover.test.ts',
+  'test/e2e/cluster-stop.test.ts',
+];
 
 export default class LongFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
