@@ -77,11 +77,17 @@ export class FailoverTraffic {
   }
 
   /**
-   * Waits up to `timeoutMs` for every acknowledged message to be answered, then checks each was
-   * answered once and stored once in its session (under `workspace`). Returns them.
+   * Checks that no message was answered twice; waits up to `timeoutMs` for every message
+   * acknowledged before `acknowledgedBefore` to be answered, then checks each was answered once
+   * and stored once in its session (under `workspace`). Returns them.
    */
-  async expectEachAnsweredOnce(workspace: string, timeoutMs: number): Promise<Sent[]> {
-    const all = this.acknowledged();
+  async expectEachAnsweredOnce(
+    workspace: string,
+    timeoutMs: number,
+    acknowledgedBefore = Infinity,
+  ): Promise<Sent[]> {
+    const all = this.acknowledged().filter((s) => (s.acknowledgedAt ?? 0) < acknowledgedBefore);
+    for (const s of this.sent) expect(s.replies.size, `answers to ${s.token}`).toBeLessThanOrEqual(1);
     await waitFor(() => all.every(answered), timeoutMs, 'every acknowledged message answered').catch(
       (err) => {
         const lost = all.filter((s) => !answered(s));
