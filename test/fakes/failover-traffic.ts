@@ -6,14 +6,50 @@
  * acknowledged message).
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { closedWithin } from '../../src/bus/bounded-close.js';
 import type { Bus } from '../../src/bus/bus.js';
+import type { Config } from '../../src/config/index.js';
 import { describeError } from '../../src/errors/index.js';
-import type { Logger } from '../../src/log/index.js';
+import { createLogger, type Logger, silentLogger } from '../../src/log/index.js';
+import { roleConfig } from './config.js';
+import type { FakeOpenAI } from './openai-server.js';
 import { waitFor } from './wait-for.js';
+
+/**
+ * The Config of a failover test's magpie on `redisEnv` (Sentinel or Cluster variables), with
+ * MAGPIE_REDIS_MIN_REPLICAS=1, its state folder under `root`, streaming off, and the per-minute
+ * guard raised (four busy chats would meet its 30 per chat within the run).
+ */
+export function failoverConfig(
+  redisEnv: Record<string, string>,
+  at: { workspace: string; openai: FakeOpenAI; root: string },
+): Config {
+  return roleConfig(
+    { workspace: at.workspace, openai: at.openai },
+    {
+      REDIS_URL: undefined,
+      ...redisEnv,
+      MAGPIE_REDIS_MIN_REPLICAS: '1',
+      MAGPIE_STATE_DIR: path.join(at.root, 'state'),
+      MAGPIE_STREAM: 'off',
+      MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
+    },
+  );
+}
+
+/** Silent, or with MAGPIE_TEST_LOG_DIR=<dir> debug lines to <dir>/<name>-<time>.log (the role's and the platform's). */
+export function failoverLogger(name: string): Logger {
+  const logDir = process.env.MAGPIE_TEST_LOG_DIR;
+  return logDir
+    ? createLogger({
+        level: 'debug',
+        destination: createWriteStream(path.join(logDir, `${name}-${Date.now()}.log`)),
+      })
+    : silentLogger();
+}
 
 /** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
 export interface Sent {

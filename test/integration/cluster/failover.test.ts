@@ -17,9 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
-import { createLogger, silentLogger } from '../../../src/log/index.js';
-import { roleConfig } from '../../fakes/config.js';
-import { answered, FailoverTraffic } from '../../fakes/failover-traffic.js';
+import { answered, FailoverTraffic, failoverConfig, failoverLogger } from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -61,24 +59,8 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
   }, 60_000);
 
   it("answers every message acknowledged before a SIGKILL of its slot's master exactly once, none twice, and answers again within seconds", async () => {
-    const config = roleConfig(
-      { workspace, openai },
-      {
-        REDIS_URL: undefined,
-        REDIS_CLUSTER_NODES: cluster.nodes,
-        MAGPIE_REDIS_MIN_REPLICAS: '1',
-        MAGPIE_STATE_DIR: path.join(root!, 'state'),
-        MAGPIE_STREAM: 'off',
-        MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
-      },
-    );
-    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
-    const logger = logDir
-      ? createLogger({
-          level: 'debug',
-          destination: createWriteStream(path.join(logDir, `cluster-failover-${Date.now()}.log`)),
-        })
-      : silentLogger();
+    const config = failoverConfig({ REDIS_CLUSTER_NODES: cluster.nodes }, { workspace, openai, root: root! });
+    const logger = failoverLogger('cluster-failover');
     role = await startRole({
       role: 'start',
       config,

@@ -17,9 +17,8 @@ import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { withQuickConnection } from '../../../src/bus/redis.js';
 import { describeError } from '../../../src/errors/index.js';
-import { createLogger, type Logger, silentLogger } from '../../../src/log/index.js';
-import { roleConfig } from '../../fakes/config.js';
-import { answered, FailoverTraffic } from '../../fakes/failover-traffic.js';
+import type { Logger } from '../../../src/log/index.js';
+import { answered, FailoverTraffic, failoverConfig, failoverLogger } from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -94,27 +93,12 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
   }, 60_000);
 
   it('answers every acknowledged message exactly once through a master SIGKILL, and answers again within seconds', async () => {
-    const config = roleConfig(
-      { workspace, openai },
-      {
-        REDIS_URL: undefined,
-        REDIS_SENTINELS: group.addresses,
-        REDIS_SENTINEL_NAME: group.name,
-        MAGPIE_REDIS_MIN_REPLICAS: '1',
-        MAGPIE_STATE_DIR: path.join(root!, 'state'),
-        MAGPIE_STREAM: 'off',
-        // Four busy chats would meet the per-minute guard (30 per chat) within the run.
-        MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
-      },
+    const config = failoverConfig(
+      { REDIS_SENTINELS: group.addresses, REDIS_SENTINEL_NAME: group.name },
+      { workspace, openai, root: root! },
     );
-    // MAGPIE_TEST_LOG_DIR=<dir>: the role's and the platform's logs (debug) go to <dir>/failover-<time>.log.
+    const logger = failoverLogger('failover');
     const logDir = process.env.MAGPIE_TEST_LOG_DIR;
-    const logger = logDir
-      ? createLogger({
-          level: 'debug',
-          destination: createWriteStream(path.join(logDir, `failover-${Date.now()}.log`)),
-        })
-      : silentLogger();
     // A stalled turn (its worker's lock lost with the old master) is redone within ~2 s.
     role = await startRole({
       role: 'start',
