@@ -11,13 +11,16 @@
  * after every (re)connect the watcher first re-subscribes, waits for Redis to
  * confirm, and only then reads the whole list of every address it watches:
  * a message pushed before that read is in the list, one pushed after it is
- * published to a live subscription. Nothing can fall between the two.
+ * published to a live subscription. Nothing can fall between the two. A
+ * catch-up that fails (the read refused mid-failover) is retried, with a
+ * growing pause, until it succeeds or the watcher closes.
  *
  * The list is read, never popped: a destructive blocking read (BLPOP) loses
  * the message when Redis dies after taking it and before the answer reaches
  * the client. So a handler may see one message twice (published, then read
  * from the list): callers recognise messages by their id.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { describeError } from '../errors/index.js';
 import { once, runAll } from '../lifecycle/run-all.js';
@@ -28,6 +31,10 @@ import { onResubscribed } from './redis.js';
 
 /** How long a reply list lives after its last message (seconds): well past any client's wait. */
 export const REPLY_LIST_TTL_S = 600;
+
+/** The pause before the first retry of a failed catch-up (ms); doubled up to {@link CATCH_UP_MAX_PAUSE_MS}. */
+const CATCH_UP_FIRST_PAUSE_MS = 100;
+const CATCH_UP_MAX_PAUSE_MS = 5_000;
 
 type Handler = (payload: string) => void;
 
@@ -91,8 +98,14 @@ export class ReplyWatcher {
   /** Watched addresses by their pub/sub channel. */
   readonly #watches = new Map<string, Watch>();
   #closed = false;
+  /** The catch-up running, if any; {@link #again} asks it for one more round. */
+  #catchingUp: Promise<void> | undefined;
+  #again = false;
+  /** Ends a catch-up's pause between retries when the watcher closes. */
+  readonly #closing = new AbortController();
   readonly #close = once(() => {
     this.#closed = true;
+    this.#closing.abort();
     return runAll([
       () => this.#watches.clear(),
       () => this.#o.subscriber.disconnect(),
@@ -104,9 +117,7 @@ export class ReplyWatcher {
     this.#o = options;
     options.subscriber.on('message', (channel: string, payload: string) => this.#deliver(channel, payload));
     // After every (re)connect, and on a Cluster every move of its pub/sub connection; the first finds nothing to catch up on.
-    onResubscribed(options.subscriber, () => {
-      void this.#catchUp();
-    });
+    onResubscribed(options.subscriber, () => this.#requestCatchUp());
   }
 
   /**
@@ -141,22 +152,58 @@ export class ReplyWatcher {
     return this.#close();
   }
 
+  /**
+   * Catches up now, or once more after the catch-up running. A failed catch-up is
+   * retried until it succeeds or the watcher closes: on a Cluster the subscriber can
+   * stay ready while the read fails, so no later 'ready' would come to catch up again.
+   */
+  #requestCatchUp(): void {
+    if (this.#catchingUp) {
+      this.#again = true;
+      return;
+    }
+    this.#catchingUp = this.#catchUpUntilDone().finally(() => {
+      this.#catchingUp = undefined;
+    });
+  }
+
+  async #catchUpUntilDone(): Promise<void> {
+    let pause = CATCH_UP_FIRST_PAUSE_MS;
+    let failures = 0;
+    while (!this.#closed) {
+      this.#again = false;
+      try {
+        await this.#catchUp();
+        if (failures > 0)
+          this.#o.logger.info({ failures }, 'CLI reply lists read after a reconnect, after retries');
+        if (!this.#again) return;
+        pause = CATCH_UP_FIRST_PAUSE_MS;
+        failures = 0;
+      } catch (err) {
+        if (this.#closed) return;
+        failures += 1;
+        // The first failure and then every tenth: a long outage does not flood the log.
+        if (failures % 10 === 1)
+          this.#o.logger.warn(
+            { err: describeError(err), failures, retryInMs: pause },
+            'reading CLI reply lists after a reconnect failed; retrying',
+          );
+        await delay(pause, undefined, { signal: this.#closing.signal }).catch(() => undefined);
+        pause = Math.min(pause * 2, CATCH_UP_MAX_PAUSE_MS);
+      }
+    }
+  }
+
   /** Re-subscribes every watched channel, then hands each list's messages to its handlers. */
   async #catchUp(): Promise<void> {
     const channels = [...this.#watches.keys()];
     if (channels.length === 0) return;
-    try {
-      // Confirmed subscriptions first: from here on, a publish reaches us; before it, the list has it.
-      await this.#o.subscriber.subscribe(...channels);
-      for (const channel of channels) {
-        const watch = this.#watches.get(channel);
-        if (!watch) continue;
-        for (const payload of await this.read(watch.address)) this.#deliver(channel, payload);
-      }
-    } catch (err) {
-      // Another drop mid-way: the next 'ready' catches up again. Closing: nobody waits any more.
-      if (!this.#closed)
-        this.#o.logger.warn({ err: describeError(err) }, 'reading CLI reply lists after a reconnect failed');
+    // Confirmed subscriptions first: from here on, a publish reaches us; before it, the list has it.
+    await this.#o.subscriber.subscribe(...channels);
+    for (const channel of channels) {
+      const watch = this.#watches.get(channel);
+      if (!watch) continue;
+      for (const payload of await this.read(watch.address)) this.#deliver(channel, payload);
     }
   }
 
