@@ -55,7 +55,7 @@ describe('CLI reply watcher catch-up', () => {
     const reply = JSON.stringify({ id: 'r-1', kind: 'reply', content: 'hello' });
     await admin.rpush(keys.cliReplies(prefix, address), reply);
     await admin.acl('SETUSER', 'reader', '-lrange');
-    await admin.client('KILL', 'TYPE', 'pubsub');
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     const failed = (n: number) =>
       lines.filter((l) => l.msg.startsWith('reading CLI reply lists after a reconnect failed')).length >= n;
     await waitFor(() => failed(1), 10_000, 'the catch-up read refused');
