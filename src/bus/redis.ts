@@ -258,7 +258,7 @@ export function newRedis(target: RedisTarget, options: RedisOptions, waitsOutFai
  * there is no socket: `disconnect()` only cancels the next attempt, so the connection never
  * says 'end' and the commands waiting for it never settle (ioredis PR #2169, not released);
  * a Cluster that lost every node likewise waited for an empty pool and stayed
- * 'disconnecting'. BullMQ's `Worker.close()` waits for its blocking connection's 'end': a
+ * 'disconnecting', between attempts and as an attempt starts ({@link emptyCluster}). BullMQ's `Worker.close()` waits for its blocking connection's 'end': a
  * worker closed in the second or two after Redis came back, before that connection's next
  * attempt, hung for its whole shutdown time-out (the cli-durable test's clean-up, now and
  * then in `.ci/run`). Here it ends as ioredis ends a connection closed on purpose: status
@@ -267,14 +267,29 @@ export function newRedis(target: RedisTarget, options: RedisOptions, waitsOutFai
 function endsWhenDisconnected<T extends Redis | Cluster>(client: T): T {
   const disconnect = client.disconnect.bind(client);
   client.disconnect = (reconnect = false) => {
-    const betweenAttempts = !reconnect && client.status === 'reconnecting';
+    const nothingToClose = !reconnect && (client.status === 'reconnecting' || emptyCluster(client));
     disconnect(reconnect);
-    if (betweenAttempts) endNow(client);
+    if (nothingToClose) endNow(client);
   };
   const duplicate = client.duplicate.bind(client) as (...args: unknown[]) => T;
   (client as unknown as { duplicate: (...args: unknown[]) => T }).duplicate = (...args) =>
     endsWhenDisconnected(duplicate(...args));
   return client;
+}
+
+/**
+ * A Cluster whose node pool is empty while it is neither waiting for its first connect nor ended:
+ * its `disconnect()` empties the pool, and the last node's end is what ends the Cluster, so none
+ * comes. So while it connects again after losing every node: the pool is filled only once the
+ * startup nodes are resolved, a moment after 'connecting'.
+ */
+function emptyCluster(client: Redis | Cluster): boolean {
+  return (
+    client instanceof Cluster &&
+    client.status !== 'wait' &&
+    client.status !== 'end' &&
+    client.nodes().length === 0
+  );
 }
 
 /** What ioredis does when a connection closed on purpose has closed (its close handlers). */

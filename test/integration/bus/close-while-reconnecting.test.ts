@@ -6,7 +6,7 @@
  * real three-master Cluster whose nodes all stop.
  */
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkerRedis, newRedis, serverTarget, workerOptions } from '../../../src/bus/redis.js';
 import { startRedisCluster } from '../../fakes/redis-cluster.js';
@@ -83,7 +83,8 @@ describe('a worker connection closed between two attempts to reconnect', () => {
 });
 
 describe('a worker connection to a Redis Cluster closed while every node is away', () => {
-  it('ends at once, and the command waiting for the cluster is refused', async () => {
+  /** A worker connection to a three-master Cluster all of whose nodes are then stopped, and a command waiting. */
+  async function clusterGone(): Promise<{ redis: Redis; queued: Promise<unknown> }> {
     const cluster = await startRedisCluster();
     cleanups.push(() => cluster.stop());
     const nodes = cluster.nodes.split(',').map((node) => {
@@ -99,7 +100,13 @@ describe('a worker connection to a Redis Cluster closed while every node is away
     // A Cluster notices its nodes are gone when a command needs one, and then waits to reconnect.
     const waiting = nextWaitToReconnect(redis);
     const queued = redis.get('{crc}:k');
+    queued.catch(() => undefined);
     await waiting;
+    return { redis, queued };
+  }
+
+  it('ends at once, and the command waiting for the cluster is refused', async () => {
+    const { redis, queued } = await clusterGone();
     expect(redis.status).toBe('reconnecting');
     const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
 
@@ -108,5 +115,23 @@ describe('a worker connection to a Redis Cluster closed while every node is away
     await ended;
     expect(redis.status).toBe('end');
     await expect(queued).rejects.toThrow('Cluster is ended.');
+  });
+
+  it('ends when closed as it starts connecting again, before its node pool is filled', async () => {
+    const { redis, queued } = await clusterGone();
+    const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+    // 'connecting' is emitted before the startup nodes are resolved and put in the pool: the pool
+    // is empty, and ioredis's disconnect waited for a last node's end that never came.
+    await new Promise<void>((resolve) =>
+      redis.once('connecting', () => {
+        expect((redis as unknown as Cluster).nodes()).toHaveLength(0);
+        redis.disconnect();
+        resolve();
+      }),
+    );
+
+    await ended;
+    expect(redis.status).toBe('end');
+    await expect(queued).rejects.toThrow();
   });
 });
