@@ -8,9 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Queue } from 'bullmq';
 import { expect } from 'vitest';
 import { closedWithin } from '../../src/bus/bounded-close.js';
 import type { Bus } from '../../src/bus/bus.js';
+import { keys } from '../../src/bus/keys.js';
+import { laneKeys } from '../../src/bus/outbound-order.js';
+import { INBOUND_QUEUE, outboundQueueName, turnDedupId } from '../../src/bus/queues.js';
 import type { Config } from '../../src/config/index.js';
 import { describeError } from '../../src/errors/index.js';
 import { createLogger, type Logger, silentLogger } from '../../src/log/index.js';
@@ -106,6 +110,17 @@ export class FailoverTraffic {
       .join(' ');
   }
 
+  /** The chats with a message acknowledged and not answered. */
+  unansweredChats(): string[] {
+    return [
+      ...new Set(
+        this.acknowledged()
+          .filter((s) => !answered(s))
+          .map((s) => s.chatId),
+      ),
+    ];
+  }
+
   /** Stops sending; whether every chat's last delivery was acknowledged within 15 s. */
   stop(): Promise<boolean> {
     this.#sending = false;
@@ -184,4 +199,31 @@ export class FailoverTraffic {
 /** Whether `s` has an answer. */
 export function answered(s: Sent): boolean {
   return s.replies.size > 0;
+}
+
+/**
+ * What Redis holds for one CLI chat of the traffic, for a failure's message: its mailbox's
+ * length and whether it is in the pending set, the turn job its deduplication key names and
+ * that job's state, the first ids of its outbound lane with their jobs' states, and its held set.
+ */
+export async function chatDiagnosis(bus: Bus, chatId: string): Promise<Record<string, unknown>> {
+  const { redis, prefix } = bus;
+  const sessionKey = `cli:${chatId}`;
+  const inbound = new Queue(INBOUND_QUEUE, { connection: redis, prefix });
+  const outbound = new Queue(outboundQueueName('cli'), { connection: redis, prefix });
+  try {
+    const turnJob = await redis.get(`${prefix}:${INBOUND_QUEUE}:de:${turnDedupId(sessionKey)}`);
+    const { lane, held } = laneKeys(prefix, 'cli', chatId);
+    const laneIds = await redis.lrange(lane, 0, 4);
+    return {
+      chatId,
+      mailbox: await redis.llen(keys.mailbox(prefix, sessionKey)),
+      pending: (await redis.sismember(keys.pendingMailboxes(prefix), sessionKey)) === 1,
+      turnJob: turnJob && { id: turnJob, state: await inbound.getJobState(turnJob) },
+      lane: await Promise.all(laneIds.map(async (id) => ({ id, state: await outbound.getJobState(id) }))),
+      held: await redis.smembers(held),
+    };
+  } finally {
+    await Promise.all([inbound.close(), outbound.close()]);
+  }
 }
