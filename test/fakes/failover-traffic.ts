@@ -5,6 +5,7 @@
  * the exactly-once check (one answer, one user entry in its session, per
  * acknowledged message).
  */
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -42,6 +43,30 @@ export function failoverConfig(
       MAGPIE_MAX_CALLS_PER_MINUTE: '10000',
     },
   );
+}
+
+/** With MAGPIE_TEST_LOG_DIR=<dir>, each server's own log to <dir>/redis-<port>.log, for runs that get stuck. */
+export function keepServerLogs(servers: { port: number; process: ChildProcess }[]): void {
+  const logDir = process.env.MAGPIE_TEST_LOG_DIR;
+  if (!logDir) return;
+  for (const server of servers) {
+    const file = createWriteStream(path.join(logDir, `redis-${server.port}.log`));
+    server.process.stdout?.on('data', (chunk: Buffer) => file.write(chunk));
+  }
+}
+
+/**
+ * A failover test's clean-up, in order, each step bounded to 15 s: a stop that waits for an
+ * absent Redis fails the clean-up, naming the part, instead of hanging the run.
+ */
+export async function stopEach(
+  steps: [what: string, closing: () => Promise<unknown> | undefined][],
+): Promise<void> {
+  for (const [what, closing] of steps) {
+    const stopping = closing();
+    if (stopping && !(await closedWithin(stopping, 15_000)))
+      throw new Error(`${what} did not stop within 15 s`);
+  }
 }
 
 /** Silent, or with MAGPIE_TEST_LOG_DIR=<dir> debug lines to <dir>/<name>-<time>.log (the role's and the platform's). */

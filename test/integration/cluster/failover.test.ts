@@ -1,21 +1,6 @@
-/**
- * "Acknowledged means replicated" through a Redis Cluster failover: three masters
- * with two replicas each (test/fakes/redis-cluster.ts, cluster-node-timeout 2 s),
- * magpie (`start`, the fake OpenAI) on REDIS_CLUSTER_NODES with
- * MAGPIE_REDIS_MIN_REPLICAS=1, and a platform sending continuously on four chats.
- * The master serving magpie's slot is SIGKILLed mid-traffic and one of its
- * replicas takes over: the platform redelivers whatever was not acknowledged, as
- * Telegram would; every message acknowledged before the kill is answered exactly
- * once (one answer, one user entry in its session), none twice, and the service
- * answers again within seconds.
- * Two replicas, so that the new master still has one to confirm its writes.
- */
-import { createWriteStream } from 'node:fs';
-import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
-import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
 import {
   answered,
@@ -23,6 +8,8 @@ import {
   FailoverTraffic,
   failoverConfig,
   failoverLogger,
+  keepServerLogs,
+  stopEach,
 } from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
@@ -41,26 +28,18 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster({ replicas: 2 });
-    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
-    if (logDir) {
-      for (const server of cluster.servers) {
-        const file = createWriteStream(path.join(logDir, `redis-${server.port}.log`));
-        server.process.stdout?.on('data', (chunk: Buffer) => file.write(chunk));
-      }
-    }
+    keepServerLogs(cluster.servers);
     openai = await startFakeOpenAI({ responder: (req) => ({ content: `answer to ${lastUserText(req)}` }) });
     ({ dir: root, workspace } = await initedFolder('magpie-cluster-'));
   }, 60_000);
 
   afterAll(async () => {
-    const bounded = async (what: string, closing: Promise<unknown> | undefined) => {
-      if (closing && !(await closedWithin(closing, 15_000)))
-        throw new Error(`${what} did not stop within 15 s`);
-    };
-    await bounded('the platform', platform?.close());
-    await bounded('magpie', role?.stop());
-    await bounded('the fake OpenAI', openai?.close());
-    await bounded('the Cluster', cluster?.stop());
+    await stopEach([
+      ['the platform', () => platform?.close()],
+      ['magpie', () => role?.stop()],
+      ['the fake OpenAI', () => openai?.close()],
+      ['the Cluster', () => cluster?.stop()],
+    ]);
     await removeFolder(root);
   }, 60_000);
 

@@ -1,24 +1,18 @@
-/**
- * "Acknowledged means replicated" through a real failover: a master, three
- * replicas and three Sentinels (test/fakes/redis-sentinel.ts), magpie
- * (`start`, the fake OpenAI) on REDIS_SENTINELS with MAGPIE_REDIS_MIN_REPLICAS=1,
- * and a platform sending continuously on four chats. The master is SIGKILLed
- * mid-traffic: the platform redelivers whatever was not acknowledged, as
- * Telegram would; every message is answered exactly once (one answer, one
- * user entry in its session), and the service answers again within seconds
- * of the new master.
- */
-import { createWriteStream } from 'node:fs';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningRole, startRole } from '../../../src/app/roles.js';
-import { closedWithin } from '../../../src/bus/bounded-close.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { withQuickConnection } from '../../../src/bus/redis.js';
 import { describeError } from '../../../src/errors/index.js';
 import type { Logger } from '../../../src/log/index.js';
-import { answered, FailoverTraffic, failoverConfig, failoverLogger } from '../../fakes/failover-traffic.js';
+import {
+  answered,
+  FailoverTraffic,
+  failoverConfig,
+  failoverLogger,
+  keepServerLogs,
+  stopEach,
+} from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 import { waitFor } from '../../fakes/wait-for.js';
@@ -65,30 +59,20 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     // master a replica. With two (one killed) it has none until the Sentinels demote the master
     // they replaced, 8+ s later, and WAIT rightly refuses everything meanwhile (docs/DEPLOYMENT.md).
     group = await startSentinelGroup({ replicas: 3 });
-    const logDir = process.env.MAGPIE_TEST_LOG_DIR;
-    if (logDir) {
-      // The servers' and Sentinels' own logs, for runs that get stuck.
-      const servers = [group.master, ...group.replicas, ...group.sentinels];
-      for (const server of servers) {
-        const file = createWriteStream(path.join(logDir, `redis-${server.port}.log`));
-        server.process.stdout?.on('data', (chunk: Buffer) => file.write(chunk));
-      }
-    }
+    // The servers' and Sentinels' own logs, for runs that get stuck.
+    keepServerLogs([group.master, ...group.replicas, ...group.sentinels]);
     openai = await startFakeOpenAI({ responder: (req) => ({ content: `answer to ${lastUserText(req)}` }) });
     ({ dir: root, workspace } = await initedFolder('magpie-sentinel-'));
   }, 30_000);
 
   afterAll(async () => {
-    // Every step bounded: a stop that waits for an absent Redis must fail here, not hang the run.
-    const bounded = async (what: string, closing: Promise<unknown> | undefined) => {
-      if (closing && !(await closedWithin(closing, 15_000)))
-        throw new Error(`${what} did not stop within 15 s`);
-    };
     watcher?.disconnect();
-    await bounded('the platform', platform?.close());
-    await bounded('magpie', role?.stop());
-    await bounded('the fake OpenAI', openai?.close());
-    await bounded('the Sentinel group', group?.stop());
+    await stopEach([
+      ['the platform', () => platform?.close()],
+      ['magpie', () => role?.stop()],
+      ['the fake OpenAI', () => openai?.close()],
+      ['the Sentinel group', () => group?.stop()],
+    ]);
     await removeFolder(root);
   }, 60_000);
 
