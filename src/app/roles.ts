@@ -278,7 +278,7 @@ async function startBackups(bus: Bus, config: Config, logger: Logger): Promise<B
   const { schedule, dir, keep } = config.backup;
   const queue = new BackupQueue({
     redis: bus.redis,
-    workerConnection: () => bus.createWorkerConnection(),
+    workerConnection: () => bus.createConsumerConnection(),
     prefix: bus.prefix,
     repeat: schedule && { ...schedule, timezone: config.timezone },
     logger,

@@ -56,6 +56,7 @@ import {
 } from './queues.js';
 import {
   connectProducer,
+  createConsumerRedis,
   createWorkerRedis,
   describeTarget,
   type RedisTarget,
@@ -202,9 +203,14 @@ export class Bus implements WebEventBus {
     return describeTarget(this.target, this.redis);
   }
 
-  /** A new connection for a BullMQ worker or a blocking reader (`maxRetriesPerRequest: null`). */
+  /** A new connection for a subscriber or a blocking reader (`maxRetriesPerRequest: null`). */
   createWorkerConnection(): Redis {
     return createWorkerRedis(this.target);
+  }
+
+  /** A new connection for a BullMQ worker: on a Cluster its job moves wait out a failover (see {@link createConsumerRedis}). */
+  createConsumerConnection(): Redis {
+    return createConsumerRedis(this.target);
   }
 
   /** The mailbox of a session. */
@@ -601,7 +607,7 @@ export class Bus implements WebEventBus {
       ...tuning,
       queue,
       prefix: this.prefix,
-      connection: this.createWorkerConnection(),
+      connection: this.createConsumerConnection(),
       processor,
       logger: this.logger,
     });

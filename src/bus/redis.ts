@@ -218,9 +218,12 @@ export function clusterOptions(
     retryDelayOnTryAgain: 200,
     // Each of those retries spends one redirection. ioredis's 16 (about 3 s) end before a failover
     // does (cluster-node-timeout, 15 s by default, then the election): see PATIENT_REDIRECTIONS.
-    maxRedirections: waitsOutFailover ? PATIENT_REDIRECTIONS : 16,
+    maxRedirections: waitsOutFailover ? PATIENT_REDIRECTIONS : IMPATIENT_REDIRECTIONS,
   };
 }
+
+/** ioredis's own redirection limit (about 3 s of retries). */
+const IMPATIENT_REDIRECTIONS = 16;
 
 /**
  * Redirections a command of a worker's bus connection may take on a Cluster: at 200–300 ms each,
@@ -532,6 +535,24 @@ export async function connectProducer(target: RedisTarget | string, patient = fa
 export function createWorkerRedis(target: RedisTarget): Redis {
   const redis = newRedis(target, workerOptions());
   redis.on('error', () => undefined);
+  return redis;
+}
+
+/**
+ * A BullMQ consumer's connection. On a Cluster its own commands (taking a job, and moving it
+ * when done: finished, retried, postponed) wait out a failover as the bus connection's do, while
+ * its duplicates (BullMQ's blocking connection, whose BZPOPMIN waits for the next job) give up
+ * after ioredis's 16 redirections: a BZPOPMIN retried through failovers held the consumer's close
+ * (every consumer of a stopping worker waited out its close grace) and the fetch loop with it.
+ */
+export function createConsumerRedis(target: RedisTarget): Redis {
+  if (target.kind !== 'cluster') return createWorkerRedis(target);
+  const redis = newRedis(target, workerOptions(), true);
+  redis.on('error', () => undefined);
+  const cluster = redis as unknown as { duplicate(nodes?: unknown[], options?: ClusterOptions): Cluster };
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.duplicate = (nodes = [], options = {}) =>
+    duplicate(nodes, { ...options, maxRedirections: IMPATIENT_REDIRECTIONS });
   return redis;
 }
 

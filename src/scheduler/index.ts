@@ -63,7 +63,7 @@ export async function startScheduler(options: StartSchedulerOptions): Promise<Ru
   else logger.info({ intervalMs }, 'heartbeat scheduled');
   const heartbeat = new HeartbeatRunner({ ...tuning.heartbeat, ...options, logger });
   const worker = new ScheduledWorker({
-    connection: bus.createWorkerConnection(),
+    connection: bus.createConsumerConnection(),
     prefix: bus.prefix,
     processor: (job) =>
       (options.jobs && Object.hasOwn(options.jobs, job.name) ? options.jobs[job.name]?.(job) : undefined) ??

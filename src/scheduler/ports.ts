@@ -8,7 +8,7 @@ import type { Bus } from '../bus/bus.js';
 /** The bus as the scheduler uses it (the real Bus satisfies it). */
 export type SchedulerBus = Pick<
   Bus,
-  'prefix' | 'markers' | 'runningTurns' | 'createWorkerConnection' | 'publishInbound' | 'publishOutbound'
+  'prefix' | 'markers' | 'runningTurns' | 'createConsumerConnection' | 'publishInbound' | 'publishOutbound'
 >;
 
 /** The agent as the heartbeat uses it. */

@@ -15,6 +15,7 @@
 
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
@@ -24,6 +25,7 @@ import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { rejectedWith } from '../../fakes/rejection.js';
+import { waitFor } from '../../fakes/wait-for.js';
 
 const KEY = '{patient}:k';
 let cluster: RedisClusterHandle;
@@ -110,9 +112,63 @@ describe('Redis Cluster: a patient connection through a failover', () => {
       expect(await cluster.ownerPort(KEY, owner)).not.toBe(owner);
       expect(answeredAfterMs).toBeGreaterThan(3_500);
       console.info(JSON.stringify({ answeredAfterMs, producer: refused.message }));
+      // Back as the new master's replica: every master has one again for the next test.
+      await cluster.restart(owner);
     } finally {
       patient.disconnect();
       producer.disconnect();
+    }
+  }, 60_000);
+});
+
+describe('Redis Cluster: a BullMQ consumer through a failover', () => {
+  it('completes a job whose processor returned mid-failover on the new master, without running it again', async () => {
+    const bus = await Bus.connect({
+      config: parseConfig({
+        REDIS_CLUSTER_NODES: cluster.nodes,
+        MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+        MAGPIE_WORKSPACE: os.tmpdir(),
+      }),
+      logger: silentLogger(),
+    });
+    const queue = new Queue('failover-moves', { connection: bus.redis, prefix: bus.prefix });
+    let runs = 0;
+    let killed: () => void = () => undefined;
+    const kill = new Promise<void>((resolve) => {
+      killed = resolve;
+    });
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    // The deployed lock (30 s) and stalled check (15 s): a job left active by a failed move
+    // would be run again only after the lock lapsed, well past this test's wait.
+    const consumer = bus.consume('failover-moves', async () => {
+      runs += 1;
+      started();
+      await kill;
+    });
+    try {
+      await consumer.ready();
+      await queue.add('job', {}, { jobId: 'moved-mid-failover' });
+      await running;
+      const owner = await cluster.ownerPort(bus.prefix);
+      cluster.servers.find((s) => s.port === owner)?.process.kill('SIGKILL');
+      killed();
+      // The job's completion goes out now, while the slot has no master for ~6 s.
+      await waitFor(
+        // The test's own reads fail while the slot has no master: asked again.
+        async () => (await queue.getJobState('moved-mid-failover').catch(() => undefined)) === 'completed',
+        25_000,
+        'the job completed on the new master',
+        100,
+      );
+      expect(await cluster.ownerPort(bus.prefix, owner)).not.toBe(owner);
+      expect(runs).toBe(1);
+    } finally {
+      await consumer.close();
+      await queue.close();
+      await bus.close();
     }
   }, 60_000);
 });
