@@ -2,9 +2,10 @@
  * `magpie worker` and `magpie gateway` on a Redis Cluster (three masters, two
  * replicas each) stop on SIGTERM within seconds after the master serving their
  * slot was killed three times, each time replaced by a replica and started again
- * as one. Before, a BullMQ consumer whose connection waited out failovers held
+ * as one. A BullMQ consumer whose blocking connection waited out failovers held
  * its fetch loop, and with it its close, for minutes: both processes were still
- * running 30 s after SIGTERM.
+ * running 30 s after SIGTERM. Now only the consumer's own connection (its job
+ * moves) waits out a failover, and both stop in about 60 ms.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
