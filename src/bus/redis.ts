@@ -261,11 +261,12 @@ export function newRedis(target: RedisTarget, options: RedisOptions, waitsOutFai
  * there is no socket: `disconnect()` only cancels the next attempt, so the connection never
  * says 'end' and the commands waiting for it never settle (ioredis PR #2169, not released);
  * a Cluster that lost every node likewise waited for an empty pool and stayed
- * 'disconnecting', between attempts and as an attempt starts ({@link emptyCluster}). BullMQ's `Worker.close()` waits for its blocking connection's 'end': a
- * worker closed in the second or two after Redis came back, before that connection's next
- * attempt, hung for its whole shutdown time-out (the cli-durable test's clean-up, now and
- * then in `.ci/run`). Here it ends as ioredis ends a connection closed on purpose: status
- * 'end', its waiting commands refused. Its duplicates (BullMQ's blocking connections) too.
+ * 'disconnecting', between attempts and as an attempt starts ({@link emptyCluster}).
+ * BullMQ's `Worker.close()` waits for its blocking connection's 'end': a worker closed in
+ * the second or two after Redis came back, before that connection's next attempt, hung for
+ * its whole shutdown time-out (the cli-durable test's clean-up, now and then in `.ci/run`).
+ * Here it ends as ioredis ends a connection closed on purpose: status 'end', its waiting
+ * commands refused. Its duplicates (BullMQ's blocking connections) too.
  */
 function endsWhenDisconnected<T extends Redis | Cluster>(client: T): T {
   const disconnect = client.disconnect.bind(client);
