@@ -237,7 +237,7 @@ export async function chatDiagnosis(bus: Bus, chatId: string): Promise<Record<st
   const inbound = new Queue(INBOUND_QUEUE, { connection: redis, prefix });
   const outbound = new Queue(outboundQueueName('cli'), { connection: redis, prefix });
   try {
-    const turnJob = await redis.get(`${prefix}:${INBOUND_QUEUE}:de:${turnDedupId(sessionKey)}`);
+    const turnJob = await inbound.getDeduplicationJobId(turnDedupId(sessionKey));
     const { lane, held } = laneKeys(prefix, 'cli', chatId);
     const laneIds = await redis.lrange(lane, 0, 4);
     return {
