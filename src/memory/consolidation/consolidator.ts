@@ -18,7 +18,7 @@ import { HAND_EDIT, type MemoryHistory } from '../history/history.js';
 import { lineChanges } from '../history/line-diff.js';
 import { FileLock } from '../search/file-lock.js';
 import { hasContent } from '../store.js';
-import { changesSince } from './changes.js';
+import { type ConsolidationMark, changesSince } from './changes.js';
 import { checkProposal, parseReply, promptFor } from './prompt.js';
 
 export interface ConsolidatorOptions {
@@ -40,6 +40,8 @@ export type ConsolidationOutcome =
   | { status: 'unchanged' }
   | { status: 'refused'; reason: string }
   | { status: 'applied'; rev: string | undefined; added: number; removed: number; diff: string };
+
+const NO_MARK: ConsolidationMark = { at: 0, seen: new Set() };
 
 /** Runs consolidations of one workspace's memory. */
 export class Consolidator {
@@ -82,10 +84,11 @@ export class Consolidator {
       path.dirname(history.gitDir),
       since,
       this.options.maxInputChars ?? 40_000,
+      started,
     );
     if (changes.text === '') {
       logger.info(
-        { since: since ? new Date(since).toISOString() : 'never' },
+        { since: since.at ? new Date(since.at).toISOString() : 'never' },
         'memory consolidation skipped: nothing new',
       );
       return { status: 'skipped', reason: 'nothing new since the last consolidation' };
@@ -93,7 +96,7 @@ export class Consolidator {
     await history.record(HAND_EDIT);
     const current = await history.store.readLongTerm();
     const response = await provider.chat({
-      messages: promptFor(current, changes.text, maxChars, since),
+      messages: promptFor(current, changes.text, maxChars, since.at),
       temperature: 0,
     });
     const proposal = parseReply(response.content);
@@ -108,7 +111,7 @@ export class Consolidator {
     }
     const { added, removed } = lineChanges(current, proposal);
     if (proposal.trim() === current.trim()) {
-      await this.setMark(started);
+      await this.setMark(started, changes.seen);
       return { status: 'unchanged' };
     }
     const applied = await history.locked(async () => {
@@ -127,7 +130,7 @@ export class Consolidator {
       logger.warn('MEMORY.md changed during consolidation; left for the next run');
       return { status: 'refused', reason: 'MEMORY.md changed while consolidating; the next run takes it up' };
     }
-    await this.setMark(started);
+    await this.setMark(started, changes.seen);
     const diff = applied.rev ? await history.diff(applied.rev) : '';
     logger.info(
       { rev: applied.rev, added: added.length, removed: removed.length, diff },
@@ -136,18 +139,20 @@ export class Consolidator {
     return { status: 'applied', rev: applied.rev, added: added.length, removed: removed.length, diff };
   }
 
-  /** When the last run started (ms), 0 before the first. */
-  private async mark(): Promise<number> {
+  /** When the last run that took the model's answer started (at 0 before the first), and what it saw then. */
+  private async mark(): Promise<ConsolidationMark> {
     try {
-      const value = JSON.parse(await readFile(this.markPath, 'utf8')) as { at?: unknown };
-      return typeof value.at === 'number' && Number.isFinite(value.at) ? value.at : 0;
+      const value = JSON.parse(await readFile(this.markPath, 'utf8')) as { at?: unknown; seen?: unknown };
+      if (typeof value.at !== 'number' || !Number.isFinite(value.at)) return NO_MARK;
+      const seen = Array.isArray(value.seen) ? value.seen.filter((s) => typeof s === 'string') : [];
+      return { at: value.at, seen: new Set(seen) };
     } catch {
-      return 0; // no mark yet (or a damaged one): everything counts as new
+      return NO_MARK; // no mark yet (or a damaged one): everything counts as new
     }
   }
 
-  private setMark(at: number): Promise<void> {
-    return writeFileAtomic(this.markPath, `${JSON.stringify({ at })}\n`);
+  private setMark(at: number, seen: string[]): Promise<void> {
+    return writeFileAtomic(this.markPath, `${JSON.stringify({ at, seen })}\n`);
   }
 }
 

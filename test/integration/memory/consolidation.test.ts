@@ -5,7 +5,7 @@
  * when it does not, costs no model call when nothing changed, and runs once
  * when two workers take jobs of the scheduled queue.
  */
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
@@ -120,6 +120,39 @@ describe('memory consolidation', () => {
     await appendFile(path.join(fx.workspace, 'memory', '202611', '20261125.md'), '- Bruno plays go\n');
     fake.enqueue(framed('- Ana likes tea\n- Bruno plays go\n'));
     expect(await consolidator.run()).toMatchObject({ status: 'applied' });
+    expect(fake.requests.length).toBe(start + 2);
+  });
+
+  it('tells a note written in the millisecond the run started, or just after with a lagging mtime, by its content', async () => {
+    // Whole milliseconds from Date.now(), a coarse tick behind for mtimes: the two clocks a run compares.
+    const t = Date.now() + 60_000;
+    let clock = t;
+    const clocked = new Consolidator({
+      history,
+      provider: providerFor(fake),
+      logger: silentLogger(),
+      maxChars: 2_000,
+      now: () => clock,
+    });
+    const start = fake.requests.length;
+    const notePath = path.join(fx.workspace, 'memory', '202611', '20261125.md');
+    await history.write('write_file', '- Ana likes tea\n');
+    await note('20261125', '- Ana likes tea\n');
+    await utimes(notePath, (t + 0.4) / 1000, (t + 0.4) / 1000); // written in the run's first millisecond
+    fake.enqueue(framed('- Ana likes tea\n'));
+    expect(await clocked.run()).toEqual({ status: 'unchanged' });
+
+    clock = t + 10_000;
+    expect(await clocked.run()).toMatchObject({ status: 'skipped' });
+    expect(fake.requests.length).toBe(start + 1);
+
+    // Written after that run had read the notes, stamped 3 ms before its start by a lagging clock.
+    await note('20261126', '- Bruno plays go\n');
+    await utimes(path.join(fx.workspace, 'memory', '202611', '20261126.md'), (t - 3) / 1000, (t - 3) / 1000);
+    fake.enqueue(framed('- Ana likes tea\n- Bruno plays go\n'));
+    expect(await clocked.run()).toMatchObject({ status: 'applied' });
+    expect(lastPrompt()).toContain('Bruno plays go');
+    expect(lastPrompt()).not.toContain('Daily note memory/202611/20261125.md');
     expect(fake.requests.length).toBe(start + 2);
   });
 
