@@ -32,7 +32,11 @@ async function runRole(options: RoleOptions): Promise<number> {
   // Everything is closed; a handle a library still holds (seen after failovers of a Redis
   // Cluster: "magpie stopped", then no exit) must not keep the stopped process alive.
   setTimeout(() => {
-    options.logger.warn('stopped, but something kept the process alive: exiting');
+    // What still holds the event loop (e.g. "Timeout", "TCPSocketWrap"), for whoever looks into it.
+    options.logger.warn(
+      { resources: process.getActiveResourcesInfo() },
+      'stopped, but something kept the process alive: exiting',
+    );
     process.exit(0);
   }, EXIT_GRACE_MS).unref();
   return 0;

@@ -174,12 +174,23 @@ export async function sentinelWatch(redis: Redis): Promise<SentinelWatch | undef
   };
 }
 
-/** Stops and forgets the ioredis failover detector of `redis`'s last connection, if any. */
+/**
+ * Stops and forgets the ioredis failover detector of `redis`'s last connection, if any. Once
+ * only: ioredis's `disconnect()` has already stopped it when 'close' comes, and stopping it
+ * again ends its Sentinel connections a second time. Each end of a connection whose socket has
+ * closed starts a 2 s timer that nothing clears, which held every stopped process after a
+ * failover for 2 s (the exit grace's "something kept the process alive").
+ */
 function dropFailoverDetector(redis: Redis): void {
-  const connector = (redis as unknown as { connector?: { failoverDetector?: { cleanup(): void } | null } })
-    .connector;
-  connector?.failoverDetector?.cleanup();
-  if (connector) connector.failoverDetector = null;
+  const connector = (
+    redis as unknown as {
+      connector?: { failoverDetector?: { isDisconnected: boolean; cleanup(): void } | null };
+    }
+  ).connector;
+  const detector = connector?.failoverDetector;
+  if (!connector || !detector) return;
+  connector.failoverDetector = null;
+  if (!detector.isDisconnected) detector.cleanup();
 }
 
 /** Reconnects `redis` (asking the Sentinels again) when it is not on the master they name now. */
