@@ -280,6 +280,10 @@ export function newRedis(target: RedisTarget, options: RedisOptions, waitsOutFai
  * commands refused. Its duplicates (BullMQ's blocking connections) too.
  */
 function endsWhenDisconnected<T extends Redis | Cluster>(client: T): T {
+  if (client instanceof Cluster) {
+    staysEnded(client);
+    connectSettles(client);
+  }
   const disconnect = client.disconnect.bind(client);
   client.disconnect = (reconnect = false) => {
     const nothingToClose = !reconnect && (client.status === 'reconnecting' || emptyCluster(client));
@@ -290,6 +294,50 @@ function endsWhenDisconnected<T extends Redis | Cluster>(client: T): T {
   (client as unknown as { duplicate: (...args: unknown[]) => T }).duplicate = (...args) =>
     endsWhenDisconnected(duplicate(...args));
   return client;
+}
+
+/**
+ * Keeps an ended Cluster ended. ioredis sets a Cluster's status to 'close' each time its node
+ * pool drains, and a pool emptied by `disconnect()` drains again as each node's connection ends:
+ * a node that ends after the Cluster has (a slow node; its socket is destroyed 2 s later) put a
+ * closed-on-purpose Cluster back to 'close', where it stays, with no reconnect planned. Whoever
+ * then waits for it to be ready or end waits for good: BullMQ's reconnect of its blocking
+ * connection, which held `Worker.close()` after Cluster failovers until magpie's close grace.
+ * Only `connect()` leaves 'end' now, through 'connecting'.
+ */
+function staysEnded(cluster: Cluster): void {
+  const internals = cluster as unknown as { setStatus(status: string, arg?: unknown): void };
+  const setStatus = internals.setStatus.bind(cluster);
+  internals.setStatus = (status, arg) => {
+    if (status === 'close' && cluster.status === 'end') return;
+    setStatus(status, arg);
+  };
+}
+
+/**
+ * Settles a Cluster's `connect()` when the Cluster is ready or has ended, whichever way it got
+ * there. ioredis leaves the promise pending for good when the ready check after the slot refresh
+ * fails (CLUSTER INFO says the cluster is down, as in a failover): it reconnects on its own, and
+ * a later success or end resolves a new attempt's promise, not this one. BullMQ reconnects its
+ * blocking connection with `connect()` and waits for it; pending, it held that worker's
+ * `close()` after Cluster failovers until magpie's close grace dropped the connections.
+ */
+function connectSettles(cluster: Cluster): void {
+  const connect = cluster.connect.bind(cluster);
+  cluster.connect = () =>
+    new Promise<void>((resolve, reject) => {
+      const settle = (error?: Error) => {
+        cluster.off('ready', onReady);
+        cluster.off('end', onEnd);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onReady = () => settle();
+      const onEnd = () => settle(new Error('Connection is closed.'));
+      cluster.once('ready', onReady);
+      cluster.once('end', onEnd);
+      connect().then(() => settle(), settle);
+    });
 }
 
 /**

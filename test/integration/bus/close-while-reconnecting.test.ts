@@ -6,11 +6,12 @@
  * real three-master Cluster whose nodes all stop.
  */
 import { Queue, Worker } from 'bullmq';
-import type { Cluster, Redis } from 'ioredis';
+import { type Cluster, Redis as IORedis, type Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkerRedis, newRedis, serverTarget, workerOptions } from '../../../src/bus/redis.js';
 import { startRedisCluster } from '../../fakes/redis-cluster.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
+import { waitFor } from '../../fakes/wait-for.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -133,5 +134,76 @@ describe('a worker connection to a Redis Cluster closed while every node is away
     await ended;
     expect(redis.status).toBe('end');
     await expect(queued).rejects.toThrow();
+  });
+});
+
+describe('a Cluster connection closed while one of its nodes is slow to let go', () => {
+  it('stays ended when that node’s connection ends after the Cluster has', async () => {
+    const cluster = await startRedisCluster();
+    cleanups.push(() => cluster.stop());
+    const nodes = cluster.nodes.split(',').map((node) => {
+      const [host, port] = node.split(':');
+      return { host: host!, port: Number(port) };
+    });
+    const target = { kind: 'cluster' as const, nodes, username: undefined, password: undefined, tls: false };
+    const redis = newRedis(target, workerOptions()) as unknown as Cluster;
+    redis.on('error', () => undefined);
+    cleanups.push(() => redis.disconnect());
+    await redis.set('{crc}:k', '1');
+    expect(redis.nodes('master')).toHaveLength(3);
+    await Promise.all(redis.nodes('master').map((node) => node.ping()));
+    // A stopped master never closes its side: ioredis destroys that socket 2 s after the others.
+    const slow = redis.nodes('master').find((node) => node.options.port === nodes[0]!.port)!;
+    const slowEnded = new Promise<void>((resolve) => slow.once('end', () => resolve()));
+    const stopped = cluster.servers[0]!.process;
+    stopped.kill('SIGSTOP');
+    cleanups.push(() => void stopped.kill('SIGCONT'));
+    const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+
+    redis.disconnect();
+
+    await ended;
+    await slowEnded;
+    // Each later node's end drained the emptied pool once more, and ioredis set 'close' again, for good.
+    expect(redis.status).toBe('end');
+  });
+});
+
+describe('a Cluster connection connecting while the cluster is down', () => {
+  it('settles its connect() when it is closed, although the ready check failed and it kept trying', async () => {
+    const cluster = await startRedisCluster({ nodeTimeoutMs: 1_000 });
+    cleanups.push(() => cluster.stop());
+    const nodes = cluster.nodes.split(',').map((node) => {
+      const [host, port] = node.split(':');
+      return { host: host!, port: Number(port) };
+    });
+    const target = { kind: 'cluster' as const, nodes, username: undefined, password: undefined, tls: false };
+    const redis = newRedis(target, workerOptions()) as unknown as Cluster;
+    redis.on('error', () => undefined);
+    cleanups.push(() => redis.disconnect());
+    await redis.set('{crc}:k', '1');
+    const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
+    redis.disconnect();
+    await ended;
+    // A master without a replica dies: once the others agree, CLUSTER INFO says the cluster is down.
+    await cluster.servers[2]!.stop();
+    const live = new IORedis(nodes[0]!.port, '127.0.0.1');
+    cleanups.push(() => live.disconnect());
+    await waitFor(
+      async () => /cluster_state:fail/.test(await live.cluster('INFO')),
+      15_000,
+      'the cluster down',
+    );
+
+    // The slot refresh works (the live masters answer), its ready check does not: ioredis then
+    // reconnects by itself, and that attempt's promise is never settled.
+    const failedCheck = new Promise<void>((resolve) => redis.once('reconnecting', () => resolve()));
+    const connecting = redis.connect();
+    connecting.catch(() => undefined);
+    await failedCheck;
+    redis.disconnect();
+
+    await expect(connecting).rejects.toThrow('Connection is closed.');
+    expect(redis.status).toBe('end');
   });
 });
