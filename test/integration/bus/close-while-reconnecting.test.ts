@@ -3,7 +3,9 @@
  * `endsWhenDisconnected`): it ends at once and its waiting commands are refused, so a
  * BullMQ worker closing in the moments after a Redis restart does not hang until its
  * shutdown time-out. On a real redis-server of this file's own, stopped mid-test, and on a
- * real three-master Cluster whose nodes all stop.
+ * real three-master Cluster whose nodes all stop. And two ways a closed Cluster held BullMQ's
+ * close after failovers: it went back from 'end' to 'close' as late nodes ended, and a
+ * `connect()` whose ready check failed never settled (`staysEnded`, `connectSettles`).
  */
 import { Queue, Worker } from 'bullmq';
 import { type Cluster, Redis as IORedis, type Redis } from 'ioredis';
