@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import type { RedisTarget } from '../../src/bus/redis.js';
 import { type RedisHandle, startRedis } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
@@ -175,4 +176,13 @@ async function untilNode(
   } finally {
     redis.disconnect();
   }
+}
+
+/** What magpie connects to for `cluster` (its masters as startup nodes, no password). */
+export function clusterTarget(cluster: RedisClusterHandle): RedisTarget {
+  const nodes = cluster.nodes.split(',').map((node) => {
+    const [host, port] = node.split(':');
+    return { host: host ?? '127.0.0.1', port: Number(port) };
+  });
+  return { kind: 'cluster', nodes, username: undefined, password: undefined, tls: false };
 }

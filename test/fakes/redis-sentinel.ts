@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import type { RedisTarget } from '../../src/bus/redis.js';
 import { freePort, type RedisHandle, startRedis, stopProcess } from './redis-server.js';
 import { waitFor } from './wait-for.js';
 
@@ -162,5 +163,19 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
         return Number(addr[1]);
       }),
     stop,
+  };
+}
+
+/** What magpie connects to for `group` (its Sentinels, no password, database 0). */
+export function sentinelTarget(group: SentinelGroup): RedisTarget {
+  return {
+    kind: 'sentinel',
+    name: group.name,
+    sentinels: group.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
+    db: 0,
+    sentinelPassword: undefined,
+    username: undefined,
+    password: undefined,
+    tls: false,
   };
 }

@@ -11,7 +11,7 @@ import { Queue, Worker } from 'bullmq';
 import { type Cluster, Redis as IORedis, type Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWorkerRedis, newRedis, serverTarget, workerOptions } from '../../../src/bus/redis.js';
-import { startRedisCluster } from '../../fakes/redis-cluster.js';
+import { clusterTarget, type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
@@ -85,20 +85,24 @@ describe('a worker connection closed between two attempts to reconnect', () => {
   });
 });
 
+/** A worker connection to a fresh three-master Cluster (its own), connected, both cleaned up after the test. */
+async function connectedCluster(
+  options: Parameters<typeof startRedisCluster>[0] = {},
+): Promise<{ cluster: RedisClusterHandle; redis: Cluster }> {
+  const cluster = await startRedisCluster(options);
+  cleanups.push(() => cluster.stop());
+  const redis = newRedis(clusterTarget(cluster), workerOptions()) as unknown as Cluster;
+  redis.on('error', () => undefined);
+  cleanups.push(() => redis.disconnect());
+  await redis.set('{crc}:k', '1');
+  return { cluster, redis };
+}
+
 describe('a worker connection to a Redis Cluster closed while every node is away', () => {
   /** A worker connection to a three-master Cluster all of whose nodes are then stopped, and a command waiting. */
   async function clusterGone(): Promise<{ redis: Redis; queued: Promise<unknown> }> {
-    const cluster = await startRedisCluster();
-    cleanups.push(() => cluster.stop());
-    const nodes = cluster.nodes.split(',').map((node) => {
-      const [host, port] = node.split(':');
-      return { host: host!, port: Number(port) };
-    });
-    const target = { kind: 'cluster' as const, nodes, username: undefined, password: undefined, tls: false };
-    const redis = newRedis(target, workerOptions());
-    redis.on('error', () => undefined);
-    cleanups.push(() => redis.disconnect());
-    await redis.set('{crc}:k', '1');
+    const { cluster, redis: connected } = await connectedCluster();
+    const redis = connected as unknown as Redis;
     await Promise.all(cluster.servers.map((server) => server.stop()));
     // A Cluster notices its nodes are gone when a command needs one, and then waits to reconnect.
     const waiting = nextWaitToReconnect(redis);
@@ -141,21 +145,11 @@ describe('a worker connection to a Redis Cluster closed while every node is away
 
 describe('a Cluster connection closed while one of its nodes is slow to let go', () => {
   it('stays ended when that node’s connection ends after the Cluster has', async () => {
-    const cluster = await startRedisCluster();
-    cleanups.push(() => cluster.stop());
-    const nodes = cluster.nodes.split(',').map((node) => {
-      const [host, port] = node.split(':');
-      return { host: host!, port: Number(port) };
-    });
-    const target = { kind: 'cluster' as const, nodes, username: undefined, password: undefined, tls: false };
-    const redis = newRedis(target, workerOptions()) as unknown as Cluster;
-    redis.on('error', () => undefined);
-    cleanups.push(() => redis.disconnect());
-    await redis.set('{crc}:k', '1');
+    const { cluster, redis } = await connectedCluster();
     expect(redis.nodes('master')).toHaveLength(3);
     await Promise.all(redis.nodes('master').map((node) => node.ping()));
     // A stopped master never closes its side: ioredis destroys that socket 2 s after the others.
-    const slow = redis.nodes('master').find((node) => node.options.port === nodes[0]!.port)!;
+    const slow = redis.nodes('master').find((node) => node.options.port === cluster.servers[0]!.port)!;
     const slowEnded = new Promise<void>((resolve) => slow.once('end', () => resolve()));
     const stopped = cluster.servers[0]!.process;
     stopped.kill('SIGSTOP');
@@ -173,23 +167,13 @@ describe('a Cluster connection closed while one of its nodes is slow to let go',
 
 describe('a Cluster connection connecting while the cluster is down', () => {
   it('settles its connect() when it is closed, although the ready check failed and it kept trying', async () => {
-    const cluster = await startRedisCluster({ nodeTimeoutMs: 1_000 });
-    cleanups.push(() => cluster.stop());
-    const nodes = cluster.nodes.split(',').map((node) => {
-      const [host, port] = node.split(':');
-      return { host: host!, port: Number(port) };
-    });
-    const target = { kind: 'cluster' as const, nodes, username: undefined, password: undefined, tls: false };
-    const redis = newRedis(target, workerOptions()) as unknown as Cluster;
-    redis.on('error', () => undefined);
-    cleanups.push(() => redis.disconnect());
-    await redis.set('{crc}:k', '1');
+    const { cluster, redis } = await connectedCluster({ nodeTimeoutMs: 1_000 });
     const ended = new Promise<void>((resolve) => redis.once('end', () => resolve()));
     redis.disconnect();
     await ended;
     // A master without a replica dies: once the others agree, CLUSTER INFO says the cluster is down.
     await cluster.servers[2]!.stop();
-    const live = new IORedis(nodes[0]!.port, '127.0.0.1');
+    const live = new IORedis(cluster.servers[0]!.port, '127.0.0.1');
     cleanups.push(() => live.disconnect());
     await waitFor(
       async () => /cluster_state:fail/.test(await live.cluster('INFO')),

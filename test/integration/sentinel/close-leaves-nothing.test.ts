@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerRedis, type RedisTarget } from '../../../src/bus/redis.js';
-import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
+import { type SentinelGroup, sentinelTarget, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 
 /** Timers keeping the process alive (`process.getActiveResourcesInfo` lists only those). */
 const liveTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
@@ -34,16 +34,7 @@ describe('closing a Sentinel connection', () => {
 
   beforeAll(async () => {
     group = await startSentinelGroup({ replicas: 1 });
-    target = {
-      kind: 'sentinel',
-      name: group.name,
-      sentinels: group.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
-      db: 0,
-      sentinelPassword: undefined,
-      username: undefined,
-      password: undefined,
-      tls: false,
-    };
+    target = sentinelTarget(group);
   }, 30_000);
 
   afterAll(async () => {

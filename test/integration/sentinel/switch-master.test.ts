@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerRedis, describeTarget, type RedisTarget } from '../../../src/bus/redis.js';
-import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
+import { type SentinelGroup, sentinelTarget, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 import { waitFor } from '../../fakes/wait-for.js';
 
 describe('a Sentinel connection when the Sentinels switch to another master', () => {
@@ -18,16 +18,7 @@ describe('a Sentinel connection when the Sentinels switch to another master', ()
 
   beforeAll(async () => {
     group = await startSentinelGroup({ replicas: 1 });
-    target = {
-      kind: 'sentinel',
-      name: group.name,
-      sentinels: group.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
-      db: 0,
-      sentinelPassword: undefined,
-      username: undefined,
-      password: undefined,
-      tls: false,
-    };
+    target = sentinelTarget(group);
   }, 30_000);
 
   afterAll(async () => {
