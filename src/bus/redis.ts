@@ -332,10 +332,17 @@ function connectSettles(cluster: Cluster): void {
         if (error) reject(error);
         else resolve();
       };
-      const onReady = () => settle();
-      const onEnd = () => settle(new Error('Connection is closed.'));
-      cluster.once('ready', onReady);
-      cluster.once('end', onEnd);
+      // ioredis emits a status on the next tick: an 'end' or 'ready' of the connection before
+      // this attempt (BullMQ disconnects and connects in one go) arrives when the status has
+      // moved on, and is not this attempt's.
+      const onReady = () => {
+        if (cluster.status === 'ready') settle();
+      };
+      const onEnd = () => {
+        if (cluster.status === 'end') settle(new Error('Connection is closed.'));
+      };
+      cluster.on('ready', onReady);
+      cluster.on('end', onEnd);
       connect().then(() => settle(), settle);
     });
 }
