@@ -73,6 +73,8 @@ const speaksOffline = envValue('MAGPIE_TTS')?.trim().toLowerCase() === 'espeak';
 if ((purpose === 'test' || speaksOffline) && !has('espeak-ng')) system.push('espeak-ng');
 if ((purpose === 'test' || speaksOffline) && !has('opusenc')) system.push('opus-tools');
 if (purpose === 'test' && process.platform === 'linux' && !has('ip')) system.push('iproute2');
+// The tests of TLS to Redis make their certificates with openssl (test/fakes/tls-certs.ts).
+if (purpose === 'test' && !has('openssl')) system.push('openssl');
 if (system.length > 0 && !has('apt-get') && purpose === 'start' && system.every((p) => p === 'bubblewrap')) {
   // Without bubblewrap exec falls back to its deny list (with a warning): not a reason to stop.
   console.error("magpie: bubblewrap not installed and no apt-get here: install it for exec's sandbox");

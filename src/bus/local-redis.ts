@@ -131,7 +131,7 @@ export async function resolveRedisTarget(config: Config): Promise<RedisTarget> {
   const { sentinel, cluster } = config.redis;
   if (sentinel) return { kind: 'sentinel', ...sentinel };
   if (cluster) return { kind: 'cluster', ...cluster };
-  return serverTarget(await resolveRedisUrl(config));
+  return serverTarget(await resolveRedisUrl(config), config.redis.tls);
 }
 
 /**

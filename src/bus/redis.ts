@@ -7,7 +7,7 @@
 import { isIP } from 'node:net';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import type { ClusterSettings, SentinelSettings } from '../config/redis-settings.js';
+import type { ClusterSettings, RedisTls, SentinelSettings } from '../config/redis-settings.js';
 import { AppError, ExitCode } from '../errors/index.js';
 
 /**
@@ -16,13 +16,13 @@ import { AppError, ExitCode } from '../errors/index.js';
  * or a Redis Cluster found through some of its nodes.
  */
 export type RedisTarget =
-  | { kind: 'server'; url: string }
+  | { kind: 'server'; url: string; tls?: RedisTls }
   | ({ kind: 'sentinel' } & SentinelSettings)
   | ({ kind: 'cluster' } & ClusterSettings);
 
-/** The target of one server at `url`. */
-export function serverTarget(url: string): RedisTarget {
-  return { kind: 'server', url };
+/** The target of one server at `url`; `tls` (REDIS_TLS_*) for a `rediss://` URL. */
+export function serverTarget(url: string, tls?: RedisTls): RedisTarget {
+  return tls ? { kind: 'server', url, tls } : { kind: 'server', url };
 }
 
 /**
@@ -40,7 +40,9 @@ export function sentinelOptions(target: SentinelSettings): RedisOptions {
     ...(target.username ? { username: target.username } : {}),
     ...(target.password ? { password: target.password } : {}),
     ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
-    ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+    ...(target.tls
+      ? { tls: { ...target.tls }, enableTLSForSentinelMode: true, sentinelTLS: { ...target.tls } }
+      : {}),
     // Ask the Sentinels again quickly while they elect a new master.
     sentinelRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
     // Leave a master as soon as the Sentinels name another (their `+switch-master`). Without it a
@@ -221,7 +223,7 @@ export function clusterOptions(
       ...perNode,
       ...(target.username ? { username: target.username } : {}),
       ...(target.password ? { password: target.password } : {}),
-      ...(target.tls ? { tls: {} } : {}),
+      ...(target.tls ? { tls: { ...target.tls } } : {}),
     },
     // A failover or a resharding moves slots: follow MOVED/ASK and retry while the map settles.
     retryDelayOnFailover: 200,
@@ -256,7 +258,10 @@ const PATIENT_REDIRECTIONS = 1_200;
  * `waitsOutFailover`: on a Cluster, commands wait out a failover ({@link PATIENT_REDIRECTIONS}).
  */
 export function newRedis(target: RedisTarget, options: RedisOptions, waitsOutFailover = false): Redis {
-  if (target.kind === 'server') return endsWhenDisconnected(new Redis(target.url, options));
+  if (target.kind === 'server')
+    return endsWhenDisconnected(
+      new Redis(target.url, target.tls ? { ...options, tls: { ...target.tls } } : options),
+    );
   if (target.kind === 'sentinel')
     return endsWhenDisconnected(followMaster(new Redis({ ...options, ...sentinelOptions(target) })));
   const nodes = target.nodes.map(({ host, port }) => ({ host, port }));
@@ -565,13 +570,75 @@ export function displayUrl(url: string): string {
 
 /** The error every command reports when Redis cannot be reached (exit 3). */
 export function redisUnavailable(target: RedisTarget | string, cause?: unknown): AppError {
-  const reason = cause instanceof Error ? `: ${cause.message.split('\n')[0]}` : '';
+  // OpenSSL's messages carry its internals (`405D…:error:0A00045C:SSL routines:…`); `reason` is the words.
+  const { code, reason: openssl } = (cause ?? {}) as { code?: unknown; reason?: unknown };
+  const fromOpenssl = typeof code === 'string' && code.startsWith('ERR_SSL_') && typeof openssl === 'string';
+  const text = fromOpenssl ? openssl : cause instanceof Error ? cause.message : undefined;
+  const reason = text === undefined ? '' : `: ${text.split('\n')[0]}`;
   const where = typeof target === 'string' ? displayUrl(target) : describeTarget(target);
-  return new AppError('REDIS_UNAVAILABLE', `Redis at ${where} is unreachable${reason}`, {
+  const hint = cause instanceof Error ? tlsHint(cause, usesTls(target)) : '';
+  return new AppError('REDIS_UNAVAILABLE', `Redis at ${where} is unreachable${reason}${hint}`, {
     cause,
     transient: true,
     exitCode: ExitCode.unavailable,
   });
+}
+
+/** Whether connections to `target` use TLS (a `rediss://` URL, or REDIS_TLS settings for Sentinel and Cluster). */
+function usesTls(target: RedisTarget | string): boolean {
+  if (typeof target === 'string') return target.startsWith('rediss:');
+  if (target.kind === 'server') return target.url.startsWith('rediss:');
+  return target.tls !== undefined;
+}
+
+/** Certificate checks that fail because the chain does not lead to a CA the client trusts. */
+const UNTRUSTED_CERTIFICATE = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+]);
+
+/**
+ * What to do about a TLS failure, as a clause after the error: a certificate not signed by a
+ * trusted CA, one for another host or out of date, a handshake the server closed (a Redis that
+ * asks for a client certificate) or never answered (no TLS on that port), and a plain connection
+ * a TLS port closed. Empty for other errors.
+ */
+function tlsHint(cause: Error, tls: boolean): string {
+  const code = (cause as NodeJS.ErrnoException).code ?? '';
+  if (UNTRUSTED_CERTIFICATE.has(code))
+    return ' (its certificate is not signed by a CA magpie trusts: REDIS_TLS_CA names the PEM file of the CA that signed it)';
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return ' (its certificate is for another host: connect by a name or address the certificate lists)';
+  if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID')
+    return " (its certificate is out of date: renew the server's certificate)";
+  if (
+    code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' ||
+    code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE'
+  )
+    return ' (it asks for a client certificate: REDIS_TLS_CERT and REDIS_TLS_KEY name its PEM files)';
+  if (code === 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA' || code === 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE')
+    return " (it refused magpie's client certificate: REDIS_TLS_CERT must be signed by a CA its tls-ca-cert-file holds)";
+  if (tls && (code === 'ECONNRESET' || code === 'EPIPE'))
+    return ' (it closed the TLS handshake: a Redis with tls-auth-clients yes asks for a client certificate, REDIS_TLS_CERT and REDIS_TLS_KEY)';
+  if (tls && code === 'ETIMEDOUT')
+    return ' (no TLS handshake: does it serve TLS on that port? a plain one takes redis://)';
+  if (!tls && (code === 'ECONNRESET' || code === 'EPIPE'))
+    return ' (if it serves TLS on that port, the URL must be rediss://)';
+  return '';
+}
+
+/**
+ * The reason a connection attempt failed: ioredis rejects `connect()` with "Connection is
+ * closed." when the socket closed after an error it emitted (a refused certificate, a reset),
+ * and that error is the one to tell.
+ */
+function failureOf(rejection: unknown, lastError: Error | undefined): unknown {
+  const closed = rejection instanceof Error && rejection.message === 'Connection is closed.';
+  return closed && lastError ? lastError : rejection;
 }
 
 /**
@@ -587,14 +654,20 @@ export async function connectProducer(target: RedisTarget | string, patient = fa
   const where = typeof target === 'string' ? serverTarget(target) : target;
   const redis = newRedis(where, options, patient);
   // Errors are surfaced through command rejections; keep ioredis from printing them.
-  redis.on('error', () => undefined);
+  let lastError: Error | undefined;
+  const remember = (err: Error) => {
+    lastError = err;
+  };
+  redis.on('error', remember);
   try {
     await redis.connect();
     await redis.ping();
+    redis.off('error', remember);
+    redis.on('error', () => undefined);
     return redis;
   } catch (err) {
     redis.disconnect();
-    throw redisUnavailable(where, err);
+    throw redisUnavailable(where, failureOf(err, lastError));
   }
 }
 

@@ -463,7 +463,11 @@ function buildConfig(
     mcp: { configFile: mcpConfigFile, timeoutMs: e.MAGPIE_MCP_TIMEOUT },
     search: searchConfig(e),
     media: { maxBytes: e.MAGPIE_MAX_MEDIA_BYTES },
-    redis: redisConfig(e, { prefix: e.MAGPIE_QUEUE_PREFIX, concurrency: e.MAGPIE_WORKER_CONCURRENCY }),
+    redis: redisConfig(e, {
+      prefix: e.MAGPIE_QUEUE_PREFIX,
+      concurrency: e.MAGPIE_WORKER_CONCURRENCY,
+      workspace,
+    }),
     channels: settings,
     channelSecrets: channelSecrets(channels, settings),
     heartbeat: { intervalMs: e.MAGPIE_HEARTBEAT_INTERVAL, activeHours: e.MAGPIE_HEARTBEAT_ACTIVE_HOURS },

@@ -1,17 +1,35 @@
 /**
  * The bus's Redis settings: one server (REDIS_URL, or the private redis-server
  * when unset), a Sentinel-watched master (REDIS_SENTINELS, REDIS_SENTINEL_NAME)
- * or a Redis Cluster (REDIS_CLUSTER_NODES, with a hash-tagged key prefix), its password (in REDIS_URL or REDIS_PASSWORD) and how many replicas must
- * hold a write before a platform is told "received" (MAGPIE_REDIS_MIN_REPLICAS).
+ * or a Redis Cluster (REDIS_CLUSTER_NODES, with a hash-tagged key prefix), its password (in REDIS_URL or REDIS_PASSWORD),
+ * TLS (a `rediss://` REDIS_URL, with REDIS_TLS_CA, REDIS_TLS_CERT and REDIS_TLS_KEY for a private CA and
+ * client certificates) and how many replicas must hold a write before a platform is told "received"
+ * (MAGPIE_REDIS_MIN_REPLICAS).
  */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import { duration, optionalText, redisUrl } from './env-values.js';
+import { isWithin } from './sandbox-settings.js';
 
 /** One Sentinel's address. */
 export interface SentinelAddress {
   host: string;
   port: number;
+}
+
+/**
+ * TLS to Redis, on when REDIS_URL is `rediss://`: the server's certificate is checked against
+ * `ca` when given (REDIS_TLS_CA, e.g. a private CA), else against Node's public CAs, and for the
+ * host magpie connects to; `cert` and `key` (REDIS_TLS_CERT, REDIS_TLS_KEY) are the client
+ * certificate a Redis with `tls-auth-clients yes` asks for. Each is a file's PEM text, read once.
+ */
+export interface RedisTls {
+  ca?: string;
+  cert?: string;
+  key?: string;
 }
 
 /** A master found through Sentinel; credentials, TLS and database come from REDIS_URL / REDIS_PASSWORD. */
@@ -24,8 +42,8 @@ export interface SentinelSettings {
   sentinelPassword: string | undefined;
   username: string | undefined;
   password: string | undefined;
-  /** REDIS_URL is `rediss://`: TLS to the Sentinels and to the master. */
-  tls: boolean;
+  /** Set when REDIS_URL is `rediss://`: TLS to the Sentinels and to the master. */
+  tls: RedisTls | undefined;
   db: number;
 }
 
@@ -35,8 +53,8 @@ export interface ClusterSettings {
   nodes: readonly SentinelAddress[];
   username: string | undefined;
   password: string | undefined;
-  /** REDIS_URL is `rediss://`: TLS to every node. */
-  tls: boolean;
+  /** Set when REDIS_URL is `rediss://`: TLS to every node. */
+  tls: RedisTls | undefined;
 }
 
 /** `Config['redis']`. */
@@ -45,6 +63,8 @@ export interface RedisConfig {
   url: string | undefined;
   /** The master's password (REDIS_URL's or REDIS_PASSWORD), for redaction. */
   password: string | undefined;
+  /** Set when REDIS_URL is `rediss://` (REDIS_URL's server, the Sentinels and master, or the Cluster's nodes). */
+  tls: RedisTls | undefined;
   /** Set when REDIS_SENTINELS is: the master is found through them and followed across failovers. */
   sentinel: SentinelSettings | undefined;
   /** Set when REDIS_CLUSTER_NODES is: every connection is an ioredis Cluster. */
@@ -115,6 +135,9 @@ export const REDIS_ENV = {
       message: 'may hold only letters, digits, ".", "_" and "-"',
     }),
   REDIS_SENTINEL_PASSWORD: optionalText,
+  REDIS_TLS_CA: optionalText,
+  REDIS_TLS_CERT: optionalText,
+  REDIS_TLS_KEY: optionalText,
   MAGPIE_REDIS_MIN_REPLICAS: z
     .string()
     .default('0')
@@ -132,7 +155,10 @@ export const REDIS_ENV = {
 type RedisEnv = { [K in keyof typeof REDIS_ENV]: z.output<(typeof REDIS_ENV)[K]> };
 
 /** The validated Redis variables → `Config['redis']`; ConfigError (one line) when they disagree. */
-export function redisConfig(e: RedisEnv, bus: { prefix: string; concurrency: number }): RedisConfig {
+export function redisConfig(
+  e: RedisEnv,
+  bus: { prefix: string; concurrency: number; workspace: string },
+): RedisConfig {
   const url = e.REDIS_URL === undefined ? undefined : new URL(e.REDIS_URL);
   if (url?.password && e.REDIS_PASSWORD) {
     throw new ConfigError(
@@ -150,9 +176,11 @@ export function redisConfig(e: RedisEnv, bus: { prefix: string; concurrency: num
   }
   if (clusterNodes) checkClusterFits(e, url);
   const username = url?.username ? decodeURIComponent(url.username) : undefined;
+  const tls = redisTls(e, url?.protocol === 'rediss:', bus.workspace);
   return {
     url: url?.toString(),
     password,
+    tls,
     sentinel: sentinels
       ? {
           sentinels,
@@ -160,13 +188,11 @@ export function redisConfig(e: RedisEnv, bus: { prefix: string; concurrency: num
           sentinelPassword: e.REDIS_SENTINEL_PASSWORD,
           username,
           password,
-          tls: url?.protocol === 'rediss:',
+          tls,
           db: databaseOf(url),
         }
       : undefined,
-    cluster: clusterNodes
-      ? { nodes: clusterNodes, username, password, tls: url?.protocol === 'rediss:' }
-      : undefined,
+    cluster: clusterNodes ? { nodes: clusterNodes, username, password, tls } : undefined,
     prefix: clusterNodes ? clusterPrefix(bus.prefix) : bus.prefix,
     concurrency: bus.concurrency,
     minReplicas: e.MAGPIE_REDIS_MIN_REPLICAS,
@@ -208,4 +234,76 @@ function databaseOf(url: URL | undefined): number {
     );
   }
   return db;
+}
+
+/** The TLS variables, each naming a PEM file. */
+const TLS_FILES = [
+  ['REDIS_TLS_CA', 'ca'],
+  ['REDIS_TLS_CERT', 'cert'],
+  ['REDIS_TLS_KEY', 'key'],
+] as const;
+
+/**
+ * TLS to Redis when `on` (a `rediss://` REDIS_URL): the PEM text of each file REDIS_TLS_* names,
+ * each checked to be what it says. ConfigError (one line naming the variable) for a file set
+ * without TLS on, a certificate without its key (or the reverse), a file that cannot be read or
+ * holds something else, and a key inside the workspace, where the agent's tools could read it.
+ */
+function redisTls(e: RedisEnv, on: boolean, workspace: string): RedisTls | undefined {
+  const given = TLS_FILES.filter(([variable]) => e[variable] !== undefined);
+  if (!on) {
+    if (given.length === 0) return undefined;
+    throw new ConfigError(
+      `${given[0]![0]} is set but REDIS_URL is not rediss://: TLS to Redis is turned on by a rediss:// REDIS_URL (with REDIS_SENTINELS or REDIS_CLUSTER_NODES its host is not used, e.g. rediss://:password@redis)`,
+    );
+  }
+  if ((e.REDIS_TLS_CERT === undefined) !== (e.REDIS_TLS_KEY === undefined)) {
+    const [set, missing] =
+      e.REDIS_TLS_CERT === undefined
+        ? ['REDIS_TLS_KEY', 'REDIS_TLS_CERT']
+        : ['REDIS_TLS_CERT', 'REDIS_TLS_KEY'];
+    throw new ConfigError(`${set} is set but ${missing} is not: a client certificate needs both`);
+  }
+  const tls: RedisTls = {};
+  for (const [variable, field] of given) {
+    const file = path.resolve(e[variable]!);
+    if (field === 'key') checkKeyOutsideWorkspace(file, workspace);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new ConfigError(`${variable} ${file} cannot be read (${reason}): name a PEM file`);
+    }
+    checkPem(variable, file, field, text);
+    tls[field] = text;
+  }
+  return tls;
+}
+
+/** ConfigError unless `text` holds what `field` needs: certificates, or one private key (not encrypted). */
+function checkPem(variable: string, file: string, field: 'ca' | 'cert' | 'key', text: string): void {
+  try {
+    if (field === 'key') createPrivateKey(text);
+    else new X509Certificate(text);
+  } catch {
+    const what = field === 'key' ? 'an unencrypted PEM private key' : 'PEM certificates';
+    throw new ConfigError(`${variable} ${file} does not hold ${what}`);
+  }
+}
+
+/** ConfigError when the key file (or what a link there leads to) is inside the workspace. */
+function checkKeyOutsideWorkspace(file: string, workspace: string): void {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  if (isWithin(path.resolve(workspace), file) || isWithin(real(workspace), real(file))) {
+    throw new ConfigError(
+      `REDIS_TLS_KEY ${file} is inside the workspace (${workspace}), where the assistant's tools could read it: keep it outside, e.g. beside .env`,
+    );
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * The secret values in a Config: keys (LLM, fallback and embedding models, web search),
  * each channel's secrets (its descriptor names them: bot tokens, credentials in
- * its API root), the dashboard token, the backup passphrase, and the credentials inside configured URLs
+ * its API root), the dashboard token, the backup passphrase, the Redis client key (REDIS_TLS_KEY's text), and the credentials inside configured URLs
  * (user, password, secret-looking query values). Loggers, doctor and error lines redact them in every spelling.
  */
 import type { Config } from './index.js';
@@ -24,6 +24,7 @@ export function secretValues(config: Config): string[] {
     ...urlCredentials(config.redis.url),
     config.redis.password,
     config.redis.sentinel?.sentinelPassword,
+    config.redis.tls?.key,
     config.search.brave.apiKey,
     config.search.tavily.apiKey,
     ...urlCredentials(config.search.brave.apiRoot),

@@ -51,7 +51,7 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
       let target: RedisTarget;
       if (sentinel) target = { kind: 'sentinel', ...sentinel };
       else if (cluster) target = { kind: 'cluster', ...cluster };
-      else if (url) target = serverTarget(url);
+      else if (url) target = serverTarget(url, config.redis.tls);
       else {
         return skipped(
           'REDIS_URL unset and no private redis-server running; "magpie start" starts one (appendonly, noeviction)',

@@ -184,5 +184,5 @@ export function clusterTarget(cluster: RedisClusterHandle): RedisTarget {
     const [host, port] = node.split(':');
     return { host: host ?? '127.0.0.1', port: Number(port) };
   });
-  return { kind: 'cluster', nodes, username: undefined, password: undefined, tls: false };
+  return { kind: 'cluster', nodes, username: undefined, password: undefined, tls: undefined };
 }

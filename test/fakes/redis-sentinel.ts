@@ -176,6 +176,6 @@ export function sentinelTarget(group: SentinelGroup): RedisTarget {
     sentinelPassword: undefined,
     username: undefined,
     password: undefined,
-    tls: false,
+    tls: undefined,
   };
 }

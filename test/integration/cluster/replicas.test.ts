@@ -89,7 +89,7 @@ describe('Redis Cluster: a patient connection through a failover', () => {
       nodes: cluster.nodes.split(',').map((n) => ({ host: '127.0.0.1', port: Number(n.split(':')[1]) })),
       username: undefined,
       password: undefined,
-      tls: false,
+      tls: undefined,
     };
     const patient = await connectProducer(target, true);
     const producer = await connectProducer(target);

@@ -1,8 +1,13 @@
-/** REDIS_SENTINELS, REDIS_CLUSTER_NODES, REDIS_PASSWORD and MAGPIE_REDIS_MIN_REPLICAS: parsed, refused in one line, redacted. */
-import { describe, expect, it } from 'vitest';
+/** REDIS_SENTINELS, REDIS_CLUSTER_NODES, REDIS_PASSWORD, REDIS_TLS_* and MAGPIE_REDIS_MIN_REPLICAS: parsed, refused in one line, redacted. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { secretValues } from '../../../src/config/secrets.js';
 import { configRefusal } from '../../fakes/config.js';
+import { makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
 
 const base = { MAGPIE_WORKSPACE: '/tmp/ws', MAGPIE_STATE_DIR: '/tmp/state-outside' };
 
@@ -26,7 +31,7 @@ describe('Redis Sentinel settings', () => {
       sentinelPassword: undefined,
       username: 'app',
       password: 'p@ss',
-      tls: true,
+      tls: {},
       db: 2,
     });
     expect(config.redis).toMatchObject({ minReplicas: 1, waitTimeoutMs: 250 });
@@ -92,7 +97,7 @@ describe('Redis Cluster settings', () => {
       ],
       username: 'app',
       password: 'p@ss',
-      tls: true,
+      tls: {},
     });
     expect(config.redis.prefix).toBe('{bus}');
     expect(config.redis.sentinel).toBeUndefined();
@@ -143,6 +148,112 @@ describe('Redis Cluster settings', () => {
     expect(err.message).toMatch(message);
     expect(err.message).not.toContain('\n');
     expect(err.message).not.toMatch(/pw-one-x/);
+    expect(err.exitCode).toBe(2);
+  });
+});
+
+describe('TLS to Redis: REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY', () => {
+  let certs: TestCertificates;
+  let dir: string;
+  beforeAll(async () => {
+    certs = await makeTestCertificates();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-tls-settings-'));
+    writeFileSync(path.join(dir, 'not-pem.txt'), 'hello\n');
+    execFileSync('openssl', [
+      'pkey',
+      '-in',
+      certs.clientKey,
+      '-aes256',
+      '-passout',
+      'pass:secret',
+      '-out',
+      path.join(dir, 'encrypted.key'),
+    ]);
+  });
+  afterAll(() => {
+    certs?.remove();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads each PEM file once into the settings of every kind of Redis, and keeps the key among the secrets', () => {
+    const env = {
+      ...base,
+      REDIS_URL: 'rediss://:pw-tls-x@redis.internal:6380',
+      REDIS_TLS_CA: certs.ca,
+      REDIS_TLS_CERT: certs.clientCert,
+      REDIS_TLS_KEY: certs.clientKey,
+    };
+    const tls = {
+      ca: readFileSync(certs.ca, 'utf8'),
+      cert: readFileSync(certs.clientCert, 'utf8'),
+      key: readFileSync(certs.clientKey, 'utf8'),
+    };
+    expect(parseConfig(env).redis.tls).toEqual(tls);
+    expect(parseConfig({ ...env, REDIS_SENTINELS: '10.0.0.1:26379' }).redis.sentinel?.tls).toEqual(tls);
+    expect(parseConfig({ ...env, REDIS_CLUSTER_NODES: '10.0.0.1:6379' }).redis.cluster?.tls).toEqual(tls);
+    expect(secretValues(parseConfig(env))).toContain(tls.key);
+    // rediss:// alone: TLS with Node's public CAs, no client certificate.
+    expect(parseConfig({ ...base, REDIS_URL: 'rediss://redis.example:6380' }).redis.tls).toEqual({});
+    expect(parseConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' }).redis.tls).toBeUndefined();
+  });
+
+  it.each([
+    [
+      () => ({ REDIS_URL: 'redis://127.0.0.1:6379', REDIS_TLS_CA: certs.ca }),
+      /^REDIS_TLS_CA is set but REDIS_URL is not rediss:\/\/: TLS to Redis is turned on by a rediss:\/\/ REDIS_URL/,
+    ],
+    [
+      () => ({
+        REDIS_SENTINELS: '10.0.0.1:26379',
+        REDIS_TLS_CERT: certs.clientCert,
+        REDIS_TLS_KEY: certs.clientKey,
+      }),
+      /^REDIS_TLS_CERT is set but REDIS_URL is not rediss:\/\//,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CERT: certs.clientCert }),
+      /^REDIS_TLS_CERT is set but REDIS_TLS_KEY is not: a client certificate needs both$/,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_KEY: certs.clientKey }),
+      /^REDIS_TLS_KEY is set but REDIS_TLS_CERT is not: a client certificate needs both$/,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CA: path.join(dir, 'missing.pem') }),
+      /^REDIS_TLS_CA \/.*missing\.pem cannot be read \(ENOENT\): name a PEM file$/,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CA: dir }),
+      /^REDIS_TLS_CA \/.* cannot be read \(EISDIR\): name a PEM file$/,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CA: path.join(dir, 'not-pem.txt') }),
+      /^REDIS_TLS_CA \/.*not-pem\.txt does not hold PEM certificates$/,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CA: certs.clientKey }),
+      /^REDIS_TLS_CA \/.* does not hold PEM certificates$/,
+    ],
+    [
+      () => ({
+        REDIS_URL: 'rediss://h:1',
+        REDIS_TLS_CERT: certs.clientCert,
+        REDIS_TLS_KEY: certs.clientCert,
+      }),
+      /^REDIS_TLS_KEY \/.* does not hold an unencrypted PEM private key$/,
+    ],
+    [
+      () => ({
+        REDIS_URL: 'rediss://h:1',
+        REDIS_TLS_CERT: certs.clientCert,
+        REDIS_TLS_KEY: path.join(dir, 'encrypted.key'),
+      }),
+      /^REDIS_TLS_KEY \/.*encrypted\.key does not hold an unencrypted PEM private key$/,
+    ],
+  ])('refuses a bad TLS setting in one line (exit 2): %#', (env, message) => {
+    const err = configRefusal({ ...base, ...env() });
+    expect(err.message).toMatch(message);
+    expect(err.message).not.toContain('\n');
     expect(err.exitCode).toBe(2);
   });
 });
