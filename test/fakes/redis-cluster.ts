@@ -11,9 +11,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../../src/bus/redis.js';
-import { type RedisHandle, startRedis } from './redis-server.js';
+import { freePort, type RedisHandle, startRedis } from './redis-server.js';
+import { clientTls, redisTlsArgs, type TestCertificates } from './tls-certs.js';
 import { waitFor } from './wait-for.js';
 
 const run = promisify(execFile);
@@ -44,6 +45,8 @@ export interface RedisClusterOptions {
    * for failed and its replica takes over. @defaultValue 2000 with replicas (Redis's own 15000 without)
    */
   nodeTimeoutMs?: number;
+  /** TLS only on every node (client certificates asked for; replication and the Cluster bus over TLS too). */
+  tls?: TestCertificates;
 }
 
 /** Three masters, every slot assigned, `replicas` replicas each; each node with `password` (requirepass) when given. */
@@ -53,6 +56,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const total = masters * (1 + replicas);
   const nodeTimeout = options.nodeTimeoutMs ?? (replicas > 0 ? 2_000 : undefined);
   const auth = options.password ? ['--requirepass', options.password, '--masterauth', options.password] : [];
+  const certs = options.tls;
+  const tls = certs ? clientTls(certs) : undefined;
+  const tlsArgs = (port: number) =>
+    certs ? [...redisTlsArgs(certs, port, 'yes'), '--tls-replication', 'yes', '--tls-cluster', 'yes'] : [];
+  const connection = { password: options.password, tls };
   const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-redis-cluster-'));
   const servers: RedisHandle[] = [];
   const restarts = new Map<number, () => Promise<RedisHandle>>();
@@ -65,7 +73,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     // Back as a replica only once it has copied its master: until then it could not take over.
     await untilNode(
       server,
-      options.password,
+      connection,
       async (redis) => /master_link_status:up/.test(await redis.info('replication')),
       30_000,
       `the node on port ${port} in sync with its master`,
@@ -87,10 +95,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         path.join(nodeDir, 'nodes.conf'),
         ...(nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(nodeTimeout)]),
       ];
-      const args = [...clusterArgs, ...auth];
-      const server = await startRedis({ dir: nodeDir, args });
+      const port = await freePort();
+      const args = [...clusterArgs, ...auth, ...tlsArgs(port)];
+      const server = await startRedis({ dir: nodeDir, port, args });
       servers.push(server);
-      restarts.set(server.port, () => startRedis({ dir: nodeDir, port: server.port, args }));
+      restarts.set(server.port, () => startRedis({ dir: nodeDir, port, args }));
     }
     const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
     // The password goes by REDISCLI_AUTH, not on redis-cli's command line.
@@ -103,13 +112,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       '--cluster-replicas',
       String(replicas),
       '--cluster-yes',
+      ...(certs ? ['--tls', '--cacert', certs.ca, '--cert', certs.clientCert, '--key', certs.clientKey] : []),
     ];
     await run('redis-cli', create, { timeout: 20_000, env });
     // `--cluster create` returns once the slots are assigned; each node learns the others' over the bus.
     for (const server of servers) {
       await untilNode(
         server,
-        options.password,
+        connection,
         async (redis) => {
           const info = await redis.cluster('INFO');
           if (!(info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${total}`)))
@@ -124,7 +134,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     return {
       nodes: addresses.slice(0, masters).join(','),
       servers,
-      ownerPort: (key, except) => ownerPort(servers, key, options.password, except),
+      ownerPort: (key, except) => ownerPort(servers, key, connection, except),
       restart,
       stop,
     };
@@ -143,12 +153,12 @@ function connectedReplicas(replication: string): number {
 async function ownerPort(
   servers: RedisHandle[],
   key: string,
-  password: string | undefined,
+  connection: NodeConnection,
   except: number | undefined,
 ): Promise<number> {
   const live = servers.find((s) => s.port !== except && s.process.exitCode === null && !s.process.signalCode);
   if (!live) throw new Error('no live node in the Cluster');
-  const redis = new Redis(live.url, { lazyConnect: true, maxRetriesPerRequest: 1, password });
+  const redis = nodeConnection(live, connection);
   try {
     await redis.connect();
     const slot = Number(await redis.cluster('KEYSLOT', key));
@@ -161,15 +171,33 @@ async function ownerPort(
   }
 }
 
+/** How the fake itself connects to a node: its password, and TLS options when the nodes serve TLS. */
+interface NodeConnection {
+  password: string | undefined;
+  tls: RedisOptions['tls'] | undefined;
+}
+
+/** An unconnected connection of the fake's own to one node. */
+function nodeConnection(server: RedisHandle, { password, tls }: NodeConnection): Redis {
+  return new Redis({
+    host: '127.0.0.1',
+    port: server.port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    password,
+    ...(tls ? { tls } : {}),
+  });
+}
+
 /** Waits until `check` holds on a connection of its own to `server`. */
 async function untilNode(
   server: RedisHandle,
-  password: string | undefined,
+  connection: NodeConnection,
   check: (redis: Redis) => Promise<boolean>,
   timeoutMs: number,
   what: string,
 ): Promise<void> {
-  const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1, password });
+  const redis = nodeConnection(server, connection);
   try {
     await redis.connect();
     await waitFor(() => check(redis), timeoutMs, what);

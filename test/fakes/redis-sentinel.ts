@@ -3,14 +3,17 @@
  * and Sentinels (`redis-server <conf> --sentinel`), all on free 127.0.0.1
  * ports, with short failure detection so a killed master is replaced within
  * a few seconds. Resolves once every Sentinel knows the others and the replicas.
+ * With `tls`, every server and Sentinel serves TLS only and asks each client for a
+ * certificate the test CA signed (replication and the Sentinels' links included).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../../src/bus/redis.js';
 import { freePort, type RedisHandle, startRedis, stopProcess } from './redis-server.js';
+import { clientTls, redisTlsArgs, type TestCertificates } from './tls-certs.js';
 import { waitFor } from './wait-for.js';
 
 export interface SentinelHandle {
@@ -46,13 +49,33 @@ export interface SentinelGroupOptions {
    * @defaultValue 2000
    */
   downAfterMs?: number;
+  /** TLS only, everywhere, with these certificates (client certificates asked for). */
+  tls?: TestCertificates;
 }
 
 /** The configuration file of one Sentinel (Sentinel rewrites it, so each has its own). */
-function sentinelConfig(port: number, dir: string, name: string, masterPort: number, downAfterMs: number) {
+function sentinelConfig(
+  port: number,
+  dir: string,
+  name: string,
+  masterPort: number,
+  downAfterMs: number,
+  tls: TestCertificates | undefined,
+) {
+  const listen = tls
+    ? [
+        'port 0',
+        `tls-port ${port}`,
+        `tls-cert-file ${tls.serverCert}`,
+        `tls-key-file ${tls.serverKey}`,
+        `tls-ca-cert-file ${tls.ca}`,
+        'tls-auth-clients yes',
+        'tls-replication yes',
+      ]
+    : [`port ${port}`];
   return [
     'bind 127.0.0.1',
-    `port ${port}`,
+    ...listen,
     `dir ${dir}`,
     `sentinel monitor ${name} 127.0.0.1 ${masterPort} 2`,
     `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
@@ -67,10 +90,11 @@ async function startSentinel(
   name: string,
   masterPort: number,
   downAfterMs: number,
+  tls: TestCertificates | undefined,
 ): Promise<SentinelHandle> {
   const port = await freePort();
   const file = path.join(dir, `sentinel-${port}.conf`);
-  writeFileSync(file, sentinelConfig(port, dir, name, masterPort, downAfterMs));
+  writeFileSync(file, sentinelConfig(port, dir, name, masterPort, downAfterMs, tls));
   const child = spawn('redis-server', [file, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let out = '';
@@ -91,8 +115,18 @@ async function startSentinel(
 }
 
 /** Runs `work` on a short connection to the Sentinel at `port`. */
-async function askSentinel<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0 });
+async function askSentinel<T>(
+  port: number,
+  tls: RedisOptions['tls'],
+  work: (redis: Redis) => Promise<T>,
+): Promise<T> {
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    ...(tls ? { tls } : {}),
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
@@ -106,7 +140,18 @@ async function askSentinel<T>(port: number, work: (redis: Redis) => Promise<T>):
 export async function startSentinelGroup(options: SentinelGroupOptions = {}): Promise<SentinelGroup> {
   const name = options.name ?? 'mymaster';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'magpie-sentinel-'));
-  const master = await startRedis();
+  const certs = options.tls;
+  const tls = certs ? clientTls(certs) : undefined;
+  /** A server of the group: TLS only with `certs`, replication over TLS too. */
+  const server = async (args: string[] = []) => {
+    if (!certs) return startRedis({ args });
+    const port = await freePort();
+    return startRedis({
+      port,
+      args: [...redisTlsArgs(certs, port, 'yes'), '--tls-replication', 'yes', ...args],
+    });
+  };
+  const master = await server();
   const replicas: RedisHandle[] = [];
   const sentinels: SentinelHandle[] = [];
   const stop = async () => {
@@ -117,9 +162,14 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
   };
   try {
     for (let i = 0; i < (options.replicas ?? 1); i++) {
-      replicas.push(await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] }));
+      replicas.push(await server(['--replicaof', '127.0.0.1', String(master.port)]));
     }
-    const info = new Redis(master.url, { lazyConnect: true });
+    const info = new Redis({
+      host: '127.0.0.1',
+      port: master.port,
+      lazyConnect: true,
+      ...(tls ? { tls } : {}),
+    });
     await info.connect();
     try {
       await waitFor(
@@ -132,13 +182,13 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
       info.disconnect();
     }
     for (let i = 0; i < (options.sentinels ?? 3); i++) {
-      sentinels.push(await startSentinel(dir, name, master.port, options.downAfterMs ?? 2_000));
+      sentinels.push(await startSentinel(dir, name, master.port, options.downAfterMs ?? 2_000, certs));
     }
     // A failover needs a majority of the Sentinels each one knows: wait until they found each other.
     for (const s of sentinels) {
       await waitFor(
         () =>
-          askSentinel(s.port, async (redis) => {
+          askSentinel(s.port, tls, async (redis) => {
             const others = (await redis.call('SENTINEL', 'SENTINELS', name)) as unknown[];
             const known = (await redis.call('SENTINEL', 'REPLICAS', name)) as unknown[];
             return others.length === sentinels.length - 1 && known.length === replicas.length;
@@ -158,7 +208,7 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
     sentinels,
     addresses: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
     masterPort: () =>
-      askSentinel(sentinels[0]!.port, async (redis) => {
+      askSentinel(sentinels[0]!.port, tls, async (redis) => {
         const addr = (await redis.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string];
         return Number(addr[1]);
       }),

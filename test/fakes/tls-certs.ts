@@ -6,10 +6,11 @@
  * Every file is PEM, in one folder.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { RedisOptions } from 'ioredis';
 
 const run = promisify(execFile);
 
@@ -145,4 +146,13 @@ export function redisTlsArgs(
     '--tls-auth-clients',
     clientCerts,
   ];
+}
+
+/** ioredis's TLS options for a client of servers started with `certs`: their CA, the client certificate. */
+export function clientTls(certs: TestCertificates): RedisOptions['tls'] {
+  return {
+    ca: readFileSync(certs.ca, 'utf8'),
+    cert: readFileSync(certs.clientCert, 'utf8'),
+    key: readFileSync(certs.clientKey, 'utf8'),
+  };
 }

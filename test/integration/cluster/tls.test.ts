@@ -1,0 +1,69 @@
+/**
+ * A Redis Cluster over TLS: three masters with a replica each, every node serving TLS only
+ * (replication and the Cluster bus too) and asking every client for a certificate the test
+ * CA signed. magpie reaches it with REDIS_CLUSTER_NODES, a `rediss://` REDIS_URL (its host
+ * not used) and REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY: every node connection the
+ * Cluster client opens, to nodes it learns from the slot map too, goes over TLS. It answers a
+ * CLI turn, and after a SIGKILL of the master serving magpie's slot, the next one on the
+ * replica that took over.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/app/config.js';
+import { sendAndWait } from '../../../src/channels/cli/client.js';
+import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
+import { makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
+import { waitFor } from '../../fakes/wait-for.js';
+import { busConnector, cleanupsAfterEach, ScriptedAgent, startCliStack } from '../bus/helpers.js';
+
+let certs: TestCertificates;
+let cluster: RedisClusterHandle;
+let workspace: string;
+
+beforeAll(async () => {
+  certs = await makeTestCertificates();
+  workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-tls-workspace-'));
+  cluster = await startRedisCluster({ replicas: 1, tls: certs });
+}, 60_000);
+afterAll(async () => {
+  await cluster?.stop();
+  certs?.remove();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+}, 30_000);
+
+const cleanups = cleanupsAfterEach();
+const connect = busConnector(cleanups);
+
+describe('a Redis Cluster over TLS', () => {
+  it("answers over TLS, and again after its slot's master is killed and a replica takes over", async () => {
+    const config = parseConfig({
+      REDIS_CLUSTER_NODES: cluster.nodes,
+      REDIS_URL: 'rediss://cluster',
+      REDIS_TLS_CA: certs.ca,
+      REDIS_TLS_CERT: certs.clientCert,
+      REDIS_TLS_KEY: certs.clientKey,
+      MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+      MAGPIE_WORKSPACE: workspace,
+    });
+    const agent = new ScriptedAgent();
+    await startCliStack(connect, config, cleanups, { agent, concurrency: 2 });
+    const client = await connect(config, true);
+    const first = await sendAndWait(client, { content: 'before', chatId: 'tls-cluster', timeoutMs: 10_000 });
+    expect(first.content).toBe('before');
+
+    const oldPort = await cluster.ownerPort(client.prefix);
+    cluster.servers.find((s) => s.port === oldPort)!.process.kill('SIGKILL');
+    await waitFor(
+      async () => (await cluster.ownerPort(client.prefix, oldPort)) !== oldPort,
+      30_000,
+      'a replica taking over the slot',
+    );
+
+    const second = await sendAndWait(client, { content: 'after', chatId: 'tls-cluster', timeoutMs: 30_000 });
+    expect(second.content).toBe('after');
+    expect(agent.turns.map((t) => t.contents)).toEqual([['before'], ['after']]);
+  }, 90_000);
+});

@@ -1,0 +1,69 @@
+/**
+ * Sentinel over TLS: a master, a replica and three Sentinels that serve TLS only and ask
+ * every client for a certificate the test CA signed. magpie asks the Sentinels and talks to
+ * the master over TLS with REDIS_TLS_CA, REDIS_TLS_CERT and REDIS_TLS_KEY (`rediss://` in
+ * REDIS_URL turns it on; its host is not used), answers a CLI turn, and after the master's
+ * SIGKILL follows the Sentinels to the replica they promote and answers the next one.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/app/config.js';
+import { sendAndWait } from '../../../src/channels/cli/client.js';
+import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
+import { makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
+import { waitFor } from '../../fakes/wait-for.js';
+import { busConnector, cleanupsAfterEach, ScriptedAgent, startCliStack } from '../bus/helpers.js';
+
+let certs: TestCertificates;
+let group: SentinelGroup;
+let workspace: string;
+
+beforeAll(async () => {
+  certs = await makeTestCertificates();
+  // Not os.tmpdir(): the certificates' folder is in there, and a client key inside the workspace is refused.
+  workspace = mkdtempSync(path.join(os.tmpdir(), 'magpie-tls-workspace-'));
+  group = await startSentinelGroup({ replicas: 1, tls: certs });
+}, 60_000);
+afterAll(async () => {
+  await group?.stop();
+  certs?.remove();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+}, 30_000);
+
+const cleanups = cleanupsAfterEach();
+const connect = busConnector(cleanups);
+
+describe('Redis Sentinel over TLS', () => {
+  it('answers over TLS through the Sentinels, and again on the promoted replica after the master is killed', async () => {
+    const config = parseConfig({
+      REDIS_SENTINELS: group.addresses,
+      REDIS_URL: 'rediss://sentinel-master',
+      REDIS_TLS_CA: certs.ca,
+      REDIS_TLS_CERT: certs.clientCert,
+      REDIS_TLS_KEY: certs.clientKey,
+      MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+      MAGPIE_WORKSPACE: workspace,
+    });
+    const agent = new ScriptedAgent();
+    await startCliStack(connect, config, cleanups, { agent, concurrency: 2 });
+    const client = await connect(config, true);
+    const first = await sendAndWait(client, { content: 'before', chatId: 'tls-sentinel', timeoutMs: 10_000 });
+    expect(first.content).toBe('before');
+
+    const oldPort = await group.masterPort();
+    group.master.process.kill('SIGKILL');
+    await waitFor(
+      async () => (await group.masterPort()) !== oldPort,
+      30_000,
+      'the Sentinels promoting the replica',
+    );
+    expect(await group.masterPort()).toBe(group.replicas[0]!.port);
+
+    const second = await sendAndWait(client, { content: 'after', chatId: 'tls-sentinel', timeoutMs: 20_000 });
+    expect(second.content).toBe('after');
+    expect(agent.turns.map((t) => t.contents)).toEqual([['before'], ['after']]);
+  }, 60_000);
+});
