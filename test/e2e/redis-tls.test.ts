@@ -7,9 +7,7 @@
  * unavailable) with what to set for a missing client certificate. The client key's text
  * is in no output.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 import { freePort, type RedisHandle, startRedis } from '../fakes/redis-server.js';
