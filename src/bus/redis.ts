@@ -542,6 +542,9 @@ async function nodeServerInfo(redis: Redis): Promise<RedisServerInfo> {
 /** How long a producer waits for a connection before giving up. */
 export const PRODUCER_CONNECT_TIMEOUT_MS = 5_000;
 
+/** What {@link connectProducer} gives ioredis beyond its connect timeout (a socket's) before it stops waiting. */
+const CONNECT_DEADLINE_SLACK_MS = 1_000;
+
 /** Options for a producer: no offline queue, one retry per command, a short connect timeout. */
 export function producerOptions(): RedisOptions {
   return {
@@ -568,20 +571,33 @@ export function displayUrl(url: string): string {
   }
 }
 
-/** The error every command reports when Redis cannot be reached (exit 3). */
-export function redisUnavailable(target: RedisTarget | string, cause?: unknown): AppError {
-  // OpenSSL's messages carry its internals (`405D…:error:0A00045C:SSL routines:…`); `reason` is the words.
-  const { code, reason: openssl } = (cause ?? {}) as { code?: unknown; reason?: unknown };
-  const fromOpenssl = typeof code === 'string' && code.startsWith('ERR_SSL_') && typeof openssl === 'string';
-  const text = fromOpenssl ? openssl : cause instanceof Error ? cause.message : undefined;
-  const reason = text === undefined ? '' : `: ${text.split('\n')[0]}`;
+/**
+ * The error every command reports when Redis cannot be reached (exit 3). `firstNode`: why the
+ * first Sentinel or Cluster node refused a connection of its own, when the Sentinel or Cluster
+ * client said only that none answered.
+ */
+export function redisUnavailable(
+  target: RedisTarget | string,
+  cause?: unknown,
+  firstNode?: { address: string; error: Error },
+): AppError {
+  const reason = cause instanceof Error ? `: ${errorText(cause)}` : '';
   const where = typeof target === 'string' ? displayUrl(target) : describeTarget(target);
-  const hint = cause instanceof Error ? tlsHint(cause, usesTls(target)) : '';
-  return new AppError('REDIS_UNAVAILABLE', `Redis at ${where} is unreachable${reason}${hint}`, {
+  const why = firstNode?.error ?? cause;
+  const hint = why instanceof Error ? tlsHint(why, usesTls(target)) : '';
+  const detail = firstNode ? ` (${firstNode.address}: ${errorText(firstNode.error)})` : '';
+  return new AppError('REDIS_UNAVAILABLE', `Redis at ${where} is unreachable${reason}${detail}${hint}`, {
     cause,
     transient: true,
     exitCode: ExitCode.unavailable,
   });
+}
+
+/** An error's first line; OpenSSL's carry its internals (`405D…:error:0A00045C:SSL routines:…`), whose `reason` is the words. */
+function errorText(error: Error): string {
+  const { code, reason } = error as { code?: unknown; reason?: unknown };
+  const fromOpenssl = typeof code === 'string' && code.startsWith('ERR_SSL_') && typeof reason === 'string';
+  return (fromOpenssl ? reason : error.message).split('\n')[0]!;
 }
 
 /** Whether connections to `target` use TLS (a `rediss://` URL, or REDIS_TLS settings for Sentinel and Cluster). */
@@ -638,7 +654,58 @@ function tlsHint(cause: Error, tls: boolean): string {
  */
 function failureOf(rejection: unknown, lastError: Error | undefined): unknown {
   const closed = rejection instanceof Error && rejection.message === 'Connection is closed.';
-  return closed && lastError ? lastError : rejection;
+  const failure = closed && lastError ? lastError : rejection;
+  // ioredis's "All sentinels are unreachable. Retrying from scratch after 1000ms. Last error: …":
+  // this command does not retry, and the last error is often only "Connection is closed.".
+  const sentinels =
+    failure instanceof Error
+      ? /^All sentinels are unreachable\b.*?(?: Last error: (.*))?$/.exec(failure.message)
+      : null;
+  if (!sentinels) return failure;
+  const last = sentinels[1];
+  return new Error(
+    `no Sentinel answered${last && last !== 'Connection is closed.' ? ` (the last: ${last})` : ''}`,
+  );
+}
+
+/**
+ * Why the first Sentinel (or Cluster node) of `target` refuses a plain connection of its own,
+ * with `target`'s credentials and TLS: undefined when it answers, and for one server. A Sentinel
+ * or Cluster client that finds none of them says only that ("All sentinels are unreachable …
+ * Last error: Connection is closed.", "None of startup nodes is available"), not why: a
+ * certificate refused, a password, a port with nothing behind it.
+ */
+async function firstNodeFailure(target: RedisTarget): Promise<{ address: string; error: Error } | undefined> {
+  if (target.kind === 'server') return undefined;
+  const node = target.kind === 'sentinel' ? target.sentinels[0] : target.nodes[0];
+  if (!node) return undefined;
+  const auth =
+    target.kind === 'sentinel'
+      ? { password: target.sentinelPassword }
+      : { username: target.username, password: target.password };
+  const probe = new Redis({
+    host: node.host,
+    port: node.port,
+    ...auth,
+    ...(target.tls ? { tls: { ...target.tls } } : {}),
+    lazyConnect: true,
+    connectTimeout: 2_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  let first: Error | undefined;
+  probe.on('error', (err: Error) => {
+    first ??= err;
+  });
+  try {
+    await probe.connect();
+    await probe.ping();
+    return undefined;
+  } catch (err) {
+    return { address: `${node.host}:${node.port}`, error: first ?? (err as Error) };
+  } finally {
+    probe.disconnect();
+  }
 }
 
 /**
@@ -659,15 +726,30 @@ export async function connectProducer(target: RedisTarget | string, patient = fa
     lastError = err;
   };
   redis.on('error', remember);
-  try {
+  const ready = (async () => {
     await redis.connect();
     await redis.ping();
+  })();
+  ready.catch(() => undefined); // settled after the deadline, if at all: nobody waits for it then
+  // connectTimeout covers one socket; a Sentinel connection none of whose Sentinels answer retries
+  // from scratch for good without settling connect(): the deadline is the producer's own.
+  let deadline: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    deadline = setTimeout(
+      () => reject(lastError ?? new Error(`no answer within ${PRODUCER_CONNECT_TIMEOUT_MS / 1000} s`)),
+      PRODUCER_CONNECT_TIMEOUT_MS + CONNECT_DEADLINE_SLACK_MS,
+    );
+  });
+  try {
+    await Promise.race([ready, late]);
     redis.off('error', remember);
     redis.on('error', () => undefined);
     return redis;
   } catch (err) {
     redis.disconnect();
-    throw redisUnavailable(where, failureOf(err, lastError));
+    throw redisUnavailable(where, failureOf(err, lastError), await firstNodeFailure(where));
+  } finally {
+    clearTimeout(deadline);
   }
 }
 

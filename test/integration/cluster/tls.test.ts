@@ -5,7 +5,8 @@
  * not used) and REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY: every node connection the
  * Cluster client opens, to nodes it learns from the slot map too, goes over TLS. It answers a
  * CLI turn, and after a SIGKILL of the master serving magpie's slot, the next one on the
- * replica that took over.
+ * replica that took over. Without its client certificate it is refused at once, saying so:
+ * ioredis's Cluster client says only "None of startup nodes is available".
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,8 +14,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
+import { Bus } from '../../../src/bus/bus.js';
 import { sendAndWait } from '../../../src/channels/cli/client.js';
+import { AppError } from '../../../src/errors/index.js';
+import { silentLogger } from '../../../src/log/index.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
+import { rejectedWith } from '../../fakes/rejection.js';
 import { makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
 import { waitFor } from '../../fakes/wait-for.js';
 import { busConnector, cleanupsAfterEach, ScriptedAgent, startCliStack } from '../bus/helpers.js';
@@ -38,6 +43,25 @@ const cleanups = cleanupsAfterEach();
 const connect = busConnector(cleanups);
 
 describe('a Redis Cluster over TLS', () => {
+  // First: the failover below kills one of the startup nodes this names.
+  it('says a client certificate is needed when the nodes ask for one and none is set', async () => {
+    const config = parseConfig({
+      REDIS_CLUSTER_NODES: cluster.nodes,
+      REDIS_URL: 'rediss://cluster',
+      REDIS_TLS_CA: certs.ca,
+      MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+      MAGPIE_WORKSPACE: workspace,
+    });
+    const error = await rejectedWith(AppError, Bus.connect({ config, logger: silentLogger() }));
+    expect(error).toMatchObject({ code: 'REDIS_UNAVAILABLE', exitCode: 3 });
+    const first = cluster.nodes.split(',')[0]!;
+    expect(error.message).toMatch(
+      new RegExp(
+        `^Redis at cluster \\(nodes ${cluster.nodes}\\) is unreachable: None of startup nodes is available \\(${first}: .+\\) \\(.*client certificate.*REDIS_TLS_CERT and REDIS_TLS_KEY`,
+      ),
+    );
+  });
+
   it("answers over TLS, and again after its slot's master is killed and a replica takes over", async () => {
     const config = parseConfig({
       REDIS_CLUSTER_NODES: cluster.nodes,
