@@ -11,7 +11,12 @@ import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../fakes/openai-server.js';
 import { freePort, type RedisHandle, startRedis } from '../fakes/redis-server.js';
-import { makeTestCertificates, redisTlsArgs, type TestCertificates } from '../fakes/tls-certs.js';
+import {
+  clientTlsEnv,
+  makeTestCertificates,
+  redisTlsArgs,
+  type TestCertificates,
+} from '../fakes/tls-certs.js';
 import { build, daemonEnv, magpie, type Proc, stop, tempWorkspace } from './daemon-helpers.js';
 
 describe('magpie on a Redis that speaks TLS only', () => {
@@ -33,9 +38,7 @@ describe('magpie on a Redis that speaks TLS only', () => {
       OPENAI_BASE_URL: fake.baseURL,
       MAGPIE_WORKSPACE: workspace,
       REDIS_URL: `rediss://127.0.0.1:${port}`,
-      REDIS_TLS_CA: certs.ca,
-      REDIS_TLS_CERT: certs.clientCert,
-      REDIS_TLS_KEY: certs.clientKey,
+      ...clientTlsEnv(certs),
     });
   }, 120_000);
   afterAll(async () => {

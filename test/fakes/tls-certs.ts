@@ -156,3 +156,8 @@ export function clientTls(certs: TestCertificates): RedisOptions['tls'] {
     key: readFileSync(certs.clientKey, 'utf8'),
   };
 }
+
+/** REDIS_TLS_CA, REDIS_TLS_CERT and REDIS_TLS_KEY for a client of servers started with `certs`. */
+export function clientTlsEnv(certs: TestCertificates): Record<string, string> {
+  return { REDIS_TLS_CA: certs.ca, REDIS_TLS_CERT: certs.clientCert, REDIS_TLS_KEY: certs.clientKey };
+}

@@ -5,12 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import { afterEach, inject } from 'vitest';
+import { afterEach, expect, inject } from 'vitest';
 import type { AgentRunner, TurnOptions, TurnResult } from '../../../src/agent/types.js';
 import { parseConfig } from '../../../src/app/config.js';
 import { Bus, type BusConnectOptions } from '../../../src/bus/bus.js';
 import type { ConsumerTuning } from '../../../src/bus/consumer.js';
 import { CliChannel } from '../../../src/channels/cli/cli-channel.js';
+import { sendAndWait } from '../../../src/channels/cli/client.js';
 import type { Channel } from '../../../src/channels/types.js';
 import type { Config } from '../../../src/config/index.js';
 import { OutboundDelivery } from '../../../src/delivery/outbound-delivery.js';
@@ -292,6 +293,28 @@ export async function startCliStack(
     logger,
   });
   cleanups.push(() => delivery.close());
+}
+
+/**
+ * A CLI stack on `config` (startCliStack, a ScriptedAgent) answers a turn in `chatId`, then
+ * `blow` strikes (a failover) and the next turn is answered as well: each once, in order.
+ */
+export async function answersAcross(
+  connect: Connect,
+  config: Config,
+  cleanups: Array<() => Promise<void>>,
+  chatId: string,
+  blow: (client: Bus) => Promise<void>,
+): Promise<void> {
+  const agent = new ScriptedAgent();
+  await startCliStack(connect, config, cleanups, { agent, concurrency: 2 });
+  const client = await connect(config, true);
+  const first = await sendAndWait(client, { content: 'before', chatId, timeoutMs: 10_000 });
+  expect(first.content).toBe('before');
+  await blow(client);
+  const second = await sendAndWait(client, { content: 'after', chatId, timeoutMs: 30_000 });
+  expect(second.content).toBe('after');
+  expect(agent.turns.map((t) => t.contents)).toEqual([['before'], ['after']]);
 }
 
 /** The reply address of the one CLI request waiting in chat `chatId`'s mailbox (waits up to 5 s for it). */

@@ -19,7 +19,12 @@ import { sendAndWait } from '../../../src/channels/cli/client.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { freePort, type RedisHandle, startRedis } from '../../fakes/redis-server.js';
 import { rejectedWith } from '../../fakes/rejection.js';
-import { makeTestCertificates, redisTlsArgs, type TestCertificates } from '../../fakes/tls-certs.js';
+import {
+  clientTlsEnv,
+  makeTestCertificates,
+  redisTlsArgs,
+  type TestCertificates,
+} from '../../fakes/tls-certs.js';
 import { busConnector, cleanupsAfterEach, ScriptedAgent, startCliStack } from './helpers.js';
 
 let certs: TestCertificates;
@@ -63,13 +68,6 @@ function config(redis: RedisHandle, env: Record<string, string>, scheme = 'redis
   });
 }
 
-/** The client certificate and the CA, as a deployment with mutual TLS sets them. */
-const mutualEnv = () => ({
-  REDIS_TLS_CA: certs.ca,
-  REDIS_TLS_CERT: certs.clientCert,
-  REDIS_TLS_KEY: certs.clientKey,
-});
-
 /** Bus.connect's refusal, as the one line a command prints. */
 async function refusal(cfg: ReturnType<typeof config>): Promise<string> {
   const error = await rejectedWith(Error, Bus.connect({ config: cfg, logger: silentLogger() }));
@@ -79,7 +77,7 @@ async function refusal(cfg: ReturnType<typeof config>): Promise<string> {
 
 describe('TLS to Redis', () => {
   it('answers a CLI turn over TLS with a private CA and a client certificate', async () => {
-    const cfg = config(mutual, mutualEnv());
+    const cfg = config(mutual, clientTlsEnv(certs));
     const agent = new ScriptedAgent();
     await startCliStack(connect, cfg, cleanups, { agent, concurrency: 2 });
     const client = await connect(cfg);
@@ -138,9 +136,9 @@ describe('TLS to Redis', () => {
     const link = path.join(os.tmpdir(), `magpie-key-link-${randomUUID()}`);
     symlinkSync(workspace, link);
     try {
-      expect(config(mutual, mutualEnv()).redis.tls?.key).toContain('PRIVATE KEY');
+      expect(config(mutual, clientTlsEnv(certs)).redis.tls?.key).toContain('PRIVATE KEY');
       for (const key of [inside, path.join(link, 'redis.key')]) {
-        expect(() => config(mutual, { ...mutualEnv(), REDIS_TLS_KEY: key })).toThrow(
+        expect(() => config(mutual, { ...clientTlsEnv(certs), REDIS_TLS_KEY: key })).toThrow(
           /^REDIS_TLS_KEY .* is inside the workspace .*, where the assistant's tools could read it: keep it outside, e\.g\. beside \.env$/,
         );
       }

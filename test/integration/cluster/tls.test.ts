@@ -15,14 +15,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
-import { sendAndWait } from '../../../src/channels/cli/client.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { rejectedWith } from '../../fakes/rejection.js';
-import { makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
+import { clientTlsEnv, makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { busConnector, cleanupsAfterEach, ScriptedAgent, startCliStack } from '../bus/helpers.js';
+import { answersAcross, busConnector, cleanupsAfterEach } from '../bus/helpers.js';
 
 let certs: TestCertificates;
 let cluster: RedisClusterHandle;
@@ -66,28 +65,18 @@ describe('a Redis Cluster over TLS', () => {
     const config = parseConfig({
       REDIS_CLUSTER_NODES: cluster.nodes,
       REDIS_URL: 'rediss://cluster',
-      REDIS_TLS_CA: certs.ca,
-      REDIS_TLS_CERT: certs.clientCert,
-      REDIS_TLS_KEY: certs.clientKey,
+      ...clientTlsEnv(certs),
       MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
       MAGPIE_WORKSPACE: workspace,
     });
-    const agent = new ScriptedAgent();
-    await startCliStack(connect, config, cleanups, { agent, concurrency: 2 });
-    const client = await connect(config, true);
-    const first = await sendAndWait(client, { content: 'before', chatId: 'tls-cluster', timeoutMs: 10_000 });
-    expect(first.content).toBe('before');
-
-    const oldPort = await cluster.ownerPort(client.prefix);
-    cluster.servers.find((s) => s.port === oldPort)!.process.kill('SIGKILL');
-    await waitFor(
-      async () => (await cluster.ownerPort(client.prefix, oldPort)) !== oldPort,
-      30_000,
-      'a replica taking over the slot',
-    );
-
-    const second = await sendAndWait(client, { content: 'after', chatId: 'tls-cluster', timeoutMs: 30_000 });
-    expect(second.content).toBe('after');
-    expect(agent.turns.map((t) => t.contents)).toEqual([['before'], ['after']]);
+    await answersAcross(connect, config, cleanups, 'tls-cluster', async (client) => {
+      const oldPort = await cluster.ownerPort(client.prefix);
+      cluster.servers.find((s) => s.port === oldPort)!.process.kill('SIGKILL');
+      await waitFor(
+        async () => (await cluster.ownerPort(client.prefix, oldPort)) !== oldPort,
+        30_000,
+        'a replica taking over the slot',
+      );
+    });
   }, 90_000);
 });

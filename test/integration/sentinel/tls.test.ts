@@ -17,15 +17,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
-import { sendAndWait } from '../../../src/channels/cli/client.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 import { freePort } from '../../fakes/redis-server.js';
 import { rejectedWith } from '../../fakes/rejection.js';
-import { makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
+import { clientTlsEnv, makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
 import { waitFor } from '../../fakes/wait-for.js';
-import { busConnector, cleanupsAfterEach, ScriptedAgent, startCliStack } from '../bus/helpers.js';
+import { answersAcross, busConnector, cleanupsAfterEach } from '../bus/helpers.js';
 
 let certs: TestCertificates;
 let group: SentinelGroup;
@@ -51,30 +50,20 @@ describe('Redis Sentinel over TLS', () => {
     const config = parseConfig({
       REDIS_SENTINELS: group.addresses,
       REDIS_URL: 'rediss://sentinel-master',
-      REDIS_TLS_CA: certs.ca,
-      REDIS_TLS_CERT: certs.clientCert,
-      REDIS_TLS_KEY: certs.clientKey,
+      ...clientTlsEnv(certs),
       MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
       MAGPIE_WORKSPACE: workspace,
     });
-    const agent = new ScriptedAgent();
-    await startCliStack(connect, config, cleanups, { agent, concurrency: 2 });
-    const client = await connect(config, true);
-    const first = await sendAndWait(client, { content: 'before', chatId: 'tls-sentinel', timeoutMs: 10_000 });
-    expect(first.content).toBe('before');
-
-    const oldPort = await group.masterPort();
-    group.master.process.kill('SIGKILL');
-    await waitFor(
-      async () => (await group.masterPort()) !== oldPort,
-      30_000,
-      'the Sentinels promoting the replica',
-    );
-    expect(await group.masterPort()).toBe(group.replicas[0]!.port);
-
-    const second = await sendAndWait(client, { content: 'after', chatId: 'tls-sentinel', timeoutMs: 20_000 });
-    expect(second.content).toBe('after');
-    expect(agent.turns.map((t) => t.contents)).toEqual([['before'], ['after']]);
+    await answersAcross(connect, config, cleanups, 'tls-sentinel', async () => {
+      const oldPort = await group.masterPort();
+      group.master.process.kill('SIGKILL');
+      await waitFor(
+        async () => (await group.masterPort()) !== oldPort,
+        30_000,
+        'the Sentinels promoting the replica',
+      );
+      expect(await group.masterPort()).toBe(group.replicas[0]!.port);
+    });
   }, 60_000);
 
   /** Bus.connect's refusal for `env`, and how long it took. */
