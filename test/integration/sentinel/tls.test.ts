@@ -19,6 +19,7 @@ import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { redisCheckResults } from '../../fakes/doctor.js';
 import { type SentinelGroup, startSentinelGroup } from '../../fakes/redis-sentinel.js';
 import { freePort } from '../../fakes/redis-server.js';
 import { rejectedWith } from '../../fakes/rejection.js';
@@ -46,6 +47,28 @@ const cleanups = cleanupsAfterEach();
 const connect = busConnector(cleanups);
 
 describe('Redis Sentinel over TLS', () => {
+  it('lets doctor reach the master and ask the Sentinels how they watch it, over TLS', async () => {
+    const results = await redisCheckResults(
+      parseConfig({
+        REDIS_SENTINELS: group.addresses,
+        REDIS_URL: 'rediss://sentinel-master',
+        ...clientTlsEnv(certs),
+        MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+        MAGPIE_WORKSPACE: workspace,
+      }),
+    );
+    expect(results.find((r) => r.detail.startsWith('reachable'))).toMatchObject({
+      status: 'ok',
+      detail: expect.stringMatching(
+        new RegExp(`^reachable at sentinel mymaster at 127\\.0\\.0\\.1:${group.master.port} \\(sentinels `),
+      ),
+    });
+    expect(results.find((r) => r.detail.startsWith('Sentinels:'))).toEqual({
+      status: 'ok',
+      detail: 'Sentinels: master down after 2000 ms, quorum 2, 1 replica(s)',
+    });
+  });
+
   it('answers over TLS through the Sentinels, and again on the promoted replica after the master is killed', async () => {
     const config = parseConfig({
       REDIS_SENTINELS: group.addresses,
