@@ -23,7 +23,8 @@ import path from 'node:path';
 import { magpie, type Proc } from '../test/e2e/daemon-helpers.js';
 import { type RedisClusterHandle, startRedisCluster } from '../test/fakes/redis-cluster.js';
 import { type SentinelGroup, startSentinelGroup } from '../test/fakes/redis-sentinel.js';
-import { type RedisHandle, startRedis } from '../test/fakes/redis-server.js';
+import { freePort, type RedisHandle, startRedis } from '../test/fakes/redis-server.js';
+import { clientTlsEnv, redisTlsArgs, type TestCertificates } from '../test/fakes/tls-certs.js';
 import { waitFor } from '../test/fakes/wait-for.js';
 
 /** What the chaos loop can do. */
@@ -52,6 +53,11 @@ export interface CastOptions {
   minReplicas?: number;
   /** 2 s locks instead of the deployed 30 s (see SHORT_LOCKS). @defaultValue false */
   shortLocks?: boolean;
+  /**
+   * Every Redis (server, Sentinels, Cluster nodes) serves TLS only with these certificates and asks
+   * for client certificates; magpie gets `rediss://` and REDIS_TLS_*. @defaultValue none
+   */
+  tls?: TestCertificates;
 }
 
 /** The running processes and every one that ran (for their logs). */
@@ -81,7 +87,7 @@ export class ChaosCast {
   /** Starts Redis, then the gateway and the workers, and waits until each says it is running. */
   async start(): Promise<void> {
     if (this.#o.sentinel) {
-      this.#group = await startSentinelGroup({ replicas: 2 });
+      this.#group = await startSentinelGroup({ replicas: 2, tls: this.#o.tls });
       for (const node of [this.#group.master, ...this.#group.replicas]) {
         this.#nodes.set(node.port, node);
         this.#keepLog(`redis-${node.port}`, node);
@@ -89,11 +95,11 @@ export class ChaosCast {
       for (const sentinel of this.#group.sentinels) this.#keepLog(`sentinel-${sentinel.port}`, sentinel);
       this.redis = this.#group.master;
     } else if (this.#o.cluster) {
-      this.#cluster = await startRedisCluster({ replicas: 2 });
+      this.#cluster = await startRedisCluster({ replicas: 2, tls: this.#o.tls });
       for (const node of this.#cluster.servers) this.#keepLog(`redis-${node.port}`, node);
       this.redis = this.#cluster.servers[0]!;
     } else {
-      this.redis = await startRedis({ dir: this.#o.redisDir });
+      this.redis = await this.#server(this.#o.redisDir, await freePort());
     }
     this.gateway = this.#spawn('gateway');
     this.workers = Array.from({ length: this.#o.workers }, () => this.#spawn('worker'));
@@ -104,19 +110,32 @@ export class ChaosCast {
     return this.redis.url;
   }
 
+  /** A redis-server of this run on `port` (TLS only with `tls`, replication too): the AOF in `dir`. */
+  #server(dir: string, port: number, args: string[] = []): Promise<RedisHandle> {
+    const certs = this.#o.tls;
+    const tls = certs ? [...redisTlsArgs(certs, port, 'yes'), '--tls-replication', 'yes'] : [];
+    return startRedis({ dir, port, args: [...tls, ...args] });
+  }
+
   /** The Redis variables of every magpie process (and the platform's bus). */
   redisEnv(): Record<string, string | undefined> {
+    const certs = this.#o.tls;
+    // With Sentinel or a Cluster, a rediss:// REDIS_URL only turns TLS on (its host is not used).
+    const tls = certs ? { REDIS_URL: 'rediss://redis', ...clientTlsEnv(certs) } : { REDIS_URL: undefined };
     if (this.#cluster) {
       return {
-        REDIS_URL: undefined,
+        ...tls,
         REDIS_CLUSTER_NODES: this.#cluster.nodes,
         MAGPIE_REDIS_MIN_REPLICAS: String(this.#o.minReplicas ?? 1),
       };
     }
     const group = this.#group;
-    if (!group) return { REDIS_URL: this.redis.url };
+    if (!group)
+      return certs
+        ? { ...tls, REDIS_URL: `rediss://127.0.0.1:${this.redis.port}` }
+        : { REDIS_URL: this.redis.url };
     return {
-      REDIS_URL: undefined,
+      ...tls,
       REDIS_SENTINELS: group.addresses,
       REDIS_SENTINEL_NAME: group.name,
       MAGPIE_REDIS_MIN_REPLICAS: String(this.#o.minReplicas ?? 1),
@@ -139,7 +158,7 @@ export class ChaosCast {
       const exited = new Promise((resolve) => this.redis.process.once('exit', resolve));
       this.redis.process.kill('SIGKILL');
       await exited;
-      this.redis = await startRedis({ dir: this.#o.redisDir, port });
+      this.redis = await this.#server(this.#o.redisDir, port);
       return;
     }
     if (kind === 'gateway') {
@@ -176,11 +195,7 @@ export class ChaosCast {
     );
     this.failovers += 1;
     this.failoverMs.push(Date.now() - killedAt);
-    const back = await startRedis({
-      dir: victim.dir,
-      port: oldPort,
-      args: ['--replicaof', '127.0.0.1', String(newPort)],
-    });
+    const back = await this.#server(victim.dir, oldPort, ['--replicaof', '127.0.0.1', String(newPort)]);
     this.#nodes.set(oldPort, back);
     this.#keepLog(`redis-${oldPort}`, back);
     this.redis = this.#nodes.get(newPort) ?? back;

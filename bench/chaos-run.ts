@@ -31,6 +31,7 @@ import { OutboundMessageSchema } from '../src/messages/messages.js';
 import { sessionFileName } from '../src/sessions/session-key.js';
 import { daemonEnv, tempWorkspace } from '../test/e2e/daemon-helpers.js';
 import { startFakeOpenAI } from '../test/fakes/openai-server.js';
+import { makeTestCertificates } from '../test/fakes/tls-certs.js';
 import { waitFor } from '../test/fakes/wait-for.js';
 import { ChaosCast, type ChaosKind } from './chaos-cast.js';
 import {
@@ -66,6 +67,8 @@ export interface ChaosOptions {
   minReplicas?: number;
   /** Workers and gateways with 2 s locks, not the deployed 30 s (chaos-cast.ts). @defaultValue false */
   shortLocks?: boolean;
+  /** Every Redis on TLS only, with client certificates (a test CA made for the run). @defaultValue false */
+  tls?: boolean;
 }
 
 export interface ChaosReport extends ChaosVerdict {
@@ -110,6 +113,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     responder: (req) => ({ content: chaosAnswer(sinceLastAnswer(req.body)) }),
   });
   const workspace = tempWorkspace();
+  const certs = options.tls ? await makeTestCertificates() : undefined;
   const env = daemonEnv({
     OPENAI_BASE_URL: fake.baseURL,
     MAGPIE_WORKSPACE: workspace,
@@ -126,6 +130,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     cluster: options.cluster ?? false,
     minReplicas: options.minReplicas ?? 1,
     shortLocks: options.shortLocks ?? false,
+    ...(certs ? { tls: certs } : {}),
   });
   let bus: Bus | undefined;
   try {
@@ -206,6 +211,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await bus?.close();
     await cast.stop();
     await fake.close();
+    certs?.remove();
   }
 }
 

@@ -7,7 +7,7 @@
  * reply reached its chat after a later one, or a session file is broken or out
  * of order (`chaosFailures`).
  *
- *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel | --cluster] [--min-replicas 1|2] [--short-locks]
+ *   npm run bench:chaos -- --minutes 5 [--chats 50] [--workers 3] [--logs DIR] [--sentinel | --cluster] [--min-replicas 1|2] [--short-locks] [--tls]
  *
  * `--sentinel`: Redis is a Sentinel-watched master with two replicas and three
  * Sentinels, magpie runs with MAGPIE_REDIS_MIN_REPLICAS=1 (see --min-replicas), and each Redis blow
@@ -19,6 +19,9 @@
  * REDIS_CLUSTER_NODES with MAGPIE_REDIS_MIN_REPLICAS=1 (see --min-replicas), and each Redis blow
  * kills the master serving magpie's slot (one of its replicas takes over; the killed one rejoins
  * as a replica).
+ * `--tls`: every Redis (the server, or the Sentinels and their servers, or the Cluster's nodes) serves
+ * TLS only and asks for client certificates, made for the run by a CA of its own; magpie runs with
+ * a rediss:// REDIS_URL and REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY.
  * `--short-locks`: workers and gateways get 2 s locks (checked every second) instead of the
  * deployed 30 s; they lapse in every Redis restart, so live turns are taken over while they run.
  */
@@ -42,6 +45,7 @@ const { values } = parseArgs({
     cluster: { type: 'boolean', default: false },
     'min-replicas': { type: 'string', default: '1' },
     'short-locks': { type: 'boolean', default: false },
+    tls: { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
@@ -74,6 +78,7 @@ const report = await runChaos({
   cluster: values.cluster,
   minReplicas,
   shortLocks: values['short-locks'],
+  tls: values.tls,
 });
 console.log(JSON.stringify(report, null, 2));
 process.exit(chaosFailures(report).length === 0 ? 0 : 1);
