@@ -5,6 +5,7 @@
  * On a Redis Cluster every connection is an ioredis Cluster (see {@link newRedis}).
  */
 import { isIP } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { ClusterSettings, RedisTls, SentinelSettings } from '../config/redis-settings.js';
@@ -488,6 +489,26 @@ function describeCluster(target: ClusterSettings, connected: Redis | undefined):
  * sends commands on it.
  */
 export type RedisConnection = Redis;
+
+/** The certificate a TLS connection's server showed: when it stops being valid, and whom it names. */
+export interface ServerCertificate {
+  validTo: Date;
+  /** Its subject's common name, or its first subject alternative name. */
+  name: string;
+}
+
+/**
+ * The certificate Redis showed `redis` (on a Cluster, the first master's node connection), or
+ * undefined for a connection without TLS or not connected.
+ */
+export function serverCertificate(redis: Redis): ServerCertificate | undefined {
+  const stream = isCluster(redis) ? (redis as unknown as Cluster).nodes('master')[0]?.stream : redis.stream;
+  if (!(stream instanceof TLSSocket)) return undefined;
+  const peer = stream.getPeerCertificate();
+  if (!peer?.valid_to) return undefined;
+  const name = peer.subject?.CN ?? peer.subjectaltname?.split(',')[0]?.trim() ?? '?';
+  return { validTo: new Date(peer.valid_to), name: String(name) };
+}
 
 /** The version of the Redis server (from INFO), or undefined when it does not say. */
 export async function redisVersion(redis: Redis): Promise<string | undefined> {

@@ -12,6 +12,7 @@ import {
   redisServerInfo,
   type SentinelWatch,
   sentinelWatch,
+  serverCertificate,
   serverTarget,
 } from '../bus/redis.js';
 import { listWorkers } from '../bus/worker-beats.js';
@@ -20,6 +21,7 @@ import type { Config } from '../config/index.js';
 import { describeError } from '../errors/index.js';
 import { readWorkspaceId } from '../workspace/identity.js';
 import { type Check, type CheckResult, failed, pass, skipped, warned } from './doctor.js';
+import { tlsCertificateResults } from './doctor-tls.js';
 
 /**
  * Sentinels quicker than this fail over masters they have just switched to: they ping at most
@@ -87,6 +89,7 @@ export function redisCheck(config: Config, shared: DoctorRedis): Check {
         );
       }
       if (sentinel) results.push(watchResult(await sentinelWatch(redis), sentinel.name));
+      results.push(...tlsCertificateResults(serverCertificate(redis), config.redis.tls?.cert, new Date()));
       const policy = server.maxmemoryPolicy;
       results.push(
         policy === 'noeviction'

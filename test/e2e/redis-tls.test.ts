@@ -57,6 +57,13 @@ describe('magpie on a Redis that speaks TLS only', () => {
     const doctor = magpie(['doctor'], env);
     await doctor.exited;
     expect(doctor.stdout()).toMatch(/^✓ redis +reachable at rediss:\/\/127\.0\.0\.1:\d+\/?, version \d/m);
+    // The test certificates live two days: both are warned of, with their date.
+    expect(doctor.stdout()).toMatch(
+      /^! redis +TLS: Redis's certificate \(redis-server\) valid until \d{4}-\d\d-\d\d \(\d days?\): renew it before then/m,
+    );
+    expect(doctor.stdout()).toMatch(
+      /^! redis +TLS: magpie's client certificate \(REDIS_TLS_CERT\) valid until /m,
+    );
     const key = readFileSync(certs.clientKey, 'utf8');
     const body = key.split('\n')[1]!;
     for (const proc of [start, send, doctor]) expect(proc.stdout() + proc.stderr()).not.toContain(body);

@@ -17,6 +17,7 @@ import { parseConfig } from '../../../src/app/config.js';
 import { Bus } from '../../../src/bus/bus.js';
 import { AppError } from '../../../src/errors/index.js';
 import { silentLogger } from '../../../src/log/index.js';
+import { redisCheckResults } from '../../fakes/doctor.js';
 import { type RedisClusterHandle, startRedisCluster } from '../../fakes/redis-cluster.js';
 import { rejectedWith } from '../../fakes/rejection.js';
 import { clientTlsEnv, makeTestCertificates, type TestCertificates } from '../../fakes/tls-certs.js';
@@ -42,6 +43,24 @@ const cleanups = cleanupsAfterEach();
 const connect = busConnector(cleanups);
 
 describe('a Redis Cluster over TLS', () => {
+  it("lets doctor reach the masters over TLS and read the first one's certificate", async () => {
+    const results = await redisCheckResults(
+      parseConfig({
+        REDIS_CLUSTER_NODES: cluster.nodes,
+        REDIS_URL: 'rediss://cluster',
+        ...clientTlsEnv(certs),
+        MAGPIE_QUEUE_PREFIX: `test-${randomUUID()}`,
+        MAGPIE_WORKSPACE: workspace,
+      }),
+    );
+    expect(results.find((r) => r.detail.startsWith('reachable'))?.detail).toMatch(
+      /^reachable at cluster of 3 masters /,
+    );
+    expect(results.find((r) => r.detail.startsWith("TLS: Redis's certificate"))?.detail).toMatch(
+      /^TLS: Redis's certificate \(redis-server\) valid until /,
+    );
+  });
+
   // First: the failover below kills one of the startup nodes this names.
   it('says a client certificate is needed when the nodes ask for one and none is set', async () => {
     const config = parseConfig({

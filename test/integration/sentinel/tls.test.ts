@@ -63,6 +63,10 @@ describe('Redis Sentinel over TLS', () => {
         new RegExp(`^reachable at sentinel mymaster at 127\\.0\\.0\\.1:${group.master.port} \\(sentinels `),
       ),
     });
+    expect(results.find((r) => r.detail.startsWith("TLS: Redis's certificate"))).toMatchObject({
+      status: 'warn', // the test certificates live two days
+      detail: expect.stringMatching(/^TLS: Redis's certificate \(redis-server\) valid until /),
+    });
     expect(results.find((r) => r.detail.startsWith('Sentinels:'))).toEqual({
       status: 'ok',
       detail: 'Sentinels: master down after 2000 ms, quorum 2, 1 replica(s)',
