@@ -246,8 +246,9 @@ const TLS_FILES = [
 /**
  * TLS to Redis when `on` (a `rediss://` REDIS_URL): the PEM text of each file REDIS_TLS_* names,
  * each checked to be what it says. ConfigError (one line naming the variable) for a file set
- * without TLS on, a certificate without its key (or the reverse), a file that cannot be read or
- * holds something else, and a key inside the workspace, where the agent's tools could read it.
+ * without TLS on, a certificate without its key (or the reverse) or with another one's, a file that
+ * cannot be read or holds something else, and a key inside the workspace, where the agent's tools
+ * could read it.
  */
 function redisTls(e: RedisEnv, on: boolean, workspace: string): RedisTls | undefined {
   const given = TLS_FILES.filter(([variable]) => e[variable] !== undefined);
@@ -277,6 +278,11 @@ function redisTls(e: RedisEnv, on: boolean, workspace: string): RedisTls | undef
     }
     checkPem(variable, file, field, text);
     tls[field] = text;
+  }
+  if (tls.cert && tls.key && !new X509Certificate(tls.cert).checkPrivateKey(createPrivateKey(tls.key))) {
+    throw new ConfigError(
+      `REDIS_TLS_KEY ${path.resolve(e.REDIS_TLS_KEY!)} is not the key of the certificate REDIS_TLS_CERT names: give the pair that belongs together`,
+    );
   }
   return tls;
 }

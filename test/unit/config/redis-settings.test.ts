@@ -250,6 +250,10 @@ describe('TLS to Redis: REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY', () => {
       }),
       /^REDIS_TLS_KEY \/.*encrypted\.key does not hold an unencrypted PEM private key$/,
     ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CERT: certs.clientCert, REDIS_TLS_KEY: certs.serverKey }),
+      /^REDIS_TLS_KEY \/.*redis-server\.key is not the key of the certificate REDIS_TLS_CERT names: give the pair that belongs together$/,
+    ],
   ])('refuses a bad TLS setting in one line (exit 2): %#', (env, message) => {
     const err = configRefusal({ ...base, ...env() });
     expect(err.message).toMatch(message);
