@@ -649,7 +649,7 @@ function tlsHint(cause: Error, tls: boolean): string {
   if (UNTRUSTED_CERTIFICATE.has(code))
     return ' (its certificate is not signed by a CA magpie trusts: REDIS_TLS_CA names the PEM file of the CA that signed it)';
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID')
-    return ' (its certificate is for another host: connect by a name or address the certificate lists)';
+    return ' (its certificate is for another host: connect by a name or address it lists, or name one in REDIS_TLS_SERVERNAME)';
   if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID')
     return " (its certificate is out of date: renew the server's certificate)";
   if (

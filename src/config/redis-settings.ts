@@ -23,13 +23,19 @@ export interface SentinelAddress {
 /**
  * TLS to Redis, on when REDIS_URL is `rediss://`: the server's certificate is checked against
  * `ca` when given (REDIS_TLS_CA, e.g. a private CA), else against Node's public CAs, and for the
- * host magpie connects to; `cert` and `key` (REDIS_TLS_CERT, REDIS_TLS_KEY) are the client
- * certificate a Redis with `tls-auth-clients yes` asks for. Each is a file's PEM text, read once.
+ * host magpie connects to, or `servername` (REDIS_TLS_SERVERNAME) when set; `cert` and `key`
+ * (REDIS_TLS_CERT, REDIS_TLS_KEY) are the client certificate a Redis with `tls-auth-clients yes`
+ * asks for. The three are files' PEM text, read once. Node's own TLS option names.
  */
 export interface RedisTls {
   ca?: string;
   cert?: string;
   key?: string;
+  /**
+   * The name the server's certificate must hold (and SNI): for Sentinels and Clusters that hand
+   * out addresses while the certificate names a host.
+   */
+  servername?: string;
 }
 
 /** A master found through Sentinel; credentials, TLS and database come from REDIS_URL / REDIS_PASSWORD. */
@@ -138,6 +144,14 @@ export const REDIS_ENV = {
   REDIS_TLS_CA: optionalText,
   REDIS_TLS_CERT: optionalText,
   REDIS_TLS_KEY: optionalText,
+  REDIS_TLS_SERVERNAME: optionalText.refine(
+    (v) =>
+      v === undefined ||
+      /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(
+        v,
+      ),
+    { message: 'must be a host name such as redis.internal' },
+  ),
   MAGPIE_REDIS_MIN_REPLICAS: z
     .string()
     .default('0')
@@ -253,9 +267,10 @@ const TLS_FILES = [
 function redisTls(e: RedisEnv, on: boolean, workspace: string): RedisTls | undefined {
   const given = TLS_FILES.filter(([variable]) => e[variable] !== undefined);
   if (!on) {
-    if (given.length === 0) return undefined;
+    const set = given[0]?.[0] ?? (e.REDIS_TLS_SERVERNAME === undefined ? undefined : 'REDIS_TLS_SERVERNAME');
+    if (set === undefined) return undefined;
     throw new ConfigError(
-      `${given[0]![0]} is set but REDIS_URL is not rediss://: TLS to Redis is turned on by a rediss:// REDIS_URL (with REDIS_SENTINELS or REDIS_CLUSTER_NODES its host is not used, e.g. rediss://:password@redis)`,
+      `${set} is set but REDIS_URL is not rediss://: TLS to Redis is turned on by a rediss:// REDIS_URL (with REDIS_SENTINELS or REDIS_CLUSTER_NODES its host is not used, e.g. rediss://:password@redis)`,
     );
   }
   if ((e.REDIS_TLS_CERT === undefined) !== (e.REDIS_TLS_KEY === undefined)) {
@@ -265,7 +280,7 @@ function redisTls(e: RedisEnv, on: boolean, workspace: string): RedisTls | undef
         : ['REDIS_TLS_CERT', 'REDIS_TLS_KEY'];
     throw new ConfigError(`${set} is set but ${missing} is not: a client certificate needs both`);
   }
-  const tls: RedisTls = {};
+  const tls: RedisTls = e.REDIS_TLS_SERVERNAME === undefined ? {} : { servername: e.REDIS_TLS_SERVERNAME };
   for (const [variable, field] of given) {
     const file = path.resolve(e[variable]!);
     if (field === 'key') checkKeyOutsideWorkspace(file, workspace);

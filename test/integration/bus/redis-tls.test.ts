@@ -105,7 +105,20 @@ describe('TLS to Redis', () => {
     expect(message).toContain(
       "Hostname/IP does not match certificate's altnames: IP: 127.0.0.1 is not in the cert's list",
     );
-    expect(message).toContain('its certificate is for another host');
+    expect(message).toContain(
+      'its certificate is for another host: connect by a name or address it lists, or name one in REDIS_TLS_SERVERNAME',
+    );
+  });
+
+  it('takes the name the certificate holds from REDIS_TLS_SERVERNAME, and only that name', async () => {
+    const bus = await connect(
+      config(otherHost, { REDIS_TLS_CA: certs.ca, REDIS_TLS_SERVERNAME: 'redis.example' }),
+    );
+    expect(await bus.redis.ping()).toBe('PONG');
+    const message = await refusal(
+      config(otherHost, { REDIS_TLS_CA: certs.ca, REDIS_TLS_SERVERNAME: 'other.example' }),
+    );
+    expect(message).toContain("Hostname/IP does not match certificate's altnames: Host: other.example.");
   });
 
   it('says a client certificate is needed when the server asks for one and none is set', async () => {

@@ -192,6 +192,10 @@ describe('TLS to Redis: REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY', () => {
     expect(parseConfig({ ...env, REDIS_SENTINELS: '10.0.0.1:26379' }).redis.sentinel?.tls).toEqual(tls);
     expect(parseConfig({ ...env, REDIS_CLUSTER_NODES: '10.0.0.1:6379' }).redis.cluster?.tls).toEqual(tls);
     expect(secretValues(parseConfig(env))).toContain(tls.key);
+    expect(
+      parseConfig({ ...base, REDIS_URL: 'rediss://10.0.0.5:6380', REDIS_TLS_SERVERNAME: 'redis.internal' })
+        .redis.tls,
+    ).toEqual({ servername: 'redis.internal' });
     // rediss:// alone: TLS with Node's public CAs, no client certificate.
     expect(parseConfig({ ...base, REDIS_URL: 'rediss://redis.example:6380' }).redis.tls).toEqual({});
     expect(parseConfig({ ...base, REDIS_URL: 'redis://127.0.0.1:6379' }).redis.tls).toBeUndefined();
@@ -209,6 +213,14 @@ describe('TLS to Redis: REDIS_TLS_CA, REDIS_TLS_CERT, REDIS_TLS_KEY', () => {
         REDIS_TLS_KEY: certs.clientKey,
       }),
       /^REDIS_TLS_CERT is set but REDIS_URL is not rediss:\/\//,
+    ],
+    [
+      () => ({ REDIS_URL: 'redis://h:1', REDIS_TLS_SERVERNAME: 'redis.internal' }),
+      /^REDIS_TLS_SERVERNAME is set but REDIS_URL is not rediss:\/\//,
+    ],
+    [
+      () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_SERVERNAME: 'redis internal' }),
+      /^REDIS_TLS_SERVERNAME must be a host name such as redis.internal: fix it in .env/,
     ],
     [
       () => ({ REDIS_URL: 'rediss://h:1', REDIS_TLS_CERT: certs.clientCert }),
