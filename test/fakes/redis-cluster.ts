@@ -88,14 +88,21 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     for (let i = 0; i < total; i++) {
       const nodeDir = path.join(dir, `node-${i}`);
       mkdirSync(nodeDir);
+      const port = await freePort();
+      // The Cluster bus's port is a free one of its own: by default it is the node's port + 10000,
+      // which nothing checked, and a test's server already there (more Clusters run in the suite
+      // now) made a node fail to start with "Address already in use".
+      let busPort = await freePort();
+      while (busPort === port) busPort = await freePort();
       const clusterArgs = [
         '--cluster-enabled',
         'yes',
         '--cluster-config-file',
         path.join(nodeDir, 'nodes.conf'),
+        '--cluster-port',
+        String(busPort),
         ...(nodeTimeout === undefined ? [] : ['--cluster-node-timeout', String(nodeTimeout)]),
       ];
-      const port = await freePort();
       const args = [...clusterArgs, ...auth, ...tlsArgs(port)];
       const server = await startRedis({ dir: nodeDir, port, args });
       servers.push(server);
