@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { expect } from 'vitest';
 import { closedWithin } from '../../src/bus/bounded-close.js';
@@ -18,7 +19,7 @@ import { laneKeys } from '../../src/bus/outbound-order.js';
 import { INBOUND_QUEUE, outboundQueueName, turnDedupId } from '../../src/bus/queues.js';
 import type { Config } from '../../src/config/index.js';
 import { describeError } from '../../src/errors/index.js';
-import { createLogger, type Logger, silentLogger } from '../../src/log/index.js';
+import { createLogger, type Logger } from '../../src/log/index.js';
 import { roleConfig } from './config.js';
 import type { FakeOpenAI } from './openai-server.js';
 import { waitFor } from './wait-for.js';
@@ -69,15 +70,48 @@ export async function stopEach(
   }
 }
 
-/** Silent, or with MAGPIE_TEST_LOG_DIR=<dir> debug lines to <dir>/<name>-<time>.log (the role's and the platform's). */
+/** The last lines a failover test's logger wrote without MAGPIE_TEST_LOG_DIR (info and up), oldest first. */
+const recentLines: string[] = [];
+const RECENT_LINES = 3_000;
+
+/**
+ * With MAGPIE_TEST_LOG_DIR=<dir>, debug lines to <dir>/<name>-<time>.log (the role's and the
+ * platform's); without it, info lines and up into memory, the last {@link RECENT_LINES} of them,
+ * which a failing test prints for the chats it found stalled ({@link recentLogOf}).
+ */
 export function failoverLogger(name: string): Logger {
   const logDir = process.env.MAGPIE_TEST_LOG_DIR;
-  return logDir
-    ? createLogger({
-        level: 'debug',
-        destination: createWriteStream(path.join(logDir, `${name}-${Date.now()}.log`)),
-      })
-    : silentLogger();
+  if (logDir) {
+    return createLogger({
+      level: 'debug',
+      destination: createWriteStream(path.join(logDir, `${name}-${Date.now()}.log`)),
+    });
+  }
+  const memory = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      recentLines.push(chunk.toString().trimEnd());
+      if (recentLines.length > RECENT_LINES) recentLines.splice(0, recentLines.length - RECENT_LINES);
+      done();
+    },
+  });
+  return createLogger({ level: 'info', destination: memory });
+}
+
+/**
+ * What the failover tests' loggers kept about CLI chat `chatId`: its session's lines, the last
+ * `limit`, then the last `limit` other warnings and errors but the queues' connection errors
+ * (dozens in every failover): evidence for a chat found stalled.
+ */
+export function recentLogOf(chatId: string, limit = 60): string[] {
+  const session = `"session":"cli:${chatId}"`;
+  const warning = /"level":(40|50|60)/;
+  const connectionNoise = /"msg":"(queue|queue worker|scheduled queue worker|helpers queue) error"/;
+  return [
+    ...recentLines.filter((line) => line.includes(session)).slice(-limit),
+    ...recentLines
+      .filter((line) => !line.includes(session) && warning.test(line) && !connectionNoise.test(line))
+      .slice(-limit),
+  ];
 }
 
 /** One message the platform sent: acknowledged once its publish resolved; its answers by outbound id. */
@@ -228,8 +262,9 @@ export function answered(s: Sent): boolean {
 
 /**
  * What Redis holds for one CLI chat of the traffic, for a failure's message: its mailbox's
- * length and whether it is in the pending set, the turn job its deduplication key names and
- * that job's state, the first ids of its outbound lane with their jobs' states, and its held set.
+ * length and whether it is in the pending set, the turn job its deduplication key names (its
+ * state, tries, stalls, times, failure, lock and whether a next job waits behind it), the first
+ * ids of its outbound lane with their jobs' states, and its held set.
  */
 export async function chatDiagnosis(bus: Bus, chatId: string): Promise<Record<string, unknown>> {
   const { redis, prefix } = bus;
@@ -237,18 +272,50 @@ export async function chatDiagnosis(bus: Bus, chatId: string): Promise<Record<st
   const inbound = new Queue(INBOUND_QUEUE, { connection: redis, prefix });
   const outbound = new Queue(outboundQueueName('cli'), { connection: redis, prefix });
   try {
-    const turnJob = await inbound.getDeduplicationJobId(turnDedupId(sessionKey));
+    const dedupId = turnDedupId(sessionKey);
+    const turnJob = await inbound.getDeduplicationJobId(dedupId);
+    const jobKey = inbound.toKey(turnJob ?? '');
     const { lane, held } = laneKeys(prefix, 'cli', chatId);
     const laneIds = await redis.lrange(lane, 0, 4);
     return {
       chatId,
       mailbox: await redis.llen(keys.mailbox(prefix, sessionKey)),
       pending: (await redis.sismember(keys.pendingMailboxes(prefix), sessionKey)) === 1,
-      turnJob: turnJob && { id: turnJob, state: await inbound.getJobState(turnJob) },
+      turnJob: turnJob && {
+        id: turnJob,
+        state: await inbound.getJobState(turnJob),
+        job: await redis.hmget(
+          jobKey,
+          'atm',
+          'ats',
+          'stc',
+          'defa',
+          'processedOn',
+          'finishedOn',
+          'failedReason',
+        ),
+        lock: [await redis.get(`${jobKey}:lock`), await redis.pttl(`${jobKey}:lock`)],
+        nextWaits: (await redis.exists(inbound.toKey(`dn:${dedupId}`))) === 1,
+      },
       lane: await Promise.all(laneIds.map(async (id) => ({ id, state: await outbound.getJobState(id) }))),
       held: await redis.smembers(held),
+      now: Date.now(),
     };
   } finally {
     await Promise.all([inbound.close(), outbound.close()]);
+  }
+}
+
+/**
+ * For a failover test that found chats unanswered: what Redis holds for each ({@link chatDiagnosis})
+ * and, without MAGPIE_TEST_LOG_DIR, the log lines kept about it ({@link recentLogOf}).
+ */
+export async function reportStalledChats(bus: Bus, chats: readonly string[]): Promise<void> {
+  for (const chat of chats) {
+    const found = await chatDiagnosis(bus, chat).catch((err: unknown) => ({
+      unreadable: describeError(err),
+    }));
+    console.warn(`chat ${chat} unanswered after the failover:`, JSON.stringify(found));
+    console.warn(`log lines about ${chat}, then other warnings:\n${recentLogOf(chat).join('\n')}`);
   }
 }

@@ -4,11 +4,11 @@ import { type RunningRole, startRole } from '../../../src/app/roles.js';
 import { Bus } from '../../../src/bus/bus.js';
 import {
   answered,
-  chatDiagnosis,
   FailoverTraffic,
   failoverConfig,
   failoverLogger,
   keepServerLogs,
+  reportStalledChats,
   stopEach,
 } from '../../fakes/failover-traffic.js';
 import { type FakeOpenAI, lastUserText, startFakeOpenAI } from '../../fakes/openai-server.js';
@@ -92,8 +92,7 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     // Evidence for that stall when it comes: what Redis holds for a chat still unanswered 20 s on.
     await waitFor(() => traffic.unansweredChats().length === 0, 20_000, 'every chat answered').catch(
       async () => {
-        for (const chat of traffic.unansweredChats())
-          console.warn('chat unanswered after the failover:', JSON.stringify(await chatDiagnosis(bus, chat)));
+        await reportStalledChats(bus, traffic.unansweredChats());
       },
     );
     expect(firstAnswerAfter - killedAt).toBeLessThan(20_000);
