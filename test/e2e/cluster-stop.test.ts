@@ -50,9 +50,7 @@ describe('daemon roles on a Redis Cluster after failovers', () => {
     for (let i = 0; i < FAILOVERS; i++) {
       const old = await cluster.ownerPort(slotKey);
       const victim = cluster.servers.find((s) => s.port === old);
-      const exited = new Promise((resolve) => victim?.process.once('exit', resolve));
-      victim?.process.kill('SIGKILL');
-      await exited;
+      await victim?.kill();
       await waitFor(
         async () => (await cluster.ownerPort(slotKey, old).catch(() => old)) !== old,
         30_000,

@@ -264,7 +264,7 @@ export function answered(s: Sent): boolean {
  * What Redis holds for one CLI chat of the traffic, for a failure's message: its mailbox's
  * length and whether it is in the pending set, the turn job its deduplication key names (its
  * state, tries, stalls, times, failure, lock and whether a next job waits behind it), the first
- * ids of its outbound lane with their jobs' states, and its held set.
+ * ids of its outbound lane with their jobs' states, tries, times and locks, and its held set.
  */
 export async function chatDiagnosis(bus: Bus, chatId: string): Promise<Record<string, unknown>> {
   const { redis, prefix } = bus;
@@ -297,7 +297,25 @@ export async function chatDiagnosis(bus: Bus, chatId: string): Promise<Record<st
         lock: [await redis.get(`${jobKey}:lock`), await redis.pttl(`${jobKey}:lock`)],
         nextWaits: (await redis.exists(inbound.toKey(`dn:${dedupId}`))) === 1,
       },
-      lane: await Promise.all(laneIds.map(async (id) => ({ id, state: await outbound.getJobState(id) }))),
+      lane: await Promise.all(
+        laneIds.map(async (id) => ({
+          id,
+          state: await outbound.getJobState(id),
+          job: await redis.hmget(
+            outbound.toKey(id),
+            'atm',
+            'ats',
+            'stc',
+            'processedOn',
+            'finishedOn',
+            'delay',
+          ),
+          lock: [
+            await redis.get(outbound.toKey(`${id}:lock`)),
+            await redis.pttl(outbound.toKey(`${id}:lock`)),
+          ],
+        })),
+      ),
       held: await redis.smembers(held),
       now: Date.now(),
     };

@@ -68,6 +68,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     const start = restarts.get(port);
     const i = servers.findIndex((s) => s.port === port);
     if (!start || i < 0) throw new Error(`no node of this Cluster on port ${port}`);
+    await servers[i]!.releasePort();
     const server = await start();
     servers[i] = server;
     // Back as a replica only once it has copied its master: until then it could not take over.

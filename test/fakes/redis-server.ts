@@ -13,6 +13,14 @@ export interface RedisHandle {
   port: number;
   dir: string;
   process: ChildProcess;
+  /**
+   * SIGKILLs the server and keeps its port taken until {@link RedisHandle.stop} or
+   * {@link RedisHandle.releasePort} (see {@link holdPort}): what a test that kills a master
+   * calls, rather than `process.kill`.
+   */
+  kill(): Promise<void>;
+  /** Gives a killed server's port back, for a test that starts a server on it again. */
+  releasePort(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -26,6 +34,25 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Keeps `port` taken after its server died: a listener that resets every connection at once
+ * (clients and Sentinels see a dead server, as with a refused one), until the returned function
+ * is called. Without it, another test file running at the same time can be handed the freed port
+ * by {@link freePort} and start its own redis-server there: an empty master at a dead master's
+ * address. Clients that reconnect while the Sentinels still name that address then write there
+ * (a job move meeting "Missing key" on it leaves the job locked on the real master until the lock
+ * lapses, 30 s), and the Sentinels make that server a replica of theirs; seen as a chat whose
+ * replies waited past a failover test's 20 s in one `.ci/run` of several.
+ */
+export async function holdPort(port: number): Promise<() => Promise<void>> {
+  const holder = net.createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    holder.once('error', reject);
+    holder.listen(port, '127.0.0.1', () => resolve());
+  });
+  return () => new Promise<void>((resolve) => holder.close(() => resolve()));
 }
 
 /** How long a server asked to stop may take before it is killed. */
@@ -96,13 +123,28 @@ export async function startRedis(
   });
   child.stdout?.resume();
   child.stderr?.resume();
+  let release: (() => Promise<void>) | undefined;
+  const releasePort = async () => {
+    await release?.();
+    release = undefined;
+  };
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
     dir,
     process: child,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }
+      release ??= await holdPort(port);
+    },
+    releasePort,
     async stop() {
       await stopProcess(child);
+      await releasePort();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };

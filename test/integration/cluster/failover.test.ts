@@ -69,7 +69,7 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     const oldPort = await cluster.ownerPort(bus.prefix);
     const victim = cluster.servers.find((s) => s.port === oldPort)!;
     const killedAt = Date.now();
-    victim.process.kill('SIGKILL');
+    await victim.kill();
     logger.info({ test: 'kill', oldPort }, 'TEST master SIGKILLed');
     await waitFor(
       async () => (await cluster.ownerPort(bus.prefix, oldPort)) !== oldPort,

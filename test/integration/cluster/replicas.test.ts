@@ -101,12 +101,14 @@ describe('Redis Cluster: a patient connection through a failover', () => {
       await direct.set(KEY, 'before');
       expect(await direct.call('WAIT', 1, 2_000)).toBe(1);
       direct.disconnect();
-      cluster.servers.find((s) => s.port === owner)?.process.kill('SIGKILL');
+      // SIGKILLed at once; the read and the refused get go out before its port is held.
+      const killing = cluster.servers.find((s) => s.port === owner)!.kill();
       const killedAt = Date.now();
       const read = patient.get(KEY);
       const refused = await rejectedWith(Error, producer.get(KEY));
       expect(refused.message).not.toContain('\n');
       expect(await read).toBe('before');
+      await killing;
       const answeredAfterMs = Date.now() - killedAt;
       // Answered by a replica that took over, after a failover longer than ioredis's own redirections.
       expect(await cluster.ownerPort(KEY, owner)).not.toBe(owner);
@@ -153,7 +155,7 @@ describe('Redis Cluster: a BullMQ consumer through a failover', () => {
       await queue.add('job', {}, { jobId: 'moved-mid-failover' });
       await running;
       const owner = await cluster.ownerPort(bus.prefix);
-      cluster.servers.find((s) => s.port === owner)?.process.kill('SIGKILL');
+      const killing = cluster.servers.find((s) => s.port === owner)!.kill();
       killed();
       // The job's completion goes out now, while the slot has no master for ~6 s.
       await waitFor(
@@ -163,6 +165,7 @@ describe('Redis Cluster: a BullMQ consumer through a failover', () => {
         'the job completed on the new master',
         100,
       );
+      await killing;
       expect(await cluster.ownerPort(bus.prefix, owner)).not.toBe(owner);
       expect(runs).toBe(1);
     } finally {

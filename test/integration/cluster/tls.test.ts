@@ -90,7 +90,7 @@ describe('a Redis Cluster over TLS', () => {
     });
     await answersAcross(connect, config, cleanups, 'tls-cluster', async (client) => {
       const oldPort = await cluster.ownerPort(client.prefix);
-      cluster.servers.find((s) => s.port === oldPort)!.process.kill('SIGKILL');
+      await cluster.servers.find((s) => s.port === oldPort)!.kill();
       await waitFor(
         async () => (await cluster.ownerPort(client.prefix, oldPort)) !== oldPort,
         30_000,

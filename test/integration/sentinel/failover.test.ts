@@ -124,7 +124,7 @@ describe('Redis Sentinel failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     const oldPort = group.master.port;
     expect(await group.masterPort()).toBe(oldPort);
     const killedAt = Date.now();
-    group.master.process.kill('SIGKILL');
+    await group.master.kill();
     logger.info({ test: 'kill', oldPort }, 'TEST master SIGKILLed');
 
     await waitFor(

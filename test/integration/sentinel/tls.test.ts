@@ -83,7 +83,7 @@ describe('Redis Sentinel over TLS', () => {
     });
     await answersAcross(connect, config, cleanups, 'tls-sentinel', async () => {
       const oldPort = await group.masterPort();
-      group.master.process.kill('SIGKILL');
+      await group.master.kill();
       await waitFor(
         async () => (await group.masterPort()) !== oldPort,
         30_000,

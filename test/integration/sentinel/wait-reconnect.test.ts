@@ -103,8 +103,9 @@ describe('a WAIT pending when the master dies', () => {
     } finally {
       admin.disconnect();
     }
-    group.master.process.kill('SIGKILL');
+    const killing = group.master.kill();
     for (const replica of group.replicas) replica.process.kill('SIGCONT');
+    await killing;
 
     for (const [what, result] of [
       ['inbound', await inbound.result],
