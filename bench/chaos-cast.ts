@@ -180,10 +180,9 @@ export class ChaosCast {
     const victim = this.#nodes.get(oldPort);
     if (!victim)
       throw new Error(`the Sentinels name a master on port ${oldPort} that this run did not start`);
-    const exited = new Promise((resolve) => victim.process.once('exit', resolve));
     const killedAt = Date.now();
-    victim.process.kill('SIGKILL');
-    await exited;
+    // Its port stays taken until it is started again (RedisHandle.kill, test/fakes/redis-server.ts).
+    await victim.kill();
     const newPort = await waitFor(
       async () => {
         const port = await group.masterPort().catch(() => oldPort);
@@ -195,6 +194,7 @@ export class ChaosCast {
     );
     this.failovers += 1;
     this.failoverMs.push(Date.now() - killedAt);
+    await victim.releasePort();
     const back = await this.#server(victim.dir, oldPort, ['--replicaof', '127.0.0.1', String(newPort)]);
     this.#nodes.set(oldPort, back);
     this.#keepLog(`redis-${oldPort}`, back);
@@ -208,10 +208,8 @@ export class ChaosCast {
     const oldPort = await cluster.ownerPort(slotKey);
     const victim = cluster.servers.find((s) => s.port === oldPort);
     if (!victim) throw new Error(`the Cluster names a master on port ${oldPort} that this run did not start`);
-    const exited = new Promise((resolve) => victim.process.once('exit', resolve));
     const killedAt = Date.now();
-    victim.process.kill('SIGKILL');
-    await exited;
+    await victim.kill(); // its port held until the restart below
     await waitFor(
       async () => (await cluster.ownerPort(slotKey, oldPort).catch(() => oldPort)) !== oldPort,
       30_000,

@@ -141,10 +141,9 @@ describe('durable CLI replies', () => {
     await waitFor(() => notes.every((n) => n.length === 1), 15_000, 'every note heard');
     expect(agent.started).toBe(10);
     expect(agent.finished).toBe(0);
-    const exited = new Promise((resolve) => redis.process.once('exit', resolve));
-    redis.process.kill('SIGKILL');
-    await exited;
+    await redis.kill(); // its port held until the restart, so no other test's server takes it
     await waitFor(() => agent.finished === 10, 15_000, 'all ten turns finished');
+    await redis.releasePort();
     redis = await startRedis({ dir, port: redis.port });
 
     const replies = await waits;

@@ -85,16 +85,14 @@ describe('Redis Cluster failover with MAGPIE_REDIS_MIN_REPLICAS=1', () => {
     );
     const firstAnswerAfter = Math.min(...sentAfter().flatMap((s) => [...s.replies.values()]));
     expect(await traffic.stop(), "every chat's last delivery acknowledged").toBe(true);
-    // Every message acknowledged before the kill is answered once, none twice. Not every one sent
-    // after it: in some runs one chat stayed unanswered for over a minute after the failover (cause
-    // not found; the chaos runs, with processes and deployed locks, answered everything).
-    const all = await traffic.expectEachAnsweredOnce(config.workspace, 60_000, killedAt);
-    // Evidence for that stall when it comes: what Redis holds for a chat still unanswered 20 s on.
-    await waitFor(() => traffic.unansweredChats().length === 0, 20_000, 'every chat answered').catch(
-      async () => {
-        await reportStalledChats(bus, traffic.unansweredChats());
-      },
-    );
+    // Every acknowledged message, before the kill and after it, is answered once, none twice. (Up
+    // to the twelfth pass only those before the kill were required: a chat now and then stayed
+    // unanswered for up to a minute, since explained by another test file's redis-server starting
+    // on the killed master's freed port; RedisHandle.kill keeps it taken.)
+    const all = await traffic.expectEachAnsweredOnce(config.workspace, 30_000).catch(async (err: unknown) => {
+      await reportStalledChats(bus, traffic.unansweredChats());
+      throw err;
+    });
     expect(firstAnswerAfter - killedAt).toBeLessThan(20_000);
     console.info(
       JSON.stringify({
